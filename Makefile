@@ -1,0 +1,33 @@
+# Two commands work on a fresh machine: `make demo` and `make test`.
+# Each creates ./.venv with the machine's python3 and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/stagewise demo
+
+test: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python benchmarks/eval_speed.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache

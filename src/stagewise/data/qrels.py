@@ -1,0 +1,153 @@
+"""Relevance judgements: an integer label for (query, document) pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from stagewise.data.columns import (
+    LineLookup,
+    check_duplicates,
+    intern_queries,
+    no_lines,
+    pair_keys,
+    segment_offsets,
+)
+from stagewise.errors import InputError
+
+
+class Qrels:
+    """Columnar graded judgements with interned query ids.
+
+    Rows are stored by query id (byte order), then label descending, so each query's block is already its
+    ideal ordering. A label below 0 means "judged, but neither relevant nor non-relevant" the way trec_eval
+    reads it (such documents are not relevant and do not count as judged non-relevant).
+
+    Attributes
+    ----------
+    query_ids : numpy.ndarray of str
+        The distinct judged query ids, sorted.
+    query_codes : numpy.ndarray of int32
+    doc_ids : polars.Series of str
+    labels : numpy.ndarray of int32
+    offsets : numpy.ndarray of int64
+        Judgements of query ``c`` are ``offsets[c]:offsets[c + 1]``.
+    """
+
+    __slots__ = ("doc_ids", "labels", "name", "offsets", "pair_keys", "query_codes", "query_ids", "source")
+
+    def __init__(
+        self,
+        query_ids: np.ndarray,
+        query_codes: np.ndarray,
+        doc_ids: pl.Series,
+        labels: np.ndarray,
+        keys: np.ndarray,
+        *,
+        name: str = "qrels",
+        source: str | None = None,
+    ) -> None:
+        self.query_ids = query_ids
+        self.query_codes = query_codes
+        self.doc_ids = doc_ids
+        self.labels = labels
+        self.pair_keys = keys
+        self.offsets = segment_offsets(query_codes, len(query_ids))
+        self.name = name
+        self.source = source
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: pl.DataFrame,
+        *,
+        name: str = "qrels",
+        source: str | None = None,
+        line_of: LineLookup = no_lines,
+    ) -> Qrels:
+        """Build from a polars frame with columns ``query_id``, ``doc_id`` and ``relevance`` (integers)."""
+        where = source or name
+        if frame.height == 0:
+            raise InputError(where, "has no judgements", expected="at least one (query_id, doc_id, relevance) row")
+        query = frame["query_id"].cast(pl.String)
+        docs = frame["doc_id"].cast(pl.String)
+        raw = frame["relevance"]
+        for column, series in (("query_id", query), ("doc_id", docs), ("relevance", raw)):
+            if series.null_count():
+                row = int(series.is_null().arg_true()[0])
+                raise InputError(where, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
+        labels = _integer_labels(raw, where, line_of)
+        keys = pair_keys(query, docs)
+        check_duplicates(keys, query, docs, where, line_of, "qrels file")
+        query_ids, codes = intern_queries(query)
+        order = np.lexsort((-labels.astype(np.int64), codes))
+        return cls(
+            query_ids,
+            codes[order],
+            docs.gather(order),
+            labels[order],
+            keys[order],
+            name=name,
+            source=source,
+        )
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def __repr__(self) -> str:
+        return f"Qrels(name={self.name!r}, queries={self.n_queries}, judgements={len(self)})"
+
+    def to_polars(self) -> pl.DataFrame:
+        """Columns ``query_id, doc_id, relevance``."""
+        return pl.DataFrame(
+            {
+                "query_id": self.query_ids[self.query_codes],
+                "doc_id": self.doc_ids,
+                "relevance": self.labels,
+            }
+        )
+
+    def to_pandas(self):
+        """The :meth:`to_polars` frame as a pandas DataFrame (needs the ``pandas`` extra)."""
+        return self.to_polars().to_pandas()
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: label}}``, the shape pytrec_eval and ranx take."""
+        out: dict[str, dict[str, int]] = {}
+        docs = self.doc_ids.to_list()
+        labels = self.labels.tolist()
+        for code, query in enumerate(self.query_ids):
+            start, end = int(self.offsets[code]), int(self.offsets[code + 1])
+            out[str(query)] = dict(zip(docs[start:end], labels[start:end], strict=True))
+        return out
+
+    def label_histogram(self) -> dict[int, int]:
+        """How many judgements carry each label."""
+        values, counts = np.unique(self.labels, return_counts=True)
+        return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def _integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarray:
+    if raw.dtype.is_integer():
+        values = raw.cast(pl.Int64).to_numpy()
+    else:
+        as_float = raw.cast(pl.Float64, strict=False)
+        bad = as_float.is_null() | ~as_float.is_finite() | (as_float != as_float.round(0))
+        if bad.any():
+            row = int(bad.arg_true()[0])
+            raise InputError(
+                where,
+                f"relevance label {raw[row]!r} is not an integer",
+                line=line_of(row),
+                expected="an integer label such as 0, 1, 2 or -1",
+            )
+        values = as_float.cast(pl.Int64).to_numpy()
+    if values.size and (values.max() > np.iinfo(np.int32).max or values.min() < np.iinfo(np.int32).min):
+        row = int(np.flatnonzero((values > np.iinfo(np.int32).max) | (values < np.iinfo(np.int32).min))[0])
+        raise InputError(where, f"relevance label {values[row]} is out of range", line=line_of(row),
+                         expected="a label that fits in 32 bits")
+    return values.astype(np.int32)

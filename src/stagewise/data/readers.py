@@ -1,0 +1,236 @@
+"""Read qrels and runs from files (TREC, JSON, JSONL, CSV, TSV, Parquet; plain, gzip or stdin) and from
+in-memory objects (polars or pandas DataFrames, dict-of-dicts with Python or numpy scalars)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from stagewise._io import PathLike, display_name, read_bytes
+from stagewise.data import trec
+from stagewise.data.columns import LineLookup, lines_from, no_lines
+from stagewise.data.qrels import Qrels
+from stagewise.data.run import Run
+from stagewise.errors import InputError
+
+Format = Literal["trec", "json", "jsonl", "csv", "tsv", "parquet"]
+FORMATS: tuple[str, ...] = ("trec", "json", "jsonl", "csv", "tsv", "parquet")
+
+# Column names other tools use, mapped to ours.
+_ALIASES = {
+    "query_id": ("query_id", "qid", "query", "q_id", "topic", "query-id", "queryid"),
+    "doc_id": ("doc_id", "docid", "docno", "doc", "pid", "corpus-id", "corpus_id", "document_id", "passage_id"),
+    "score": ("score", "sim", "similarity"),
+    "relevance": ("relevance", "label", "rel", "judgement", "judgment", "grade", "score"),
+    "rank": ("rank",),
+    "tag": ("tag", "run", "run_id", "system"),
+}
+
+
+def _format_of(source: PathLike, declared: str | None) -> str:
+    if declared is not None:
+        if declared not in FORMATS:
+            raise InputError(display_name(source), f"unknown format {declared!r}", expected=f"one of {FORMATS}")
+        return declared
+    name = str(source).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    suffix = os.path.splitext(name)[1].lstrip(".")
+    return {"jsonl": "jsonl", "ndjson": "jsonl", "json": "json", "csv": "csv", "tsv": "tsv", "parquet": "parquet",
+            "pq": "parquet"}.get(suffix, "trec")
+
+
+def _normalise_columns(frame: pl.DataFrame, wanted: tuple[str, ...], optional: tuple[str, ...], source: str) -> pl.DataFrame:
+    lower = {c.lower(): c for c in frame.columns}
+    chosen: dict[str, str] = {}
+    for target in wanted + optional:
+        for alias in _ALIASES[target]:
+            if alias in lower and lower[alias] not in chosen.values():
+                chosen[target] = lower[alias]
+                break
+    missing = [c for c in wanted if c not in chosen]
+    if missing:
+        raise InputError(
+            source,
+            f"missing column(s) {missing}; found {frame.columns}",
+            expected=f"columns {list(wanted)} (aliases: "
+            + "; ".join(f"{c}: {', '.join(_ALIASES[c][1:4])}" for c in missing)
+            + ")",
+        )
+    return frame.select([pl.col(src).alias(dst) for dst, src in chosen.items()])
+
+
+def _frame_from_object(obj: Any, value_column: str, source: str) -> pl.DataFrame | None:
+    """A frame from a DataFrame or a dict-of-dicts; ``None`` when ``obj`` is neither."""
+    if isinstance(obj, pl.DataFrame):
+        return obj
+    module = type(obj).__module__
+    if module.startswith("pandas") and hasattr(obj, "to_dict"):
+        return pl.from_pandas(obj.reset_index(drop=not _has_named_index(obj)))
+    if isinstance(obj, Mapping):
+        return _frame_from_nested(obj, value_column, source)
+    return None
+
+
+def _has_named_index(frame: Any) -> bool:
+    return any(name is not None for name in getattr(frame.index, "names", [None]))
+
+
+def _frame_from_nested(mapping: Mapping, value_column: str, source: str) -> pl.DataFrame:
+    queries: list[str] = []
+    docs: list[str] = []
+    values: list[Any] = []
+    for query, ranking in mapping.items():
+        if not isinstance(ranking, Mapping):
+            raise InputError(source, f"query {query!r} maps to {type(ranking).__name__}",
+                             expected="{query_id: {doc_id: value}}")
+        for doc, value in ranking.items():
+            queries.append(str(query))
+            docs.append(str(doc))
+            values.append(value.item() if hasattr(value, "item") else value)
+    if not queries:
+        raise InputError(source, "is empty", expected="{query_id: {doc_id: value}} with at least one entry")
+    dtype = pl.Int64 if value_column == "relevance" and all(isinstance(v, int) for v in values) else pl.Float64
+    try:
+        series = pl.Series(values, dtype=dtype, strict=False)
+    except (TypeError, pl.exceptions.PolarsError) as exc:
+        raise InputError(source, f"non-numeric value ({exc})", expected="numbers as values") from None
+    if series.null_count():
+        row = int(series.is_null().arg_true()[0])
+        raise InputError(source, f"value {values[row]!r} for query {queries[row]!r}, document {docs[row]!r} is "
+                         "not a number", expected="numbers as values")
+    return pl.DataFrame({"query_id": queries, "doc_id": docs, value_column: series})
+
+
+def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, LineLookup]:
+    import io
+
+    if not data.strip():
+        raise InputError(source, "is empty", expected=f"a {fmt.upper()} file with a header row")
+    try:
+        if fmt == "parquet":
+            return pl.read_parquet(io.BytesIO(data)), no_lines
+        if fmt in ("csv", "tsv"):
+            frame = pl.read_csv(io.BytesIO(data), separator="," if fmt == "csv" else "\t",
+                                infer_schema_length=0)
+            # A header on line 1; each row's line is its index + 2 for files without embedded newlines.
+            return frame, lambda row: row + 2
+        if fmt == "jsonl":
+            return _read_jsonl(data, source), lambda row: row + 1
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(source, f"cannot be read as {fmt.upper()} ({str(exc).splitlines()[0]})") from None
+    try:
+        parsed = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise InputError(source, f"is not valid JSON ({exc.msg})", line=exc.lineno) from None
+    if isinstance(parsed, dict):
+        return pl.DataFrame(), no_lines  # handled by caller as nested
+    if isinstance(parsed, list):
+        return pl.from_dicts(parsed, infer_schema_length=None), no_lines
+    raise InputError(source, f"holds a JSON {type(parsed).__name__}", expected="an object or a list of records")
+
+
+def _read_jsonl(data: bytes, source: str) -> pl.DataFrame:
+    records = []
+    for lineno, line in enumerate(data.decode("utf-8").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(source, f"invalid JSON ({exc.msg})", line=lineno, expected="one JSON object per line") from None
+        if not isinstance(record, dict):
+            raise InputError(source, f"a JSON {type(record).__name__}", line=lineno, expected="one JSON object per line")
+        records.append(record)
+    return pl.from_dicts(records, infer_schema_length=None)
+
+
+def _load(source: Any, fmt: str | None, value_column: str, optional: tuple[str, ...]) -> tuple[pl.DataFrame, str, str, LineLookup]:
+    """(normalised frame, display name for messages, default container name, line lookup)."""
+    where = f"<{type(source).__name__}>"
+    frame = _frame_from_object(source, value_column, where)
+    if frame is not None:
+        return _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where), where, "run", no_lines
+    if not isinstance(source, str | os.PathLike):
+        raise InputError(where, "is not a file path, DataFrame or dict",
+                         expected="a path, '-', a polars/pandas DataFrame or {query_id: {doc_id: value}}")
+    where = display_name(source)
+    name = "stdin" if where == "<stdin>" else Path(source).name
+    kind = _format_of(source, fmt)
+    data = read_bytes(source)
+    if kind == "trec":
+        parse = trec.parse_run if value_column == "score" else trec.parse_qrels
+        frame, line_of = parse(data, where)
+        return frame, where, name, line_of
+    if kind == "json" and data.lstrip()[:1] == b"{":
+        try:
+            nested = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise InputError(where, f"is not valid JSON ({exc.msg})", line=exc.lineno) from None
+        return _frame_from_nested(nested, value_column, where), where, name, no_lines
+    frame, line_of = _read_tabular(data, kind, where)
+    frame = _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where)
+    return frame, where, name, line_of
+
+
+def read_run(source: Any, *, format: str | None = None, name: str | None = None) -> Run:
+    """Read a run from a path (``-`` for stdin, ``.gz`` accepted) or an in-memory object.
+
+    Parameters
+    ----------
+    source : path, "-", polars.DataFrame, pandas.DataFrame or dict
+        A TREC run file (``qid Q0 docid rank score tag``), JSON (``{qid: {docid: score}}`` or a list of
+        records), JSONL, CSV, TSV or Parquet with columns ``query_id, doc_id, score`` (common aliases such
+        as ``qid``/``docno`` are accepted); or the same as an object.
+    format : {"trec", "json", "jsonl", "csv", "tsv", "parquet"}, optional
+        Overrides the format guessed from the file extension (anything unknown is read as TREC).
+    name : str, optional
+        The run's name in reports; by default the file name.
+
+    Examples
+    --------
+    >>> run = read_run({"q1": {"d1": 2.0, "d2": 1.5}})
+    >>> run.n_queries, len(run)
+    (1, 2)
+    """
+    if isinstance(source, Run):
+        return source
+    frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
+    if frame["score"].dtype == pl.String:
+        frame = _strict_numeric(frame, "score", where, line_of)
+    return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of)
+
+
+def read_qrels(source: Any, *, format: str | None = None, name: str | None = None) -> Qrels:
+    """Read relevance judgements (``qid iter docid label`` in TREC form, or the formats of :func:`read_run`
+    with columns ``query_id, doc_id, relevance``).
+
+    Examples
+    --------
+    >>> qrels = read_qrels({"q1": {"d1": 1, "d3": 0}})
+    >>> qrels.label_histogram()
+    {0: 1, 1: 1}
+    """
+    if isinstance(source, Qrels):
+        return source
+    frame, where, default_name, line_of = _load(source, format, "relevance", ())
+    return Qrels.from_frame(frame, name=name or (default_name if default_name != "run" else "qrels"),
+                            source=where, line_of=line_of)
+
+
+def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineLookup) -> pl.DataFrame:
+    values = frame[column].cast(pl.Float64, strict=False)
+    bad = values.is_null() | ~values.is_finite()
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        raise InputError(where, f"{column} {frame[column][row]!r} is not a finite number", line=line_of(row),
+                         expected="a decimal number")
+    return frame.with_columns(values.alias(column))
+
+
+__all__ = ["FORMATS", "lines_from", "read_qrels", "read_run"]

@@ -1,0 +1,164 @@
+"""TREC text formats: runs (``qid iter docno rank score tag``) and qrels (``qid iter docno label``).
+
+Accepted as trec_eval accepts them: fields separated by any run of spaces or tabs, ``#`` comment lines,
+document ids that contain ``#``, and extra trailing columns after the last required field (ignored).
+Blank lines are skipped. Everything else is an :class:`~stagewise.errors.InputError` naming the line.
+
+Two paths read a file. The fast path hands the bytes to polars' CSV reader when the file uses one
+separator throughout; anything it cannot take (mixed separators, blank lines, a bad field) falls back to
+a careful line-by-line reader, which either reads the file or names the first bad line.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import polars as pl
+
+from stagewise.data.columns import LineLookup, lines_from
+from stagewise.errors import InputError
+
+RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
+QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
+RUN_FORM = "6 fields 'query_id Q0 doc_id rank score run_tag'"
+QRELS_FORM = "4 fields 'query_id iteration doc_id relevance'"
+
+
+def _first_data_line(data: bytes) -> bytes | None:
+    for raw in data[:65536].splitlines():
+        stripped = raw.strip()
+        if stripped and not stripped.startswith(b"#"):
+            return raw
+    return None
+
+
+def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
+    """Parse with polars when the layout is regular; ``None`` sends the caller to the careful reader."""
+    first = _first_data_line(data)
+    if first is None:
+        return None
+    separator = "\t" if b"\t" in first else " "
+    n_columns = len(first.split(separator.encode()))
+    if n_columns < len(fields) or first != first.strip() or b"\r" in first:
+        return None
+    names = list(fields) + [f"_extra{i}" for i in range(n_columns - len(fields))]
+    try:
+        frame = pl.read_csv(
+            io.BytesIO(data),
+            has_header=False,
+            separator=separator,
+            quote_char=None,
+            comment_prefix="#",
+            schema=dict.fromkeys(names, pl.String),
+            truncate_ragged_lines=True,
+        ).select(fields)
+    except (pl.exceptions.PolarsError, ValueError):
+        return None
+    if frame.null_count().sum_horizontal().item() != 0:
+        return None
+    if separator == "\t":
+        frame = frame.with_columns(pl.all().str.strip_chars(" "))
+    return frame
+
+
+def _careful_rows(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[list[list[str]], list[int]]:
+    text = _decode(data, source)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    n = len(fields)
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if len(parts) < n:
+            raise InputError(source, f"found {len(parts)} field(s)", line=lineno, expected=form)
+        rows.append(parts[:n])
+        lines.append(lineno)
+    return rows, lines
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(source, "is not valid UTF-8 text", line=line) from None
+
+
+def _check_scores(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.DataFrame:
+    """Cast the score column to float64; non-numeric, NaN and infinite scores are errors."""
+    scores = frame["score"].cast(pl.Float64, strict=False)
+    bad = scores.is_null() | ~scores.is_finite()
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        value = frame["score"][row]
+        raise InputError(
+            source,
+            f"score {value!r} is not a finite number",
+            line=line_of(row),
+            expected="a decimal number such as 12.5 or -0.031",
+        )
+    return frame.with_columns(scores.alias("score"))
+
+
+def _check_labels(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.DataFrame:
+    labels = frame["relevance"].cast(pl.Int64, strict=False)
+    bad = labels.is_null()
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        value = frame["relevance"][row]
+        raise InputError(
+            source,
+            f"relevance label {value!r} is not an integer",
+            line=line_of(row),
+            expected="an integer label such as 0, 1, 2 or -1",
+        )
+    return frame.with_columns(labels.cast(pl.Int32).alias("relevance"))
+
+
+def _read(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[pl.DataFrame, LineLookup]:
+    if not data.strip():
+        raise InputError(source, "is empty", expected=f"lines of {form}")
+    frame = _fast_frame(data, fields)
+    lines: list[int] | None = None
+    if frame is None:
+        rows, lines = _careful_rows(data, source, fields, form)
+        if not rows:
+            raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
+        frame = pl.DataFrame(rows, schema=dict.fromkeys(fields, pl.String), orient="row")
+    elif frame.height == 0:
+        raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
+    return frame, lines_from(lines, data)
+
+
+def line_numbers(data: bytes) -> list[int]:
+    """1-based line numbers of the data lines (not blank, not comments), in file order."""
+    text = data.decode("utf-8", errors="replace")
+    return [
+        i
+        for i, line in enumerate(text.split("\n"), start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
+def parse_run(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
+    """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering)."""
+    frame, line_of = _read(data, source, RUN_FIELDS, RUN_FORM)
+    frame = _check_scores(frame, line_of, source)
+    ranks = frame["rank"].cast(pl.Int64, strict=False)
+    return frame.select("query_id", "doc_id", "score", ranks.alias("rank"), "tag"), line_of
+
+
+def parse_qrels(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
+    """Columns ``query_id, doc_id, relevance``."""
+    frame, line_of = _read(data, source, QRELS_FIELDS, QRELS_FORM)
+    frame = _check_labels(frame, line_of, source)
+    return frame.select("query_id", "doc_id", "relevance"), line_of
+
+
+def format_score(value: float) -> str:
+    """Shortest text that reads back as the same double (``repr``), so a written run round-trips."""
+    if not math.isfinite(value):
+        raise ValueError(f"cannot write non-finite score {value!r}")
+    return repr(float(value))

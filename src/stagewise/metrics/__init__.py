@@ -1,0 +1,1 @@
+"""The metrics engine: measures as values, vectorised kernels, the evaluation front door."""

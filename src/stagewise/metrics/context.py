@@ -1,0 +1,232 @@
+"""The evaluation context: a run joined to its qrels, reduced to the rows that measures need.
+
+Every measure of trec_eval is a function of, per query, the number of documents retrieved and the
+*judged* documents among them (their ranks and labels), plus the query's judgements. Unjudged documents
+only matter through counts, which follow by subtraction. So the context keeps just the judged ranked rows,
+a few thousand where the run has millions, and every kernel works on those.
+
+Conventions applied here: the tie order of the run, the relevance level, the ``max_ret`` depth (trec_eval
+``-M``), ``judged_only`` (trec_eval ``-J``) and the policy for judged queries absent from the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from stagewise.data.qrels import Qrels
+from stagewise.data.run import Run
+from stagewise.errors import ConventionError, StagewiseError
+
+MissingPolicy = Literal["zero", "skip", "error"]
+TiePolicy = Literal["docid", "input", "rank"]
+MISSING_POLICIES: tuple[str, ...] = ("zero", "skip", "error")
+TIE_POLICIES: tuple[str, ...] = ("docid", "input", "rank")
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """The choices that change a metric's value, stated with every result.
+
+    Parameters
+    ----------
+    relevance_level : int, default=1
+        A label >= this counts as relevant for binary measures (trec_eval ``-l``). Labels below 0 never do.
+    ties : {"docid", "input", "rank"}, default="docid"
+        Order of results with equal scores: doc id descending (trec_eval), input order, or by the run's
+        rank column (scores ignored).
+    missing : {"zero", "skip", "error"}, default="zero"
+        A query that is judged but absent from the run scores 0 (trec_eval ``-c``), is left out of the
+        means (trec_eval's default), or is an error.
+    max_ret : int or None, default=None
+        Only the first ``max_ret`` results of each query count (trec_eval ``-M``).
+    judged_only : bool, default=False
+        Drop unjudged results before measuring, closing the gaps (trec_eval ``-J``).
+    """
+
+    relevance_level: int = 1
+    ties: TiePolicy = "docid"
+    missing: MissingPolicy = "zero"
+    max_ret: int | None = None
+    judged_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ties not in TIE_POLICIES:
+            raise ConventionError(f"unknown ties policy {self.ties!r}; choose one of {TIE_POLICIES}")
+        if self.missing not in MISSING_POLICIES:
+            raise ConventionError(f"unknown missing-query policy {self.missing!r}; choose one of {MISSING_POLICIES}")
+        if self.max_ret is not None and self.max_ret < 1:
+            raise ConventionError(f"The 'max_ret' parameter must be an int >= 1 or None. Got {self.max_ret!r} instead.")
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-ready statement of these conventions."""
+        ties = {
+            "docid": "score descending, then doc id descending (trec_eval)",
+            "input": "score descending, then input order",
+            "rank": "the run's rank column ascending",
+        }[self.ties]
+        missing = {
+            "zero": "judged queries absent from the run score 0 (trec_eval -c)",
+            "skip": "judged queries absent from the run are left out (trec_eval default)",
+            "error": "judged queries absent from the run are an error",
+        }[self.missing]
+        return {
+            "relevance_level": self.relevance_level,
+            "negative_labels": "neither relevant nor judged non-relevant (trec_eval)",
+            "ties": ties,
+            "missing_queries": missing,
+            "queries_only_in_run": "ignored",
+            "max_ret": self.max_ret,
+            "judged_only": self.judged_only,
+        }
+
+
+@dataclass
+class EvalContext:
+    """A run joined to qrels for one set of conventions; the input of every kernel.
+
+    Per evaluated query ``i`` (sorted ids): ``num_ret[i]``, ``num_rel[i]`` and the query's judgements.
+    Judged ranked rows (``row_query``, ``row_rank``, ``row_label``) are sorted by query, then rank.
+    """
+
+    conventions: Conventions
+    query_ids: np.ndarray
+    in_run: np.ndarray
+    num_ret: np.ndarray
+    row_query: np.ndarray
+    row_rank: np.ndarray
+    row_label: np.ndarray
+    judgement_query: np.ndarray
+    judgement_label: np.ndarray
+    missing_queries: list[str]
+    run_only_queries: list[str]
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def level(self) -> int:
+        return self.conventions.relevance_level
+
+    def cached(self, key: object, compute):
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+
+def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None) -> EvalContext:
+    """Join ``run`` to ``qrels`` under ``conventions``."""
+    conv = conventions or Conventions()
+    judged_ids = qrels.query_ids
+    run_has = np.isin(judged_ids, run.query_ids)
+    missing = [str(q) for q in judged_ids[~run_has]]
+    run_only = [str(q) for q in run.query_ids[~np.isin(run.query_ids, judged_ids)]]
+    if conv.missing == "error" and missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise StagewiseError(
+            f"{len(missing)} judged quer{'y is' if len(missing) == 1 else 'ies are'} absent from run "
+            f"{run.name!r}: {shown} (use --missing zero or skip to evaluate anyway)"
+        )
+    keep = run_has if conv.missing == "skip" else np.ones(len(judged_ids), dtype=bool)
+    query_ids = judged_ids[keep]
+    if len(query_ids) == 0:
+        raise StagewiseError(
+            f"no query has both results in run {run.name!r} and judgements in qrels {qrels.name!r}; "
+            "check that the query ids of the two files match"
+        )
+    # Judged query code -> evaluated index (-1 for dropped); run query code -> evaluated index.
+    eval_index_of_judged = np.full(len(judged_ids), -1, dtype=np.int64)
+    eval_index_of_judged[keep] = np.arange(len(query_ids))
+    run_to_eval = np.full(len(run.query_ids), -1, dtype=np.int64)
+    pos = np.searchsorted(query_ids, run.query_ids)
+    pos_clipped = np.minimum(pos, len(query_ids) - 1)
+    found = query_ids[pos_clipped] == run.query_ids
+    run_to_eval[found] = pos_clipped[found]
+
+    run_rank = _ranks(run, conv)
+    run_len = np.diff(run.offsets)
+    num_ret = np.zeros(len(query_ids), dtype=np.int64)
+    num_ret[run_to_eval[found]] = run_len[found]
+    if conv.max_ret is not None:
+        num_ret = np.minimum(num_ret, conv.max_ret)
+
+    run_rows, judgement_rows = _join(qrels, run)
+    row_query = run_to_eval[run.query_codes[run_rows]]
+    row_rank = run_rank[run_rows]
+    row_label = qrels.labels[judgement_rows].astype(np.int64)
+    kept = row_query >= 0
+    if conv.max_ret is not None:
+        kept &= row_rank <= conv.max_ret
+    row_query, row_rank, row_label = row_query[kept], row_rank[kept], row_label[kept]
+    order = np.lexsort((row_rank, row_query))
+    row_query, row_rank, row_label = row_query[order], row_rank[order], row_label[order]
+
+    if conv.judged_only:
+        # trec_eval -J: unjudged results (absent from qrels, or labelled < 0) are removed, ranks closed up.
+        judged = row_label >= 0
+        row_query, row_rank, row_label = row_query[judged], row_rank[judged], row_label[judged]
+        row_rank = position_in_segment(row_query) + 1
+        num_ret = np.bincount(row_query, minlength=len(query_ids)).astype(np.int64)
+
+    judgement_query = eval_index_of_judged[qrels.query_codes]
+    judged_kept = judgement_query >= 0
+    return EvalContext(
+        conventions=conv,
+        query_ids=query_ids,
+        in_run=run_has[keep],
+        num_ret=num_ret,
+        row_query=row_query,
+        row_rank=row_rank,
+        row_label=row_label,
+        judgement_query=judgement_query[judged_kept],
+        judgement_label=qrels.labels[judged_kept].astype(np.int64),
+        missing_queries=missing,
+        run_only_queries=run_only,
+    )
+
+
+def _ranks(run: Run, conv: Conventions) -> np.ndarray:
+    """1-based rank of every run row (in the run's stored order) under the tie convention."""
+    within = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], np.diff(run.offsets))
+    if conv.ties == "docid":
+        return within + 1
+    if conv.ties == "input":
+        key = pl.DataFrame({"q": run.query_codes, "s": run.scores, "p": run.input_position}).with_row_index("i")
+        ordered = key.sort(["q", "s", "p"], descending=[False, True, False])["i"].to_numpy()
+    else:
+        if run.ranks is None or np.isnan(np.asarray(run.ranks, dtype=float)).any():
+            raise ConventionError("ties='rank' needs a run with an integer rank column on every row")
+        key = pl.DataFrame({"q": run.query_codes, "r": run.ranks, "p": run.input_position}).with_row_index("i")
+        ordered = key.sort(["q", "r", "p"])["i"].to_numpy()
+    rank = np.empty(len(run), dtype=np.int64)
+    rank[ordered] = within + 1  # ordered rows are grouped by query exactly like the stored rows
+    return rank
+
+
+def _join(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """(run row, qrels row) of every retrieved document that has a judgement."""
+    judged = pl.DataFrame({"k": qrels.pair_keys, "j": np.arange(len(qrels), dtype=np.int64)})
+    ranked = pl.DataFrame({"k": run.pair_keys}).with_row_index("i")
+    pairs = judged.join(ranked, on="k", how="inner")
+    run_rows = pairs["i"].to_numpy().astype(np.int64)
+    judgement_rows = pairs["j"].to_numpy()
+    # A 64-bit hash can collide: confirm each match by its strings.
+    same = (run.doc_ids.gather(run_rows) == qrels.doc_ids.gather(judgement_rows)).to_numpy() & (
+        run.query_ids[run.query_codes[run_rows]] == qrels.query_ids[qrels.query_codes[judgement_rows]]
+    )
+    return run_rows[same], judgement_rows[same]
+
+
+def position_in_segment(groups: np.ndarray) -> np.ndarray:
+    """0-based position of each element within its run of equal values in a sorted ``groups`` array."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)

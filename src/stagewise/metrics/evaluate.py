@@ -1,0 +1,121 @@
+"""``evaluate(qrels, runs, metrics)``: the library's front door for measuring runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from stagewise.data.qrels import Qrels
+from stagewise.data.readers import read_qrels, read_run
+from stagewise.data.run import Run
+from stagewise.metrics.context import Conventions, EvalContext, build_context
+from stagewise.metrics.measures import Measure, aggregate, compute
+from stagewise.metrics.result import EvalResult, RunScores
+
+DEFAULT_METRICS = ("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
+
+
+def _is_single_nested_run(obj: Mapping) -> bool:
+    """True for ``{query: {doc: score}}``; False for ``{name: run}``."""
+    first = next(iter(obj.values()), None)
+    return isinstance(first, Mapping) and not any(isinstance(v, Mapping) for v in first.values())
+
+
+def _as_runs(runs: Any) -> list[Run]:
+    if isinstance(runs, Mapping) and not _is_single_nested_run(runs):
+        loaded = [read_run(v, name=str(k)) for k, v in runs.items()]
+    elif isinstance(runs, list | tuple):
+        loaded = [read_run(item) for item in runs]
+    else:
+        loaded = [read_run(runs)]
+    seen: dict[str, int] = {}
+    for run in loaded:  # the same file name twice (a/run.txt, b/run.txt) must stay two rows
+        count = seen.get(run.name, 0)
+        seen[run.name] = count + 1
+        if count:
+            run.name = f"{run.name}#{count + 1}"
+    return loaded
+
+
+def evaluate(
+    qrels: Any,
+    runs: Any,
+    metrics: str | Iterable[str] = DEFAULT_METRICS,
+    *,
+    relevance_level: int = 1,
+    ties: str = "docid",
+    missing: str = "zero",
+    max_ret: int | None = None,
+    judged_only: bool = False,
+) -> EvalResult:
+    """Measure one or more runs against judgements.
+
+    Parameters
+    ----------
+    qrels : Qrels, path, DataFrame or dict
+        Judgements (anything :func:`stagewise.read_qrels` takes).
+    runs : Run, path, DataFrame or dict, or a list or ``{name: run}`` mapping of them
+        Each run is read with :func:`stagewise.read_run`.
+    metrics : str or iterable of str, default=("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
+        Metric names such as ``ndcg@10``, ``ndcg@10(gain=exp)``, ``P@5(rel=2)``, ``map``, ``bpref`` or
+        trec_eval spellings (``ndcg_cut_10``, ``P_5``). Results are keyed by the names as given.
+    relevance_level, ties, missing, max_ret, judged_only
+        The conventions; see :class:`stagewise.metrics.context.Conventions`. Defaults are trec_eval's, except
+        that judged queries absent from a run score 0 (trec_eval ``-c``) and the count is reported.
+
+    Returns
+    -------
+    EvalResult
+        Means and per-query values for every run and metric, with the conventions that produced them.
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"d1": 2, "d2": 0, "d3": 1}}
+    >>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}}
+    >>> result = evaluate(qrels, run, ["ndcg@3", "P@2", "mrr"])
+    >>> {k: round(v, 4) for k, v in result.means["run"].items()}
+    {'ndcg@3': 0.9502, 'P@2': 0.5, 'mrr': 1.0}
+    """
+    judgements: Qrels = read_qrels(qrels)
+    loaded = _as_runs(runs)
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise ValueError("give at least one metric")
+    parsed = [(name, Measure.parse(name)) for name in names]
+    base = Conventions(relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret,  # type: ignore[arg-type]
+                       judged_only=judged_only)
+    scores = []
+    for run in loaded:
+        contexts: dict[int, EvalContext] = {}
+        values: dict[str, np.ndarray] = {}
+        for name, measure in parsed:
+            level = _level_of(measure, relevance_level)
+            if level not in contexts:
+                conv = base if level == relevance_level else _with_level(base, level)
+                contexts[level] = build_context(judgements, run, conv)
+            values[name] = compute(measure, contexts[level])
+        ctx = contexts[next(iter(contexts))]
+        scores.append(
+            RunScores(
+                name=run.name,
+                query_ids=ctx.query_ids,
+                values=values,
+                means={name: aggregate(measure, values[name]) for name, measure in parsed},
+                missing_queries=ctx.missing_queries,
+                run_only_queries=ctx.run_only_queries,
+            )
+        )
+    return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
+
+
+def _level_of(measure: Measure, default: int) -> int:
+    if "rel" in measure.spec.options and measure.option("rel") is not None:
+        return int(measure.option("rel"))
+    return default
+
+
+def _with_level(base: Conventions, level: int) -> Conventions:
+    return Conventions(relevance_level=level, ties=base.ties, missing=base.missing, max_ret=base.max_ret,
+                       judged_only=base.judged_only)

@@ -1,0 +1,149 @@
+"""The result of :func:`stagewise.evaluate`: means, per-query values and the conventions behind them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from stagewise.metrics.context import Conventions
+from stagewise.metrics.measures import Measure
+
+OUTPUT_FORMATS = ("table", "json", "csv", "markdown", "latex")
+
+
+@dataclass
+class RunScores:
+    """One run's values: ``values[metric]`` holds one value per query of ``query_ids``."""
+
+    name: str
+    query_ids: np.ndarray
+    values: dict[str, np.ndarray]
+    means: dict[str, float]
+    missing_queries: list[str]
+    run_only_queries: list[str]
+
+
+@dataclass
+class EvalResult:
+    """Scores of several runs on several metrics.
+
+    ``means[run][metric]`` is the all-queries value; :meth:`per_query` gives the values behind it.
+    Metric keys are the names as the caller wrote them.
+    """
+
+    conventions: Conventions
+    measures: list[tuple[str, Measure]]
+    runs: list[RunScores]
+    qrels_name: str = "qrels"
+
+    @property
+    def means(self) -> dict[str, dict[str, float]]:
+        return {run.name: dict(run.means) for run in self.runs}
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [name for name, _ in self.measures]
+
+    def per_query(self, run: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
+        """``{run: {metric: {query_id: value}}}`` (or just one run's part)."""
+        out = {
+            scores.name: {
+                metric: dict(zip(scores.query_ids.tolist(), values.tolist(), strict=True))
+                for metric, values in scores.values.items()
+            }
+            for scores in self.runs
+        }
+        return out if run is None else {run: out[run]}
+
+    def conventions_report(self) -> dict[str, Any]:
+        """Every convention behind the numbers, including each metric's own (gain, ideal, level)."""
+        report = dict(self.conventions.describe())
+        report["metrics"] = {name: m.conventions(self.conventions.relevance_level) for name, m in self.measures}
+        report["queries_missing_from_run"] = {r.name: len(r.missing_queries) for r in self.runs}
+        report["queries_only_in_run"] = {r.name: len(r.run_only_queries) for r in self.runs}
+        report["num_queries"] = {r.name: len(r.query_ids) for r in self.runs}
+        report["qrels"] = self.qrels_name
+        return report
+
+    def to_json(self, per_query: bool = False) -> dict[str, Any]:
+        """The stable JSON contract: ``{"conventions", "runs": {run: {metric: mean}}, "per_query"?}``."""
+        out: dict[str, Any] = {"conventions": self.conventions_report(), "runs": self.means}
+        if per_query:
+            out["per_query"] = self.per_query()
+        return out
+
+    def to_polars(self, per_query: bool = False) -> pl.DataFrame:
+        """Wide frame: one row per run (or per run and query), one column per metric."""
+        if not per_query:
+            return pl.DataFrame(
+                [{"run": r.name, **r.means} for r in self.runs],
+                schema={"run": pl.String, **dict.fromkeys(self.metric_names, pl.Float64)},
+            )
+        frames = [
+            pl.DataFrame({"run": [r.name] * len(r.query_ids), "query_id": r.query_ids,
+                          **{m: r.values[m] for m in self.metric_names}})
+            for r in self.runs
+        ]
+        return pl.concat(frames)
+
+    def to_pandas(self, per_query: bool = False):
+        return self.to_polars(per_query).to_pandas()
+
+    def render(self, fmt: str = "table", per_query: bool = False, digits: int = 4) -> str:
+        """Text in one of ``table, json, csv, markdown, latex``."""
+        from stagewise.report import tables
+
+        if fmt == "json":
+            return json.dumps(self.to_json(per_query), indent=2) + "\n"
+        frame = self.to_polars(per_query)
+        notes = self._notes()
+        if fmt == "csv":
+            return frame.write_csv()
+        if fmt == "markdown":
+            return tables.markdown(frame, digits, notes)
+        if fmt == "latex":
+            return tables.latex(frame, digits, notes)
+        if fmt == "table":
+            return tables.plain(frame, digits, notes, title=self._title())
+        raise ValueError(f"unknown format {fmt!r}; choose one of {OUTPUT_FORMATS}")
+
+    def rich_table(self, per_query: bool = False, digits: int = 4):
+        from stagewise.report import tables
+
+        return tables.rich_table(self.to_polars(per_query), digits, self._title(), self._notes())
+
+    def _title(self) -> str:
+        return f"stagewise eval · qrels {self.qrels_name}"
+
+    def _notes(self) -> list[str]:
+        conv = self.conventions
+        gains = sorted({m.option("gain") for _, m in self.measures if "gain" in m.spec.options})
+        notes = [
+            f"relevance level {conv.relevance_level} (label >= {conv.relevance_level} is relevant); "
+            f"ties: {conv.describe()['ties']}",
+        ]
+        if gains:
+            notes.append(f"gain: {', '.join(gains)}; ideal DCG from all judged documents; discount log2(rank+1)")
+        for r in self.runs:
+            if r.missing_queries:
+                action = {"zero": "scored 0", "skip": "left out", "error": "error"}[conv.missing]
+                notes.append(f"{r.name}: {len(r.missing_queries)} judged quer"
+                             f"{'y' if len(r.missing_queries) == 1 else 'ies'} absent from the run, {action}")
+            if r.run_only_queries:
+                notes.append(f"{r.name}: {len(r.run_only_queries)} quer"
+                             f"{'y' if len(r.run_only_queries) == 1 else 'ies'} without judgements ignored")
+        if conv.max_ret is not None:
+            notes.append(f"only the first {conv.max_ret} results per query count")
+        if conv.judged_only:
+            notes.append("unjudged results removed before measuring (judged only)")
+        return notes
+
+    def __str__(self) -> str:
+        return self.render("table")
+
+    def __rich__(self):
+        return self.rich_table()

@@ -1,0 +1,1 @@
+"""Rendering of results: text tables now; the HTML report later."""

@@ -1,0 +1,78 @@
+"""Tables of scores as plain text, rich, markdown and LaTeX. They render; they compute nothing."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def _cells(frame: pl.DataFrame, digits: int) -> tuple[list[str], list[list[str]]]:
+    header = frame.columns
+    rows = []
+    for row in frame.iter_rows():
+        rows.append([f"{v:.{digits}f}" if isinstance(v, float) else str(v) for v in row])
+    return header, rows
+
+
+def plain(frame: pl.DataFrame, digits: int, notes: list[str], title: str = "") -> str:
+    header, rows = _cells(frame, digits)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True))
+
+    out = [title] if title else []
+    out += [line(header), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in rows]
+    out += [f"# {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+def markdown(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
+    header, rows = _cells(frame, digits)
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    if notes:
+        out.append("")
+        out += [f"- {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$",
+                  "{": r"\{", "}": r"\}"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def latex(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
+    header, rows = _cells(frame, digits)
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    spec = "".join("r" if n else "l" for n in numeric)
+    out = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(_latex_escape(h) for h in header) + " \\\\",
+           "\\midrule"]
+    out += [" & ".join(_latex_escape(c) for c in r) + " \\\\" for r in rows]
+    out += ["\\bottomrule", "\\end{tabular}"]
+    out += [f"% {n}" for n in notes]
+    return "\n".join(out) + "\n"
+
+
+def rich_table(frame: pl.DataFrame, digits: int, title: str, notes: list[str]):
+    from rich.table import Table
+
+    header, rows = _cells(frame, digits)
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    table = Table(title=title, caption="\n".join(notes) or None, caption_justify="left")
+    for name, num in zip(header, numeric, strict=True):
+        table.add_column(name, justify="right" if num else "left", no_wrap=True)
+    best = {}
+    for i, (name, num) in enumerate(zip(header, numeric, strict=True)):
+        if num and name not in ("query_id",) and rows and len(rows) > 1:
+            values = [float(r[i]) for r in rows]
+            best[i] = max(values)
+    for r in rows:
+        cells = [f"[bold]{c}[/bold]" if i in best and float(c) == best[i] else c for i, c in enumerate(r)]
+        table.add_row(*cells)
+    return table
