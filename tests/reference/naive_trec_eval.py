@@ -96,9 +96,7 @@ NOT_PRINTED_PER_QUERY = frozenset({"runid", "num_q", "gm_map", "gm_bpref"})
 # --------------------------------------------------------------------------------------------
 
 _INT_PREFIX = re.compile(r"\s*([+-]?\d+)")
-_FLOAT_PREFIX = re.compile(
-    r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I
-)
+_FLOAT_PREFIX = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
 
 
 def c_atol(text: str) -> int:
@@ -262,9 +260,7 @@ def expand_measures(measures: Sequence[str] | None) -> list[MeasureSpec]:
             spec.float_cutoffs = _parse_float_cutoffs(text) if text else list(FLOAT_CUTOFF_DEFAULTS[base])
             spec.names = [f"{base}_{cut:3.2f}" for cut in spec.float_cutoffs]
         elif base in FLOAT_PARAM_DEFAULTS:
-            spec.float_params = (
-                [c_atof(p) for p in text.split(",")] if text else list(FLOAT_PARAM_DEFAULTS[base])
-            )
+            spec.float_params = [c_atof(p) for p in text.split(",")] if text else list(FLOAT_PARAM_DEFAULTS[base])
             spec.names = [f"{base}_{text}" if text else base]
         elif base in PAIR_PARAM_MEASURES:
             spec.pairs = _parse_pairs(text) if text else []

@@ -53,12 +53,8 @@ MEAS_PARAMS = (
 
 CASES = {
     "default": Case("out.test", "qrels.test", "results.test", query_flag=False),
-    "default_qrels_with_comments": Case(
-        "out.test", "qrels.test.with-comments", "results.test", query_flag=False
-    ),
-    "default_comment_docnos": Case(
-        "out.comment.test", "qrels.comment.test", "results.comment.test", query_flag=False
-    ),
+    "default_qrels_with_comments": Case("out.test", "qrels.test.with-comments", "results.test", query_flag=False),
+    "default_comment_docnos": Case("out.comment.test", "qrels.comment.test", "results.comment.test", query_flag=False),
     "a": Case("out.test.a", "qrels.test", "results.test", ("all_trec",), query_flag=False),
     "aq": Case("out.test.aq", "qrels.test", "results.test", ("all_trec",)),
     "aqc": Case("out.test.aqc", "qrels.test", "results.trunc", ("all_trec",), options={"complete": True}),

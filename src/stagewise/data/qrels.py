@@ -148,6 +148,10 @@ def _integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarr
         values = as_float.cast(pl.Int64).to_numpy()
     if values.size and (values.max() > np.iinfo(np.int32).max or values.min() < np.iinfo(np.int32).min):
         row = int(np.flatnonzero((values > np.iinfo(np.int32).max) | (values < np.iinfo(np.int32).min))[0])
-        raise InputError(where, f"relevance label {values[row]} is out of range", line=line_of(row),
-                         expected="a label that fits in 32 bits")
+        raise InputError(
+            where,
+            f"relevance label {values[row]} is out of range",
+            line=line_of(row),
+            expected="a label that fits in 32 bits",
+        )
     return values.astype(np.int32)

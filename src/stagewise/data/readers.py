@@ -24,7 +24,17 @@ FORMATS: tuple[str, ...] = ("trec", "json", "jsonl", "csv", "tsv", "parquet")
 # Column names other tools use, mapped to ours.
 _ALIASES = {
     "query_id": ("query_id", "qid", "query", "q_id", "topic", "query-id", "queryid"),
-    "doc_id": ("doc_id", "docid", "docno", "doc", "pid", "corpus-id", "corpus_id", "document_id", "passage_id"),
+    "doc_id": (
+        "doc_id",
+        "docid",
+        "docno",
+        "doc",
+        "pid",
+        "corpus-id",
+        "corpus_id",
+        "document_id",
+        "passage_id",
+    ),
     "score": ("score", "sim", "similarity"),
     "relevance": ("relevance", "label", "rel", "judgement", "judgment", "grade", "score"),
     "rank": ("rank",),
@@ -41,11 +51,20 @@ def _format_of(source: PathLike, declared: str | None) -> str:
     if name.endswith(".gz"):
         name = name[:-3]
     suffix = os.path.splitext(name)[1].lstrip(".")
-    return {"jsonl": "jsonl", "ndjson": "jsonl", "json": "json", "csv": "csv", "tsv": "tsv", "parquet": "parquet",
-            "pq": "parquet"}.get(suffix, "trec")
+    return {
+        "jsonl": "jsonl",
+        "ndjson": "jsonl",
+        "json": "json",
+        "csv": "csv",
+        "tsv": "tsv",
+        "parquet": "parquet",
+        "pq": "parquet",
+    }.get(suffix, "trec")
 
 
-def _normalise_columns(frame: pl.DataFrame, wanted: tuple[str, ...], optional: tuple[str, ...], source: str) -> pl.DataFrame:
+def _normalise_columns(
+    frame: pl.DataFrame, wanted: tuple[str, ...], optional: tuple[str, ...], source: str
+) -> pl.DataFrame:
     lower = {c.lower(): c for c in frame.columns}
     chosen: dict[str, str] = {}
     for target in wanted + optional:
@@ -87,8 +106,11 @@ def _frame_from_nested(mapping: Mapping, value_column: str, source: str) -> pl.D
     values: list[Any] = []
     for query, ranking in mapping.items():
         if not isinstance(ranking, Mapping):
-            raise InputError(source, f"query {query!r} maps to {type(ranking).__name__}",
-                             expected="{query_id: {doc_id: value}}")
+            raise InputError(
+                source,
+                f"query {query!r} maps to {type(ranking).__name__}",
+                expected="{query_id: {doc_id: value}}",
+            )
         for doc, value in ranking.items():
             queries.append(str(query))
             docs.append(str(doc))
@@ -102,8 +124,11 @@ def _frame_from_nested(mapping: Mapping, value_column: str, source: str) -> pl.D
         raise InputError(source, f"non-numeric value ({exc})", expected="numbers as values") from None
     if series.null_count():
         row = int(series.is_null().arg_true()[0])
-        raise InputError(source, f"value {values[row]!r} for query {queries[row]!r}, document {docs[row]!r} is "
-                         "not a number", expected="numbers as values")
+        raise InputError(
+            source,
+            f"value {values[row]!r} for query {queries[row]!r}, document {docs[row]!r} is not a number",
+            expected="numbers as values",
+        )
     return pl.DataFrame({"query_id": queries, "doc_id": docs, value_column: series})
 
 
@@ -116,8 +141,7 @@ def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, Lin
         if fmt == "parquet":
             return pl.read_parquet(io.BytesIO(data)), no_lines
         if fmt in ("csv", "tsv"):
-            frame = pl.read_csv(io.BytesIO(data), separator="," if fmt == "csv" else "\t",
-                                infer_schema_length=0)
+            frame = pl.read_csv(io.BytesIO(data), separator="," if fmt == "csv" else "\t", infer_schema_length=0)
             # A header on line 1; each row's line is its index + 2 for files without embedded newlines.
             return frame, lambda row: row + 2
         if fmt == "jsonl":
@@ -143,22 +167,36 @@ def _read_jsonl(data: bytes, source: str) -> pl.DataFrame:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(source, f"invalid JSON ({exc.msg})", line=lineno, expected="one JSON object per line") from None
+            raise InputError(
+                source, f"invalid JSON ({exc.msg})", line=lineno, expected="one JSON object per line"
+            ) from None
         if not isinstance(record, dict):
-            raise InputError(source, f"a JSON {type(record).__name__}", line=lineno, expected="one JSON object per line")
+            raise InputError(
+                source, f"a JSON {type(record).__name__}", line=lineno, expected="one JSON object per line"
+            )
         records.append(record)
     return pl.from_dicts(records, infer_schema_length=None)
 
 
-def _load(source: Any, fmt: str | None, value_column: str, optional: tuple[str, ...]) -> tuple[pl.DataFrame, str, str, LineLookup]:
+def _load(
+    source: Any, fmt: str | None, value_column: str, optional: tuple[str, ...]
+) -> tuple[pl.DataFrame, str, str, LineLookup]:
     """(normalised frame, display name for messages, default container name, line lookup)."""
     where = f"<{type(source).__name__}>"
     frame = _frame_from_object(source, value_column, where)
     if frame is not None:
-        return _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where), where, "run", no_lines
+        return (
+            _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where),
+            where,
+            "run",
+            no_lines,
+        )
     if not isinstance(source, str | os.PathLike):
-        raise InputError(where, "is not a file path, DataFrame or dict",
-                         expected="a path, '-', a polars/pandas DataFrame or {query_id: {doc_id: value}}")
+        raise InputError(
+            where,
+            "is not a file path, DataFrame or dict",
+            expected="a path, '-', a polars/pandas DataFrame or {query_id: {doc_id: value}}",
+        )
     where = display_name(source)
     name = "stdin" if where == "<stdin>" else Path(source).name
     kind = _format_of(source, fmt)
@@ -219,8 +257,12 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
     if isinstance(source, Qrels):
         return source
     frame, where, default_name, line_of = _load(source, format, "relevance", ())
-    return Qrels.from_frame(frame, name=name or (default_name if default_name != "run" else "qrels"),
-                            source=where, line_of=line_of)
+    return Qrels.from_frame(
+        frame,
+        name=name or (default_name if default_name != "run" else "qrels"),
+        source=where,
+        line_of=line_of,
+    )
 
 
 def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineLookup) -> pl.DataFrame:
@@ -228,8 +270,12 @@ def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineL
     bad = values.is_null() | ~values.is_finite()
     if bad.any():
         row = int(bad.arg_true()[0])
-        raise InputError(where, f"{column} {frame[column][row]!r} is not a finite number", line=line_of(row),
-                         expected="a decimal number")
+        raise InputError(
+            where,
+            f"{column} {frame[column][row]!r} is not a finite number",
+            line=line_of(row),
+            expected="a decimal number",
+        )
     return frame.with_columns(values.alias(column))
 
 

@@ -135,11 +135,7 @@ def _read(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple
 def line_numbers(data: bytes) -> list[int]:
     """1-based line numbers of the data lines (not blank, not comments), in file order."""
     text = data.decode("utf-8", errors="replace")
-    return [
-        i
-        for i, line in enumerate(text.split("\n"), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
+    return [i for i, line in enumerate(text.split("\n"), start=1) if line.strip() and not line.lstrip().startswith("#")]
 
 
 def parse_run(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:

@@ -30,8 +30,7 @@ def run_to_trec_lines(run: Run, tag: str | None = None) -> list[str]:
     tag = tag or run.tag or run.name
     return [
         f"{q} Q0 {d} {r} {s!r} {tag}"
-        for q, d, s, r in zip(frame["query_id"], frame["doc_id"], frame["score"].to_list(), frame["rank"],
-                              strict=True)
+        for q, d, s, r in zip(frame["query_id"], frame["doc_id"], frame["score"].to_list(), frame["rank"], strict=True)
     ]
 
 

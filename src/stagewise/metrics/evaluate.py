@@ -84,8 +84,13 @@ def evaluate(
     if not names:
         raise ValueError("give at least one metric")
     parsed = [(name, Measure.parse(name)) for name in names]
-    base = Conventions(relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret,  # type: ignore[arg-type]
-                       judged_only=judged_only)
+    base = Conventions(
+        relevance_level=relevance_level,
+        ties=ties,
+        missing=missing,
+        max_ret=max_ret,  # type: ignore[arg-type]
+        judged_only=judged_only,
+    )
     scores = []
     for run in loaded:
         contexts: dict[int, EvalContext] = {}
@@ -117,5 +122,10 @@ def _level_of(measure: Measure, default: int) -> int:
 
 
 def _with_level(base: Conventions, level: int) -> Conventions:
-    return Conventions(relevance_level=level, ties=base.ties, missing=base.missing, max_ret=base.max_ret,
-                       judged_only=base.judged_only)
+    return Conventions(
+        relevance_level=level,
+        ties=base.ties,
+        missing=base.missing,
+        max_ret=base.max_ret,
+        judged_only=base.judged_only,
+    )

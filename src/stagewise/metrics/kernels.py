@@ -351,7 +351,7 @@ def ndcg(ctx: EvalContext, gain: GainFunction, k: int | None = None, key: object
 def g_measure(ctx: EvalContext, gain: GainFunction, key: object = None) -> np.ndarray:
     """trec_eval's G: each result's gain over log2(2 + C_i - S_i), with S_i the gain so far and C_i the
     ideal gain so far (each ideal position costing at least 1); normalised by the total ideal gain."""
-    iq, ipos, igain = _ideal(ctx, gain, key if key is not None else gain)
+    iq, _, igain = _ideal(ctx, gain, key if key is not None else gain)
     cost = np.maximum(igain, 1.0)
     ideal_cum = _segment_exclusive_cumsum(iq, cost) + cost
     ideal_len = _bincount(ctx, iq).astype(np.int64)

@@ -84,8 +84,13 @@ class EvalResult:
                 schema={"run": pl.String, **dict.fromkeys(self.metric_names, pl.Float64)},
             )
         frames = [
-            pl.DataFrame({"run": [r.name] * len(r.query_ids), "query_id": r.query_ids,
-                          **{m: r.values[m] for m in self.metric_names}})
+            pl.DataFrame(
+                {
+                    "run": [r.name] * len(r.query_ids),
+                    "query_id": r.query_ids,
+                    **{m: r.values[m] for m in self.metric_names},
+                }
+            )
             for r in self.runs
         ]
         return pl.concat(frames)
@@ -131,11 +136,15 @@ class EvalResult:
         for r in self.runs:
             if r.missing_queries:
                 action = {"zero": "scored 0", "skip": "left out", "error": "error"}[conv.missing]
-                notes.append(f"{r.name}: {len(r.missing_queries)} judged quer"
-                             f"{'y' if len(r.missing_queries) == 1 else 'ies'} absent from the run, {action}")
+                notes.append(
+                    f"{r.name}: {len(r.missing_queries)} judged quer"
+                    f"{'y' if len(r.missing_queries) == 1 else 'ies'} absent from the run, {action}"
+                )
             if r.run_only_queries:
-                notes.append(f"{r.name}: {len(r.run_only_queries)} quer"
-                             f"{'y' if len(r.run_only_queries) == 1 else 'ies'} without judgements ignored")
+                notes.append(
+                    f"{r.name}: {len(r.run_only_queries)} quer"
+                    f"{'y' if len(r.run_only_queries) == 1 else 'ies'} without judgements ignored"
+                )
         if conv.max_ret is not None:
             notes.append(f"only the first {conv.max_ret} results per query count")
         if conv.judged_only:

@@ -39,8 +39,16 @@ def markdown(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$",
-                  "{": r"\{", "}": r"\}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "%": r"\%",
+    "&": r"\&",
+    "#": r"\#",
+    "$": r"\$",
+    "{": r"\{",
+    "}": r"\}",
+}
 
 
 def _latex_escape(text: str) -> str:
@@ -51,8 +59,12 @@ def latex(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
     header, rows = _cells(frame, digits)
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
     spec = "".join("r" if n else "l" for n in numeric)
-    out = [f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(_latex_escape(h) for h in header) + " \\\\",
-           "\\midrule"]
+    out = [
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(_latex_escape(h) for h in header) + " \\\\",
+        "\\midrule",
+    ]
     out += [" & ".join(_latex_escape(c) for c in r) + " \\\\" for r in rows]
     out += ["\\bottomrule", "\\end{tabular}"]
     out += [f"% {n}" for n in notes]
