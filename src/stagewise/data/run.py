@@ -119,7 +119,8 @@ class Run:
         query_ids, codes = intern_queries(query)
         order = _evaluation_order(codes, scores, docs)
         ranks = frame["rank"].cast(pl.Int64, strict=False).to_numpy() if "rank" in frame.columns else None
-        tag = str(frame["tag"][0]) if "tag" in frame.columns and frame["tag"][0] is not None else None
+        # trec_eval reports the tag of the last line as the run id.
+        tag = str(frame["tag"][-1]) if "tag" in frame.columns and frame["tag"][-1] is not None else None
         position = np.arange(frame.height, dtype=np.int64)
         if order is not None:
             codes, scores, docs, keys, position = (

@@ -370,28 +370,30 @@ def g_measure(ctx: EvalContext, gain: GainFunction, key: object = None) -> np.nd
     return _divide(total, _bincount(ctx, iq, igain))
 
 
-def rbp(ctx: EvalContext, p: float, gain: GainFunction = linear_gain) -> np.ndarray:
+def rbp(
+    ctx: EvalContext, p: float, gain: GainFunction = linear_gain, extra_gains: tuple[float, ...] = ()
+) -> np.ndarray:
     """Rank-biased precision (Moffat and Zobel): (1 - p) * sum of gain * p**(rank - 1).
 
-    Gains are scaled into [0, 1] per query by the query's gain range when they fall outside it (trec_eval:
-    with labels 0..4 the gain is label / 4).
+    Gains are scaled into [0, 1] per query when the query's gain table (labels 0 to its highest label,
+    plus ``extra_gains``) falls outside it, as trec_eval does: with labels 0..4 the gain is label / 4.
+    Results labelled below 0 and unjudged results gain 0.
     """
-    labels = ctx.judgement_label
-    levels = np.where(labels >= 0, labels, 0)
     top_label = np.zeros(ctx.n_queries, dtype=np.int64)
-    np.maximum.at(top_label, ctx.judgement_query, levels)
-    # The gain table spans labels 0..top: its extremes are the gains of those labels.
-    span = np.arange(int(top_label.max()) + 1 if len(top_label) else 1)
-    table = gain(span)
+    nonneg = ctx.judgement_label >= 0
+    np.maximum.at(top_label, ctx.judgement_query[nonneg], ctx.judgement_label[nonneg])
+    table = gain(np.arange(int(top_label.max()) + 1 if len(top_label) else 1))
     low = np.minimum.accumulate(table)[top_label]
     high = np.maximum.accumulate(table)[top_label]
-    gains = gain(ctx.row_label)
+    if extra_gains:
+        low, high = np.minimum(low, min(extra_gains)), np.maximum(high, max(extra_gains))
     q = ctx.row_query
+    judged_row = ctx.row_label >= 0
+    gains = np.where(judged_row, gain(ctx.row_label), 0.0)
     outside = (low[q] < 0) | (high[q] > 1)
-    scale = np.where(high[q] > low[q], high[q] - low[q], 1.0)
-    gains = np.where(outside & (ctx.row_label >= 0), (gains - low[q]) / scale, np.where(ctx.row_label >= 0, gains, 0))
-    weights = gains * np.power(p, ctx.row_rank - 1.0)
-    return (1.0 - p) * _bincount(ctx, q, weights)
+    span = np.where(high[q] > low[q], high[q] - low[q], 1.0)
+    gains = np.where(outside & judged_row, (gains - low[q]) / span, gains)
+    return (1.0 - p) * _bincount(ctx, q, gains * np.power(p, ctx.row_rank - 1.0))
 
 
 def rbp_residual(ctx: EvalContext, p: float) -> np.ndarray:

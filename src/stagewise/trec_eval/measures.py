@@ -1,0 +1,338 @@
+"""trec_eval's measure table: printing order, nicknames, parameters, output names and kernels.
+
+Each entry turns ``-m name[.params]`` into output names and per-query value arrays computed by
+:mod:`stagewise.metrics.kernels`. The few measures that need a per-query walk (``ndcg_rel``, ``Rndcg``,
+``relstring``) live here, since only this drop-in prints them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stagewise.errors import MetricError
+from stagewise.metrics import kernels as K
+from stagewise.metrics.context import EvalContext
+
+ORDER: tuple[str, ...] = (
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+    "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "infAP", "gm_bpref",
+    "Rprec_mult", "utility", "11pt_avg", "binG", "G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel",
+    "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
+    "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap", "rbp", "rbp_resid", "unj",
+)  # fmt: skip
+
+NICKNAMES: dict[str, tuple[str, ...]] = {
+    "official": ORDER[:12],
+    "all_trec": (
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+        "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP",
+        "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
+        "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
+        "set_F", "num_nonrel_judged_ret",
+    ),
+    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+            "set_relative_P", "set_map", "set_F"),
+}  # fmt: skip
+NICKNAMES["trec"] = NICKNAMES["official"]
+
+STANDARD_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+ELEVEN_POINTS = tuple(i / 10 for i in range(11))
+INT_CUTOFFS: dict[str, tuple[int, ...]] = {
+    "P": STANDARD_CUTOFFS, "recall": STANDARD_CUTOFFS, "ndcg_cut": STANDARD_CUTOFFS, "map_cut": STANDARD_CUTOFFS,
+    "relative_P": STANDARD_CUTOFFS, "success": (1, 5, 10), "unj": (5, 10, 20),
+}  # fmt: skip
+FLOAT_CUTOFFS: dict[str, tuple[float, ...]] = {
+    "iprec_at_recall": ELEVEN_POINTS,
+    "Rprec_mult": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+}
+FLOAT_PARAMS: dict[str, tuple[float, ...]] = {
+    "utility": (1.0, -1.0, 0.0, 0.0), "11pt_avg": ELEVEN_POINTS, "set_F": (1.0,), "relstring": (10.0,),
+}  # fmt: skip
+PAIR_PARAMS = frozenset({"G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "rbp", "rbp_resid"})
+COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
+GEOMETRIC = frozenset({"gm_map", "gm_bpref"})
+SUMMARY_ONLY = frozenset({"runid", "num_q", "gm_map", "gm_bpref"})
+# trec_eval -c scores a topic missing from the run against a one-document dummy ranking, then zeroes these.
+ZEROED_WHEN_MISSING = frozenset({"num_ret", "utility", "unj", "rbp_resid", "relstring"})
+
+_INT_PREFIX = re.compile(r"\s*([+-]?\d+)")
+_FLOAT_PREFIX = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+
+
+def c_atol(text: str) -> int:
+    """C's atol: the leading integer of ``text``, 0 if none (``23.4`` -> 23)."""
+    match = _INT_PREFIX.match(text)
+    return int(match.group(1)) if match else 0
+
+
+def c_atof(text: str) -> float:
+    """C's atof: the leading decimal number of ``text``, 0.0 if none."""
+    match = _FLOAT_PREFIX.match(text)
+    return float(match.group(1)) if match else 0.0
+
+
+@dataclass
+class Requested:
+    """One measure of the table as requested: its parameters and the names it prints."""
+
+    base: str
+    params: str | None
+    names: list[str] = field(default_factory=list)
+    cutoffs: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    pairs: list[tuple[str, float]] = field(default_factory=list)
+
+
+def expand(arguments: Sequence[str]) -> list[Requested]:
+    """``-m`` arguments (``all_trec``, ``P.5,10``, ``ndcg.1=3,2=9``) to measures in printing order."""
+    wanted: set[str] = set()
+    params: dict[str, str] = {}
+    for argument in arguments or ["official"]:
+        name, dot, text = argument.partition(".")
+        if dot:
+            if not text:
+                raise MetricError(f"trec_eval: empty parameter list in -m {argument!r}")
+            params.setdefault(name, text)  # trec_eval keeps the first parameters given
+        if name in NICKNAMES:
+            wanted.update(NICKNAMES[name])
+        elif name in ORDER:
+            wanted.add(name)
+        else:
+            raise MetricError(
+                f"trec_eval: unknown measure {name!r}; known: {', '.join(ORDER)}, or a set: {', '.join(NICKNAMES)}"
+            )
+    out = []
+    for base in ORDER:
+        if base not in wanted:
+            continue
+        text = params.get(base)
+        item = Requested(base, text)
+        if base in INT_CUTOFFS:
+            cuts = sorted(c_atol(part) for part in text.split(",")) if text else list(INT_CUTOFFS[base])
+            if cuts[0] <= 0 or len(set(cuts)) != len(cuts):
+                raise MetricError(f"trec_eval: cutoffs of {base} must be unique integers > 0, got {text!r}")
+            item.cutoffs = [float(c) for c in cuts]
+            item.names = [f"{base}_{c}" for c in cuts]
+        elif base in FLOAT_CUTOFFS:
+            cuts_f = sorted(c_atof(part) for part in text.split(",")) if text else list(FLOAT_CUTOFFS[base])
+            if len(set(cuts_f)) != len(cuts_f):
+                raise MetricError(f"trec_eval: duplicate cutoffs for {base} in {text!r}")
+            item.cutoffs = cuts_f
+            item.names = [f"{base}_{c:3.2f}" for c in cuts_f]
+        elif base in FLOAT_PARAMS:
+            item.values = [c_atof(p) for p in text.split(",")] if text else list(FLOAT_PARAMS[base])
+            if base == "utility" and len(item.values) != 4:
+                raise MetricError("trec_eval: utility takes exactly 4 parameters, as in -m utility.1,-1,0,0")
+            item.names = [f"{base}_{text}" if text else base]
+        elif base in PAIR_PARAMS:
+            item.pairs = _pairs(text) if text else []
+            item.names = [f"{base}_{text}" if text else base]
+        else:
+            item.names = [base]
+        out.append(item)
+    return out
+
+
+def _pairs(text: str) -> list[tuple[str, float]]:
+    pairs = []
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or "=" in value:
+            raise MetricError(f"trec_eval: parameters must be name=value pairs, got {text!r}")
+        pairs.append((name, c_atof(value)))
+    return pairs
+
+
+@dataclass(frozen=True)
+class GainTable:
+    """trec_eval's ``level=gain`` parameters: integer levels take the given gain, other levels their own."""
+
+    pairs: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[str, float]]) -> GainTable:
+        levels: dict[int, float] = {}
+        for name, value in pairs:
+            if re.fullmatch(r"[+-]?\d+", name):  # other names (rbp's p) are not levels
+                levels.setdefault(int(name), value)
+        return cls(tuple(levels.items()))
+
+    def function(self) -> K.GainFunction:
+        return K.mapped_gain(dict(self.pairs)) if self.pairs else K.linear_gain
+
+    def persistence(self, pairs: Sequence[tuple[str, float]]) -> float:
+        return next((value for name, value in pairs if name == "p"), 0.9)
+
+
+Values = list[np.ndarray]
+
+
+def compute(item: Requested, ctx: EvalContext, collection_size: int) -> Values:
+    """One array of per-query values for each of ``item.names``."""
+    base = item.base
+    if base in INT_CUTOFFS or base in FLOAT_CUTOFFS:
+        kernel = _CUTOFF_KERNELS[base]
+        return [kernel(ctx, int(c) if base in INT_CUTOFFS else c) for c in item.cutoffs]
+    if base == "utility":
+        a, b, c, d = item.values
+        return [K.utility(ctx, a, b, c, d, collection_size)]
+    if base == "11pt_avg":
+        return [K.eleven_point_average(ctx, tuple(item.values))]
+    if base == "set_F":
+        return [K.set_f(ctx, item.values[0])]
+    if base in PAIR_PARAMS:
+        table = GainTable.of(item.pairs)
+        gain = table.function()
+        p = table.persistence(item.pairs)
+        if base == "rbp":
+            return [K.rbp(ctx, p, gain, extra_gains=tuple(g for _, g in table.pairs))]
+        if base == "rbp_resid":
+            return [K.rbp_residual(ctx, p)]
+        if base == "ndcg_rel":
+            return [_per_query(ctx, gain, table, _ndcg_rel)]
+        if base == "Rndcg":
+            rndcg = _per_query(ctx, gain, table, _rndcg)
+            return [np.where(K.num_rel(ctx) == 0, 0.0, rndcg)]
+        kernel = {"G": K.g_measure, "dcg": K.dcg, "ideal_dcg": K.ideal_dcg, "ndcg": K.ndcg}[base]
+        if base == "dcg":
+            return [K.dcg(ctx, gain)]
+        return [kernel(ctx, gain, key=table)]
+    return [_PLAIN_KERNELS[base](ctx)]
+
+
+_CUTOFF_KERNELS: dict[str, Callable[[EvalContext, float], np.ndarray]] = {
+    "P": K.precision,
+    "recall": K.recall,
+    "ndcg_cut": lambda ctx, k: K.ndcg(ctx, K.linear_gain, int(k), key="linear"),
+    "map_cut": lambda ctx, k: K.average_precision(ctx, int(k)),
+    "relative_P": K.relative_precision,
+    "success": K.success,
+    "unj": K.unjudged,
+    "iprec_at_recall": K.iprec_at_recall,
+    "Rprec_mult": K.r_precision_mult,
+}
+
+_PLAIN_KERNELS: dict[str, Callable[[EvalContext], np.ndarray]] = {
+    "num_ret": K.num_ret,
+    "num_rel": K.num_rel,
+    "num_rel_ret": K.num_rel_ret,
+    "map": K.average_precision,
+    "gm_map": K.average_precision,
+    "Rprec": K.r_precision,
+    "bpref": K.bpref,
+    "recip_rank": K.reciprocal_rank,
+    "infAP": K.inferred_ap,
+    "gm_bpref": K.bpref,
+    "binG": K.bin_g,
+    "set_P": K.set_precision,
+    "set_relative_P": K.set_relative_precision,
+    "set_recall": K.set_recall,
+    "set_map": K.set_map,
+    "num_nonrel_judged_ret": K.num_nonrel_judged_ret,
+    "yaap": lambda ctx: _yaap(ctx),
+}
+
+
+def _yaap(ctx: EvalContext) -> np.ndarray:
+    """ln((1 + s) / (1 + R - s)) with s the sum of precisions at relevant results."""
+    s = K.average_precision(ctx) * K.num_rel(ctx)
+    return np.log((1.0 + s) / (1.0 + K.num_rel(ctx) - s))
+
+
+# -- measures walked per query ----------------------------------------------------------------------------------
+
+
+def _per_query(
+    ctx: EvalContext,
+    gain: K.GainFunction,
+    table: GainTable,
+    measure: Callable[[list[float], list[float], int], float],
+) -> np.ndarray:
+    """Apply ``measure(run_gains, ideal_gains, ret)`` per query; run gains padded with zeros to ``ret``."""
+    gains = gain(ctx.row_label)
+    ideal_gain = gain(ctx.judgement_label)
+    out = np.zeros(ctx.n_queries, dtype=np.float64)
+    row_bounds = np.searchsorted(ctx.row_query, np.arange(ctx.n_queries + 1))
+    order = np.lexsort((-ideal_gain, ctx.judgement_query))
+    jq, jg = ctx.judgement_query[order], ideal_gain[order]
+    judgement_bounds = np.searchsorted(jq, np.arange(ctx.n_queries + 1))
+    for q in range(ctx.n_queries):
+        ret = int(ctx.num_ret[q])
+        run_gains = [0.0] * ret
+        lo, hi = row_bounds[q], row_bounds[q + 1]
+        for rank, g in zip(ctx.row_rank[lo:hi].tolist(), gains[lo:hi].tolist(), strict=True):
+            run_gains[rank - 1] = g
+        ideal = [g for g in jg[judgement_bounds[q] : judgement_bounds[q + 1]].tolist() if g > 0]
+        out[q] = measure(run_gains, ideal, ret)
+    return out
+
+
+def _dcg_at(gains: Sequence[float], k: int) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]) if g != 0)
+
+
+def _ndcg_rel(run_gains: list[float], ideal: list[float], ret: int) -> float:
+    """Mean over the relevant documents of nDCG at each one's rank; unretrieved ones score nDCG@ret / ideal."""
+    total, seen = 0.0, 0
+    for i, g in enumerate(run_gains):
+        if g > 0:
+            idcg = _dcg_at(ideal, i + 1)
+            total += _dcg_at(run_gains, i + 1) / idcg if idcg else 0.0
+            seen += 1
+    if ideal:
+        full = _dcg_at(ideal, len(ideal))
+        total += (len(ideal) - seen) * (_dcg_at(run_gains, ret) / full if full else 0.0)
+    return total / len(ideal) if total > 0 else 0.0
+
+
+def _rndcg(run_gains: list[float], ideal: list[float], ret: int) -> float:
+    """Mean nDCG sampled where the ideal gain steps down, plus once at the end of a long ranking."""
+    samples: list[float] = []
+
+    def at(i: int) -> float:
+        return ideal[i] if i < len(ideal) else 0.0
+
+    previous = ideal[0] if ideal else 0.0
+    current = previous
+    position = 0
+    while position < ret and current > 0:
+        current = at(position)
+        if current != previous:
+            idcg = _dcg_at(ideal, position)
+            if idcg > 0:
+                samples.append(_dcg_at(run_gains, position) / idcg)
+            previous = current
+        position += 1
+    if position < ret:
+        idcg = _dcg_at(ideal, len(ideal))
+        if idcg > 0:
+            samples.append(_dcg_at(run_gains, ret) / idcg)
+    while current > 0:
+        current = at(position)
+        if current != previous:
+            idcg = _dcg_at(ideal, position)
+            if idcg > 0:
+                samples.append(_dcg_at(run_gains, ret) / idcg)
+            previous = current
+        position += 1
+    return sum(samples) / len(samples) if samples else math.nan
+
+
+def relstrings(ctx: EvalContext, length: int) -> list[str]:
+    """The first ``length`` labels of each ranking as characters: 0-9, '>' above 9, '-' unjudged (not in
+    the qrels), '.' labelled below 0."""
+    out = []
+    row_bounds = np.searchsorted(ctx.row_query, np.arange(ctx.n_queries + 1))
+    for q in range(ctx.n_queries):
+        chars = ["-"] * min(length, int(ctx.num_ret[q]))
+        lo, hi = row_bounds[q], row_bounds[q + 1]
+        for rank, label in zip(ctx.row_rank[lo:hi].tolist(), ctx.row_label[lo:hi].tolist(), strict=True):
+            if rank <= len(chars):
+                chars[rank - 1] = "." if label < 0 else (">" if label > 9 else str(label))
+        out.append("".join(chars))
+    return out
