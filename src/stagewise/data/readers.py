@@ -216,7 +216,13 @@ def _load(
     return frame, where, name, line_of
 
 
-def read_run(source: Any, *, format: str | None = None, name: str | None = None) -> Run:
+def read_run(
+    source: Any,
+    *,
+    format: str | None = None,
+    name: str | None = None,
+    duplicates: str = "error",
+) -> Run:
     """Read a run from a path (``-`` for stdin, ``.gz`` accepted) or an in-memory object.
 
     Parameters
@@ -229,6 +235,9 @@ def read_run(source: Any, *, format: str | None = None, name: str | None = None)
         Overrides the format guessed from the file extension (anything unknown is read as TREC).
     name : str, optional
         The run's name in reports; by default the file name.
+    duplicates : {"error", "first", "best"}, default="error"
+        A document listed twice for one query is an error naming the line, or its first or best-scored
+        occurrence is kept.
 
     Examples
     --------
@@ -241,7 +250,7 @@ def read_run(source: Any, *, format: str | None = None, name: str | None = None)
     frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
     if frame["score"].dtype == pl.String:
         frame = _strict_numeric(frame, "score", where, line_of)
-    return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of)
+    return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
 
 
 def read_qrels(source: Any, *, format: str | None = None, name: str | None = None) -> Qrels:

@@ -44,6 +44,7 @@ class Run:
 
     __slots__ = (
         "doc_ids",
+        "duplicates_dropped",
         "input_position",
         "name",
         "offsets",
@@ -81,6 +82,7 @@ class Run:
         self.name = name
         self.source = source
         self.tag = tag
+        self.duplicates_dropped = 0
 
     # -- construction -------------------------------------------------------------------------------------
 
@@ -92,9 +94,12 @@ class Run:
         name: str = "run",
         source: str | None = None,
         line_of: LineLookup = no_lines,
+        duplicates: str = "error",
     ) -> Run:
         """Build from a polars frame with columns ``query_id``, ``doc_id``, ``score`` and optionally ``rank``
-        and ``tag``. Rejects missing values, non-finite scores and a document repeated within a query."""
+        and ``tag``. Rejects missing values and non-finite scores. A document repeated within a query is an
+        error (``duplicates="error"``, naming the line), or only its first (``"first"``) or highest-scored
+        (``"best"``) occurrence is kept; ``duplicates_dropped`` counts what was dropped."""
         where = source or name
         if frame.height == 0:
             raise InputError(where, "has no results", expected="at least one (query_id, doc_id, score) row")
@@ -115,7 +120,22 @@ class Run:
                 expected="a finite decimal score",
             )
         keys = pair_keys(query, docs)
-        check_duplicates(keys, query, docs, where, line_of, "run")
+        dropped = 0
+        if duplicates == "error":
+            check_duplicates(keys, query, docs, where, line_of, "run")
+        elif duplicates in ("first", "best"):
+            keep = _deduplicate(query, docs, scores, duplicates)
+            if keep is not None:
+                dropped = frame.height - len(keep)
+                frame, query, docs, scores, keys = (
+                    frame[keep],
+                    query.gather(keep),
+                    docs.gather(keep),
+                    scores[keep],
+                    keys[keep],
+                )
+        else:
+            raise ValueError(f"duplicates must be 'error', 'first' or 'best', not {duplicates!r}")
         query_ids, codes = intern_queries(query)
         order = _evaluation_order(codes, scores, docs)
         ranks = frame["rank"].cast(pl.Int64, strict=False).to_numpy() if "rank" in frame.columns else None
@@ -132,7 +152,9 @@ class Run:
             )
             if ranks is not None:
                 ranks = ranks[order]
-        return cls(query_ids, codes, docs, scores, ranks, position, keys, name=name, source=source, tag=tag)
+        run = cls(query_ids, codes, docs, scores, ranks, position, keys, name=name, source=source, tag=tag)
+        run.duplicates_dropped = dropped
+        return run
 
     # -- views ----------------------------------------------------------------------------------------------
 
@@ -191,3 +213,14 @@ def _evaluation_order(codes: np.ndarray, scores: np.ndarray, docs: pl.Series) ->
     frame = pl.DataFrame({"q": codes, "s": scores, "d": docs}).with_row_index("i")
     ordered = frame.sort(["q", "s", "d"], descending=[False, True, True], maintain_order=True)
     return ordered["i"].to_numpy().astype(np.int64)
+
+
+def _deduplicate(query: pl.Series, docs: pl.Series, scores: np.ndarray, policy: str) -> np.ndarray | None:
+    """Rows to keep so each (query, doc) appears once; ``None`` when nothing repeats."""
+    frame = pl.DataFrame({"q": query, "d": docs, "s": scores}).with_row_index("i")
+    if not frame.select(pl.struct("q", "d").is_duplicated().any()).item():
+        return None
+    if policy == "best":
+        frame = frame.sort(["s", "i"], descending=[True, False])
+    kept = frame.unique(subset=["q", "d"], keep="first", maintain_order=True)["i"].to_numpy()
+    return np.sort(kept).astype(np.int64)

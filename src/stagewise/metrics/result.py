@@ -116,10 +116,11 @@ class EvalResult:
             return tables.plain(frame, digits, notes, title=self._title())
         raise ValueError(f"unknown format {fmt!r}; choose one of {OUTPUT_FORMATS}")
 
-    def rich_table(self, per_query: bool = False, digits: int = 4):
+    def rich_table(self, per_query: bool = False, digits: int = 4, width: int = 100):
+        """A rich Table (rich is imported lazily); transposed when too wide for ``width`` columns."""
         from stagewise.report import tables
 
-        return tables.rich_table(self.to_polars(per_query), digits, self._title(), self._notes())
+        return tables.rich_table(self.to_polars(per_query), digits, self._title(), self._notes(), width)
 
     def _title(self) -> str:
         return f"stagewise eval · qrels {self.qrels_name}"

@@ -71,20 +71,30 @@ def latex(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def rich_table(frame: pl.DataFrame, digits: int, title: str, notes: list[str]):
+def rich_table(frame: pl.DataFrame, digits: int, title: str, notes: list[str], width: int = 100):
+    """A rich Table; the best value of each metric in bold. Wide tables (more metrics than fit in ``width``)
+    are transposed so no column is cut."""
     from rich.table import Table
 
     header, rows = _cells(frame, digits)
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    best: dict[int, float] = {}
+    if len(rows) > 1:
+        for i, (name, num) in enumerate(zip(header, numeric, strict=True)):
+            if num and name != "query_id":
+                best[i] = max(float(r[i]) for r in rows)
+    styled = [[f"[bold]{c}[/bold]" if i in best and float(c) == best[i] else c for i, c in enumerate(r)] for r in rows]
+    needed = sum(max(len(h), *(len(r[i]) for r in rows)) + 3 for i, h in enumerate(header)) if rows else 0
     table = Table(title=title, caption="\n".join(notes) or None, caption_justify="left")
+    if needed > width and "query_id" not in header and len(rows) < len(header):
+        table.add_column("metric", no_wrap=True)
+        for r in rows:
+            table.add_column(r[0], justify="right", no_wrap=True)
+        for i in range(1, len(header)):
+            table.add_row(header[i], *(r[i] for r in styled))
+        return table
     for name, num in zip(header, numeric, strict=True):
-        table.add_column(name, justify="right" if num else "left", no_wrap=True)
-    best = {}
-    for i, (name, num) in enumerate(zip(header, numeric, strict=True)):
-        if num and name not in ("query_id",) and rows and len(rows) > 1:
-            values = [float(r[i]) for r in rows]
-            best[i] = max(values)
-    for r in rows:
-        cells = [f"[bold]{c}[/bold]" if i in best and float(c) == best[i] else c for i, c in enumerate(r)]
-        table.add_row(*cells)
+        table.add_column(name, justify="right" if num else "left", no_wrap=True, min_width=len(name))
+    for r in styled:
+        table.add_row(*r)
     return table

@@ -1,0 +1,40 @@
+"""The ``stagewise`` command. Thin: each subcommand parses, calls the library and renders.
+
+Heavy imports happen inside the commands so ``stagewise --help`` is instant. An expected failure (bad input,
+unknown metric) prints one line on stderr and exits with code 2; a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from stagewise.cli import demo_cmd, eval_cmd, trec_eval_cmd, validate_cmd
+
+app = typer.Typer(
+    name="stagewise",
+    help="Measure every stage of a search or RAG pipeline on its own, with every convention stated.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+app.command("eval")(eval_cmd.eval_command)
+app.command("validate")(validate_cmd.validate_command)
+app.command(
+    "trec_eval",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)(trec_eval_cmd.trec_eval_command)
+app.command("demo")(demo_cmd.demo_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point."""
+    from stagewise.errors import StagewiseError
+
+    try:
+        app(args=argv, prog_name="stagewise", standalone_mode=True)
+    except StagewiseError as exc:  # raised outside a command's own handling
+        sys.stderr.write(f"stagewise: error: {exc}\n")
+        raise SystemExit(2) from None

@@ -1,0 +1,49 @@
+"""What the subcommands share: failing cleanly, writing output atomically, splitting metric lists."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn a :class:`StagewiseError` into one line on stderr and exit code 2 (no traceback)."""
+    from stagewise.errors import StagewiseError
+
+    try:
+        yield
+    except StagewiseError as exc:
+        typer.echo(f"stagewise: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def emit(text: str, output: Path | None) -> None:
+    """Write ``text`` to ``output`` atomically, or to stdout."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from stagewise._io import atomic_write
+
+    with atomic_write(output) as fh:
+        fh.write(text)
+    typer.echo(f"wrote {output}", err=True)
+
+
+def split_metrics(values: list[str]) -> list[str]:
+    """``-m map,ndcg@10 -m P@5(rel=2)`` -> each metric once, commas inside parentheses kept."""
+    out: list[str] = []
+    for value in values:
+        depth, start = 0, 0
+        for i, ch in enumerate(value):
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch == "," and depth == 0:
+                out.append(value[start:i])
+                start = i + 1
+        out.append(value[start:])
+    return [m.strip() for m in out if m.strip()]

@@ -1,0 +1,120 @@
+"""``stagewise eval QRELS RUN... -m METRIC...``"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stagewise.cli.common import emit, split_metrics, user_errors
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    latex = "latex"
+
+
+class Ties(str, Enum):
+    docid = "docid"
+    input = "input"
+    rank = "rank"
+
+
+class Missing(str, Enum):
+    zero = "zero"
+    skip = "skip"
+    error = "error"
+
+
+def eval_command(
+    qrels: Annotated[
+        str,
+        typer.Argument(
+            help="Judgements: TREC qrels (qid iter docid label), JSON, JSONL, CSV, "
+            "TSV or Parquet; '-' reads stdin; .gz accepted."
+        ),
+    ],
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            help="One or more runs (qid Q0 docid rank score tag, or the tabular formats); each is a row of the table."
+        ),
+    ],
+    metric: Annotated[
+        list[str],
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Metric, repeatable or comma-separated: "
+            "map, ndcg@10, ndcg@10(gain=exp), P@5(rel=2), recall@100, mrr@10, "
+            "Rprec, bpref, success@5, judged@10, rbp(p=0.8), err@20, and "
+            "trec_eval names (ndcg_cut_10).",
+        ),
+    ] = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"],
+    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also give every query's value.")] = False,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
+    ] = None,
+    relevance_level: Annotated[
+        int,
+        typer.Option("--relevance-level", "-l", help="A label >= this is relevant for binary metrics (trec_eval -l)."),
+    ] = 1,
+    ties: Annotated[
+        Ties,
+        typer.Option(
+            help="Order of equal scores: docid (descending, trec_eval), input (file order) or rank (the rank column)."
+        ),
+    ] = Ties.docid,
+    missing: Annotated[
+        Missing,
+        typer.Option(
+            help="A judged query absent from a run: zero (scores 0, "
+            "trec_eval -c), skip (left out of the mean) or error."
+        ),
+    ] = Missing.zero,
+    max_ret: Annotated[
+        int | None, typer.Option("--max-ret", "-M", help="Only the first N results of each query count (trec_eval -M).")
+    ] = None,
+    judged_only: Annotated[
+        bool, typer.Option("--judged-only", "-J", help="Drop unjudged results before measuring (trec_eval -J).")
+    ] = False,
+    digits: Annotated[int, typer.Option(help="Decimals in table, markdown and LaTeX output.")] = 4,
+) -> None:
+    """Score runs against judgements: one row per run, one column per metric.
+
+    Every number comes with the conventions that produced it: gain, ideal, ties, relevance level, missing queries.
+
+    Defaults are trec_eval's, except that judged queries absent from a run score 0 and are counted.
+
+    Examples:
+
+      stagewise eval qrels.txt bm25.run dense.run -m ndcg@10 -m recall@100
+
+      stagewise eval qrels.txt run.trec -m "ndcg@10(gain=exp)" --format json --per-query -o scores.json
+    """
+    with user_errors():
+        from stagewise.metrics.evaluate import evaluate
+
+        result = evaluate(
+            qrels,
+            runs,
+            split_metrics(metric),
+            relevance_level=relevance_level,
+            ties=ties.value,
+            missing=missing.value,
+            max_ret=max_ret,
+            judged_only=judged_only,
+        )
+        if fmt is OutputFormat.table and output is None:
+            from rich.console import Console
+
+            console = Console()
+            console.print(result.rich_table(per_query=per_query, digits=digits, width=console.width))
+            return
+        emit(result.render(fmt.value, per_query=per_query, digits=digits), output)

@@ -1,0 +1,17 @@
+"""``stagewise trec_eval [FLAGS] QRELS RUN``: trec_eval's own command line, passed through untouched."""
+
+from __future__ import annotations
+
+import typer
+
+
+def trec_eval_command(ctx: typer.Context) -> None:
+    """A drop-in for trec_eval 10 with byte-identical output.
+
+    Takes trec_eval's flags (-q -c -n -J -M N -l N -N N -m MEASURE[.PARAMS]); `stagewise trec_eval -h` lists them.
+    """
+    from stagewise.trec_eval.command import main
+
+    code = main(list(ctx.args))
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,155 @@
+"""A validation report for a qrels file and runs: what would silently change the numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stagewise.data.qrels import Qrels
+from stagewise.data.readers import read_qrels, read_run
+from stagewise.data.run import Run
+
+
+@dataclass
+class RunReport:
+    """What one run looks like next to the qrels."""
+
+    name: str
+    queries: int
+    results: int
+    queries_only_in_qrels: list[str]
+    queries_only_in_run: list[str]
+    duplicate_documents: int
+    unjudged_at_k: dict[int, float]
+    results_per_query: dict[str, float]
+    tied_score_share: float
+
+
+@dataclass
+class ValidationReport:
+    """Qrels facts and one :class:`RunReport` per run."""
+
+    qrels_name: str
+    qrels_queries: int
+    judgements: int
+    label_histogram: dict[int, int]
+    queries_without_relevant: list[str]
+    runs: list[RunReport] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing needs attention (no missing queries, no duplicates)."""
+        return all(not r.queries_only_in_qrels and not r.duplicate_documents for r in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "qrels": {
+                "name": self.qrels_name,
+                "queries": self.qrels_queries,
+                "judgements": self.judgements,
+                "label_histogram": {str(k): v for k, v in self.label_histogram.items()},
+                "queries_without_relevant": self.queries_without_relevant,
+            },
+            "runs": {
+                r.name: {
+                    "queries": r.queries,
+                    "results": r.results,
+                    "queries_only_in_qrels": r.queries_only_in_qrels,
+                    "queries_only_in_run": r.queries_only_in_run,
+                    "duplicate_documents": r.duplicate_documents,
+                    "unjudged_at_k": {str(k): v for k, v in r.unjudged_at_k.items()},
+                    "results_per_query": r.results_per_query,
+                    "tied_score_share": r.tied_score_share,
+                }
+                for r in self.runs
+            },
+        }
+
+    def render(self) -> str:
+        lines = [
+            f"qrels {self.qrels_name}: {self.qrels_queries} queries, {self.judgements} judgements",
+            "  labels: "
+            + ", ".join(f"{k}: {v}" for k, v in self.label_histogram.items())
+            + "  (labels below 0: judged but neither relevant nor non-relevant, as trec_eval)",
+        ]
+        if self.queries_without_relevant:
+            lines.append(
+                f"  {len(self.queries_without_relevant)} queries have no relevant document: "
+                + _few(self.queries_without_relevant)
+            )
+        for r in self.runs:
+            per = r.results_per_query
+            lines += [
+                f"run {r.name}: {r.queries} queries, {r.results} results "
+                f"(per query min {per['min']:.0f}, median {per['median']:.0f}, max {per['max']:.0f})",
+                f"  judged queries absent from the run: {len(r.queries_only_in_qrels)}"
+                + (f" ({_few(r.queries_only_in_qrels)}; scored 0 by default)" if r.queries_only_in_qrels else ""),
+                f"  run queries without judgements: {len(r.queries_only_in_run)}"
+                + (f" ({_few(r.queries_only_in_run)}; ignored)" if r.queries_only_in_run else ""),
+                f"  duplicate documents within a query: {r.duplicate_documents}"
+                + (
+                    " (an error for eval; fix the run or read it with duplicates='first')"
+                    if r.duplicate_documents
+                    else ""
+                ),
+                "  unjudged share: " + ", ".join(f"@{k} {v:.3f}" for k, v in r.unjudged_at_k.items()),
+                f"  adjacent results with tied scores: {r.tied_score_share:.1%} (ordered by doc id descending)",
+            ]
+        return "\n".join(lines) + "\n"
+
+
+def _mean(values: np.ndarray) -> float:
+    """Mean over the queries the run answered; NaN when it answered none of the judged queries."""
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def _few(items: list[str], n: int = 5) -> str:
+    return ", ".join(items[:n]) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
+
+
+def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> ValidationReport:
+    """Check ``runs`` against ``qrels``: missing and extra queries, duplicate documents, unjudged@k, labels.
+
+    >>> report = validate({"q1": {"d1": 1}, "q2": {"d9": 0}}, {"q1": {"d1": 1.0, "d2": 0.5}})
+    >>> report.runs[0].queries_only_in_qrels, report.runs[0].unjudged_at_k[10]
+    (['q2'], 0.05)
+    """
+    from stagewise.metrics import kernels
+    from stagewise.metrics.context import Conventions, build_context
+
+    judged: Qrels = read_qrels(qrels)
+    listed = runs if isinstance(runs, list | tuple) else [runs]
+    relevant = np.bincount(judged.query_codes[judged.labels >= 1], minlength=judged.n_queries)
+    report = ValidationReport(
+        qrels_name=judged.name,
+        qrels_queries=judged.n_queries,
+        judgements=len(judged),
+        label_histogram=judged.label_histogram(),
+        queries_without_relevant=[str(q) for q in judged.query_ids[relevant == 0]],
+    )
+    for item in listed:
+        run: Run = item if isinstance(item, Run) else read_run(item, duplicates="first")
+        ctx = build_context(judged, run, Conventions(missing="zero"))  # keeps every judged query
+        lengths = np.diff(run.offsets)
+        same_query = np.diff(run.query_codes) == 0
+        ties = float(np.mean(np.diff(run.scores)[same_query] == 0)) if same_query.any() else 0.0
+        report.runs.append(
+            RunReport(
+                name=run.name,
+                queries=run.n_queries,
+                results=len(run),
+                queries_only_in_qrels=ctx.missing_queries,
+                queries_only_in_run=ctx.run_only_queries,
+                duplicate_documents=run.duplicates_dropped,
+                unjudged_at_k={cut: _mean(kernels.unjudged(ctx, cut)[ctx.in_run]) for cut in k},
+                results_per_query={
+                    "min": float(lengths.min()),
+                    "median": float(np.median(lengths)),
+                    "max": float(lengths.max()),
+                },
+                tied_score_share=ties,
+            )
+        )
+    return report
