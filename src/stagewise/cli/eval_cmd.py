@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +11,7 @@ import typer
 from stagewise.cli.common import emit, split_metrics, user_errors
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
@@ -19,13 +19,13 @@ class OutputFormat(str, Enum):
     latex = "latex"
 
 
-class Ties(str, Enum):
+class Ties(StrEnum):
     docid = "docid"
     input = "input"
     rank = "rank"
 
 
-class Missing(str, Enum):
+class Missing(StrEnum):
     zero = "zero"
     skip = "skip"
     error = "error"
@@ -46,7 +46,7 @@ def eval_command(
         ),
     ],
     metric: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--metric",
             "-m",
@@ -55,7 +55,7 @@ def eval_command(
             "Rprec, bpref, success@5, judged@10, rbp(p=0.8), err@20, and "
             "trec_eval names (ndcg_cut_10).",
         ),
-    ] = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"],
+    ] = None,
     per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also give every query's value.")] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
     output: Annotated[
@@ -98,6 +98,8 @@ def eval_command(
 
       stagewise eval qrels.txt run.trec -m "ndcg@10(gain=exp)" --format json --per-query -o scores.json
     """
+    if metric is None:
+        metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
     with user_errors():
         from stagewise.metrics.evaluate import evaluate
 

@@ -269,8 +269,11 @@ def unjudged(ctx: EvalContext, k: int) -> np.ndarray:
 
 
 def judged(ctx: EvalContext, k: int) -> np.ndarray:
-    """judged@k = 1 - unj@k: the judged share of the top k (a label below 0 counts as unjudged)."""
-    return 1.0 - unjudged(ctx, k)
+    """judged@k: judged results in the top k, over k (as P@k counts: missing results count as unjudged).
+
+    A result labelled below 0 counts as unjudged, as trec_eval reads such labels.
+    """
+    return _bincount(ctx, ctx.row_query[(ctx.row_label >= 0) & (ctx.row_rank <= k)]) / k
 
 
 def bin_g(ctx: EvalContext) -> np.ndarray:

@@ -72,9 +72,11 @@ def latex(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
 
 
 def rich_table(frame: pl.DataFrame, digits: int, title: str, notes: list[str], width: int = 100):
-    """A rich Table; the best value of each metric in bold. Wide tables (more metrics than fit in ``width``)
-    are transposed so no column is cut."""
+    """A rich Table and its notes; the best value of each metric in bold. Wide tables (more metrics than fit
+    in ``width``) are transposed so no column is cut."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     header, rows = _cells(frame, digits)
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
@@ -85,16 +87,18 @@ def rich_table(frame: pl.DataFrame, digits: int, title: str, notes: list[str], w
                 best[i] = max(float(r[i]) for r in rows)
     styled = [[f"[bold]{c}[/bold]" if i in best and float(c) == best[i] else c for i, c in enumerate(r)] for r in rows]
     needed = sum(max(len(h), *(len(r[i]) for r in rows)) + 3 for i, h in enumerate(header)) if rows else 0
-    table = Table(title=title, caption="\n".join(notes) or None, caption_justify="left")
+    table = Table(title=title)
+    # Notes print under the table at full width: a caption would wrap to the table's width.
+    notes_text = Text("\n".join(notes), style="dim")
     if needed > width and "query_id" not in header and len(rows) < len(header):
         table.add_column("metric", no_wrap=True)
         for r in rows:
             table.add_column(r[0], justify="right", no_wrap=True)
         for i in range(1, len(header)):
             table.add_row(header[i], *(r[i] for r in styled))
-        return table
+        return Group(table, notes_text)
     for name, num in zip(header, numeric, strict=True):
         table.add_column(name, justify="right" if num else "left", no_wrap=True, min_width=len(name))
     for r in styled:
         table.add_row(*r)
-    return table
+    return Group(table, notes_text)

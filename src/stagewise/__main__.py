@@ -1,0 +1,5 @@
+"""``python -m stagewise`` runs the command line."""
+
+from stagewise.cli import main
+
+main()

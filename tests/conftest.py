@@ -1,0 +1,18 @@
+"""Shared fixtures: where ../shared's real data lives, skipping cleanly when it is absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TREC_EVAL_TEST = SHARED / "data" / "trec_eval_test"
+
+
+@pytest.fixture
+def trec_eval_test() -> Path:
+    if not TREC_EVAL_TEST.is_dir():
+        pytest.skip(f"trec_eval's test files are not at {TREC_EVAL_TEST} (../shared is absent)")
+    return TREC_EVAL_TEST

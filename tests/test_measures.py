@@ -1,0 +1,83 @@
+"""Measure names: parsing, canonical form, equality, and errors that teach."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stagewise.errors import MetricError
+from stagewise.metrics.measures import FAMILIES, Measure
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("ndcg@10", "ndcg@10"),
+        ("nDCG@10", "ndcg@10"),
+        ("ndcg_cut_10", "ndcg@10"),
+        ("ndcg_cut.10", "ndcg@10"),
+        ("ndcg@10(gain=exp)", "ndcg@10(gain=exp)"),
+        ("ndcg@10(gain='exp')", "ndcg@10(gain=exp)"),
+        ("ndcg@10(gain=linear)", "ndcg@10"),
+        ("P_10", "P@10"),
+        ("P@5(rel=2)", "P@5(rel=2)"),
+        ("recall_1000", "recall@1000"),
+        ("recip_rank", "mrr"),
+        ("mrr@10", "mrr@10"),
+        ("map_cut_100", "map@100"),
+        ("map", "map"),
+        ("Rprec", "Rprec"),
+        ("iprec_at_recall_0.10", "iprec_at_recall@0.1"),
+        ("rbp(p=0.8)", "rbp(p=0.8)"),
+        ("judged@10", "judged@10"),
+        ("success_5", "success@5"),
+        ("11pt_avg", "11pt_avg"),
+    ],
+)
+def test_parse_to_canonical(text: str, canonical: str) -> None:
+    measure = Measure.parse(text)
+    assert str(measure) == canonical
+    assert Measure.parse(str(measure)) == measure
+
+
+def test_equal_measures_deduplicate() -> None:
+    assert len({Measure.parse("ndcg_cut_10"), Measure.parse("nDCG@10"), Measure.parse("ndcg@10(gain=linear)")}) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("foo", "unknown metric 'foo'"),
+        ("ndcg@ten", "The cutoff of ndcg must be an int >= 1. Got 'ten' instead."),
+        ("P@0", "must be an int >= 1"),
+        ("P", "needs a cutoff"),
+        ("bpref@10", "takes no cutoff"),
+        ("ndcg@10(gain=cubic)", "must be one of"),
+        ("P@10(bogus=1)", "has no option 'bogus'"),
+        ("P@10(rel=1.5)", "must be a int"),
+        ("rbp(p=1.5)", "in (0, 1)"),
+        ("ndcg@10(gain=exp", "cannot read"),
+    ],
+)
+def test_errors_name_the_problem(text: str, message: str) -> None:
+    with pytest.raises(MetricError) as info:
+        Measure.parse(text)
+    assert message in str(info.value)
+
+
+@given(
+    family=st.sampled_from(sorted({f.name for f in FAMILIES.values()})),
+    cutoff=st.integers(min_value=1, max_value=5000),
+)
+def test_canonical_form_round_trips(family: str, cutoff: int) -> None:
+    spec = FAMILIES[family.lower()]
+    if spec.cutoff == "none":
+        text = family
+    elif spec.cutoff_kind is float:
+        text = f"{family}@{cutoff / 5000:g}"
+    else:
+        text = f"{family}@{cutoff}"
+    measure = Measure.parse(text)
+    assert Measure.parse(str(measure)) == measure
+    assert hash(Measure.parse(str(measure))) == hash(measure)

@@ -1,0 +1,89 @@
+"""`stagewise trec_eval` prints exactly what trec_eval 10 prints on its own test files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stagewise.trec_eval.command import run_trec_eval
+
+MEAS_PARAMS = (
+    "-q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 -m Rprec_mult.5.0,0.2,0.35 "
+    "-mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 -mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20"
+)
+# (expected output, flags, qrels, run): the quicktest commands of trec_eval's Makefile.
+CASES = [
+    ("out.test", "", "qrels.test", "results.test"),
+    ("out.test", "", "qrels.test.with-comments", "results.test"),
+    ("out.comment.test", "", "qrels.comment.test", "results.comment.test"),
+    ("out.test.a", "-m all_trec", "qrels.test", "results.test"),
+    ("out.test.aq", "-m all_trec -q", "qrels.test", "results.test"),
+    ("out.test.aqc", "-m all_trec -q -c", "qrels.test", "results.trunc"),
+    ("out.test.aqcM", "-m all_trec -q -c -M100", "qrels.test", "results.trunc"),
+    ("out.test.aql", "-m all_trec -mrelstring.20 -q -l2", "qrels.rel_level", "results.test"),
+    ("out.test.meas_params", MEAS_PARAMS, "qrels.test", "results.test"),
+]
+
+
+@pytest.mark.parametrize(("expected", "flags", "qrels", "run"), CASES, ids=[f"{c[0]}:{c[2]}" for c in CASES])
+def test_byte_identical(trec_eval_test: Path, expected: str, flags: str, qrels: str, run: str) -> None:
+    argv = [*flags.split(), str(trec_eval_test / qrels), str(trec_eval_test / run)]
+    assert run_trec_eval(argv) == (trec_eval_test / expected).read_text()
+
+
+def test_command_line_is_byte_identical(trec_eval_test: Path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stagewise",
+            "trec_eval",
+            "-m",
+            "all_trec",
+            "-q",
+            "-c",
+            str(trec_eval_test / "qrels.test"),
+            str(trec_eval_test / "results.trunc"),
+        ],
+        capture_output=True,
+        check=True,
+    )
+    assert out.stdout == (trec_eval_test / "out.test.aqc").read_bytes()
+
+
+def test_reads_stdin(trec_eval_test: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "stagewise", "trec_eval", str(trec_eval_test / "qrels.test"), "-"],
+        input=(trec_eval_test / "results.test").read_bytes(),
+        capture_output=True,
+        check=True,
+    )
+    assert out.stdout == (trec_eval_test / "out.test").read_bytes()
+
+
+def test_no_summary_and_single_measure(trec_eval_test: Path) -> None:
+    text = run_trec_eval(
+        ["-q", "-n", "-m", "P.5", str(trec_eval_test / "qrels.test"), str(trec_eval_test / "results.test")]
+    )
+    assert text.splitlines() == [
+        "P_5                   \t301\t0.0000",
+        "P_5                   \t302\t0.8000",
+        "P_5                   \t303\t0.0000",
+    ]
+
+
+def test_missing_topic_without_c_is_skipped(trec_eval_test: Path) -> None:
+    text = run_trec_eval(
+        ["-m", "num_q", "-m", "map", str(trec_eval_test / "qrels.test"), str(trec_eval_test / "results.trunc")]
+    )
+    assert text.splitlines()[0] == "num_q                 \tall\t2"
+
+
+def test_unknown_measure_is_a_clean_error(trec_eval_test: Path) -> None:
+    from stagewise.errors import StagewiseError
+
+    with pytest.raises(StagewiseError, match="unknown measure"):
+        run_trec_eval(["-m", "nope", str(trec_eval_test / "qrels.test"), str(trec_eval_test / "results.test")])
