@@ -1,4 +1,4 @@
-"""Column plumbing shared by :class:`Qrels` and :class:`Run`: interning query ids and hashing pairs."""
+"""Column plumbing shared by :class:`Qrels` and :class:`Run`: interning, pair keys, duplicates, line lookups."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from stagewise._native import parser as native
+from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
 LineLookup = Callable[[int], "int | None"]
@@ -36,58 +38,92 @@ def lines_from(lines: list[int] | None, data: bytes | None = None) -> LineLookup
     return lookup
 
 
-def intern_queries(query_ids: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique query ids (a numpy array of str) and each row's int32 code into them.
+def sorted_vocabulary(first_seen: list[str], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Re-code ids numbered by first appearance so codes follow byte order (``strcmp``, trec_eval's order)."""
+    vocabulary = np.array(first_seen, dtype=object).astype(str) if first_seen else np.array([], dtype=str)
+    encoded = [q.encode("utf-8") for q in first_seen]
+    if all(a < b for a, b in zip(encoded, encoded[1:], strict=False)):
+        return vocabulary, codes  # already in byte order: nothing to re-code
+    order = np.argsort(np.array(encoded, dtype=object), kind="stable")
+    new_code = np.empty(len(order), dtype=np.int32)
+    new_code[order] = np.arange(len(order), dtype=np.int32)
+    return vocabulary[order], new_code[codes] if len(codes) else codes.astype(np.int32)
 
-    Codes follow the byte order of the ids (``strcmp``), the order trec_eval prints queries in.
+
+def intern(query_ids: pl.Series) -> tuple[list[str], np.ndarray]:
+    """Distinct ids in order of first appearance and each row's int32 code."""
+    codes = query_ids.cast(pl.Categorical).to_physical()
+    first = pl.DataFrame({"q": query_ids, "c": codes}).unique("c", keep="first", maintain_order=True)
+    remap = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, dtype=np.int64)
+    remap[first["c"].to_numpy()] = np.arange(first.height)
+    return first["q"].to_list(), remap[codes.to_numpy()].astype(np.int32)
+
+
+def pair_keys(query_per_row: StringColumn, docs: StringColumn) -> np.ndarray:
+    """A 64-bit hash of each (query id, doc id) pair: the integer join key between a run and its qrels.
+
+    The same function the C parser applies while reading. Equal pairs hash equal; the rare unequal pair
+    with an equal hash is caught where keys are joined, by comparing the matched rows' strings.
     """
-    vocabulary = query_ids.unique().sort()
-    codes = query_ids.cast(pl.Enum(vocabulary)).to_physical().cast(pl.Int32).to_numpy()
-    return vocabulary.to_numpy().astype(str), codes
-
-
-def pair_keys(query_ids: pl.Series, doc_ids: pl.Series) -> np.ndarray:
-    """A 64-bit hash of each (query id, doc id) pair: an integer join key between a run and its qrels.
-
-    Equal pairs hash equal; the rare unequal pair with an equal hash is caught where keys are joined,
-    by comparing the strings of the matched rows.
-    """
-    frame = pl.DataFrame({"q": query_ids, "d": doc_ids})
+    if native is not None:
+        raw = native.hash_pairs(query_per_row.offsets, query_per_row.data, docs.offsets, docs.data)
+        return np.frombuffer(raw, dtype=np.uint64)
+    frame = pl.DataFrame({"q": query_per_row.series(), "d": docs.series()})
     return frame.hash_rows(seed=0x5EED).to_numpy()
 
 
 def segment_offsets(codes: np.ndarray, n_segments: int) -> np.ndarray:
     """Start of each code's block in rows sorted by code, plus the end: ``offsets[c]:offsets[c+1]``."""
-    offsets = np.zeros(n_segments + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes, minlength=n_segments), out=offsets[1:])
-    return offsets
+    # ``codes`` is sorted, so each boundary is a binary search.
+    return np.searchsorted(codes, np.arange(n_segments + 1), side="left").astype(np.int64)
 
 
-def check_duplicates(
+def duplicate_rows(codes: np.ndarray, keys: np.ndarray, docs: StringColumn) -> list[tuple[int, int]]:
+    """(first, repeat) row pairs where a document repeats within a query, in order of the repeat.
+
+    Found by key, confirmed by comparing the document strings (a hash collision is not a duplicate).
+    """
+    n_queries = int(codes.max()) + 1 if len(codes) else 0
+    if native is not None and len(keys):
+        hit = native.first_duplicate(np.ascontiguousarray(codes, dtype=np.int32), keys, n_queries)
+        if hit == -1:
+            return []
+    frame = pl.DataFrame({"q": codes, "k": keys}).with_row_index("i")
+    repeated = frame.filter(pl.struct("q", "k").is_duplicated())
+    pairs: list[tuple[int, int]] = []
+    for _, group in repeated.group_by(["q", "k"], maintain_order=True):
+        rows = group["i"].to_list()
+        seen: dict[bytes, int] = {}
+        for row, raw in zip(rows, docs.raw(np.array(rows)), strict=True):
+            if raw in seen:
+                pairs.append((seen[raw], row))
+            else:
+                seen[raw] = row
+    return sorted(pairs, key=lambda pair: pair[1])
+
+
+def raise_on_duplicates(
+    codes: np.ndarray,
     keys: np.ndarray,
-    query_ids: pl.Series,
-    doc_ids: pl.Series,
+    docs: StringColumn,
+    query_ids: np.ndarray | list[str],
     source: str,
     line_of: LineLookup,
     what: str,
 ) -> None:
-    """Raise on a document listed twice for one query, naming the second occurrence."""
-    duplicated = pl.Series(keys).is_duplicated()
-    if not duplicated.any():
+    """Raise on a document listed twice for one query, naming the line of the second occurrence."""
+    pairs = duplicate_rows(codes, keys, docs)
+    if not pairs:
         return
-    rows = duplicated.arg_true().to_numpy()
-    frame = pl.DataFrame({"q": query_ids.gather(rows), "d": doc_ids.gather(rows), "row": rows})
-    repeats = frame.filter(pl.struct("q", "d").is_duplicated()).sort("row")
-    if repeats.height == 0:  # hash collision between different pairs: nothing is duplicated
-        return
-    first = repeats.row(0, named=True)
-    second = repeats.filter((pl.col("q") == first["q"]) & (pl.col("d") == first["d"])).row(1, named=True)
-    line = line_of(second["row"])
-    where = "" if line is not None else f" (row {second['row'] + 1})"
+    first, repeat = pairs[0]
+    line = line_of(repeat)
+    where = "" if line is not None else f" (rows {first + 1} and {repeat + 1})"
+    first_line = line_of(first)
+    also = f", first at line {first_line}" if first_line is not None else ""
     raise InputError(
         source,
-        f"document {first['d']!r} appears more than once for query {first['q']!r}{where}",
+        f"document {docs.value(repeat)!r} appears more than once for query {query_ids[codes[repeat]]!r}{where}{also}",
         line=line,
         expected=f"each document at most once per query in a {what}",
-        hint="remove the repeated line, or deduplicate with keep-first",
+        hint="remove the repeated line, or read the run with duplicates='first' or 'best'",
     )

@@ -7,12 +7,14 @@ import polars as pl
 
 from stagewise.data.columns import (
     LineLookup,
-    check_duplicates,
-    intern_queries,
+    intern,
     no_lines,
     pair_keys,
+    raise_on_duplicates,
     segment_offsets,
+    sorted_vocabulary,
 )
+from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
 
@@ -28,19 +30,20 @@ class Qrels:
     query_ids : numpy.ndarray of str
         The distinct judged query ids, sorted.
     query_codes : numpy.ndarray of int32
-    doc_ids : polars.Series of str
+    docs : StringColumn
+        Each judgement's document id (``doc_ids`` gives them as a polars Series).
     labels : numpy.ndarray of int32
     offsets : numpy.ndarray of int64
         Judgements of query ``c`` are ``offsets[c]:offsets[c + 1]``.
     """
 
-    __slots__ = ("doc_ids", "labels", "name", "offsets", "pair_keys", "query_codes", "query_ids", "source")
+    __slots__ = ("docs", "labels", "name", "offsets", "pair_keys", "query_codes", "query_ids", "source")
 
     def __init__(
         self,
         query_ids: np.ndarray,
         query_codes: np.ndarray,
-        doc_ids: pl.Series,
+        docs: StringColumn,
         labels: np.ndarray,
         keys: np.ndarray,
         *,
@@ -49,12 +52,34 @@ class Qrels:
     ) -> None:
         self.query_ids = query_ids
         self.query_codes = query_codes
-        self.doc_ids = doc_ids
+        self.docs = docs
         self.labels = labels
         self.pair_keys = keys
         self.offsets = segment_offsets(query_codes, len(query_ids))
         self.name = name
         self.source = source
+
+    @classmethod
+    def from_columns(
+        cls,
+        first_seen: list[str],
+        codes: np.ndarray,
+        docs: StringColumn,
+        labels: np.ndarray,
+        keys: np.ndarray,
+        *,
+        name: str = "qrels",
+        source: str | None = None,
+        line_of: LineLookup = no_lines,
+    ) -> Qrels:
+        """Build from columns in input order (query ids numbered by first appearance)."""
+        where = source or name
+        if len(codes) == 0:
+            raise InputError(where, "has no judgements", expected="at least one (query_id, doc_id, relevance) row")
+        raise_on_duplicates(codes, keys, docs, first_seen, where, line_of, "qrels file")
+        query_ids, codes = sorted_vocabulary(first_seen, codes)
+        order = np.lexsort((-labels.astype(np.int64), codes))
+        return cls(query_ids, codes[order], docs.take(order), labels[order], keys[order], name=name, source=source)
 
     @classmethod
     def from_frame(
@@ -70,26 +95,17 @@ class Qrels:
         if frame.height == 0:
             raise InputError(where, "has no judgements", expected="at least one (query_id, doc_id, relevance) row")
         query = frame["query_id"].cast(pl.String)
-        docs = frame["doc_id"].cast(pl.String)
+        doc_series = frame["doc_id"].cast(pl.String)
         raw = frame["relevance"]
-        for column, series in (("query_id", query), ("doc_id", docs), ("relevance", raw)):
+        for column, series in (("query_id", query), ("doc_id", doc_series), ("relevance", raw)):
             if series.null_count():
                 row = int(series.is_null().arg_true()[0])
                 raise InputError(where, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
         labels = _integer_labels(raw, where, line_of)
-        keys = pair_keys(query, docs)
-        check_duplicates(keys, query, docs, where, line_of, "qrels file")
-        query_ids, codes = intern_queries(query)
-        order = np.lexsort((-labels.astype(np.int64), codes))
-        return cls(
-            query_ids,
-            codes[order],
-            docs.gather(order),
-            labels[order],
-            keys[order],
-            name=name,
-            source=source,
-        )
+        first_seen, codes = intern(query)
+        docs = StringColumn.from_series(doc_series)
+        keys = pair_keys(StringColumn.from_series(query), docs)
+        return cls.from_columns(first_seen, codes, docs, labels, keys, name=name, source=source, line_of=line_of)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -100,6 +116,11 @@ class Qrels:
 
     def __repr__(self) -> str:
         return f"Qrels(name={self.name!r}, queries={self.n_queries}, judgements={len(self)})"
+
+    @property
+    def doc_ids(self) -> pl.Series:
+        """Each judgement's document id as a polars String Series."""
+        return self.docs.series()
 
     def to_polars(self) -> pl.DataFrame:
         """Columns ``query_id, doc_id, relevance``."""
@@ -118,7 +139,7 @@ class Qrels:
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{query_id: {doc_id: label}}``, the shape pytrec_eval and ranx take."""
         out: dict[str, dict[str, int]] = {}
-        docs = self.doc_ids.to_list()
+        docs = self.docs.values()
         labels = self.labels.tolist()
         for code, query in enumerate(self.query_ids):
             start, end = int(self.offsets[code]), int(self.offsets[code + 1])

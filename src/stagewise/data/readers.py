@@ -203,8 +203,8 @@ def _load(
     data = read_bytes(source)
     if kind == "trec":
         parse = trec.parse_run if value_column == "score" else trec.parse_qrels
-        frame, line_of = parse(data, where)
-        return frame, where, name, line_of
+        parsed, line_of = parse(data, where)
+        return parsed, where, name, line_of
     if kind == "json" and data.lstrip()[:1] == b"{":
         try:
             nested = json.loads(data)
@@ -248,6 +248,20 @@ def read_run(
     if isinstance(source, Run):
         return source
     frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
+    if isinstance(frame, trec.Parsed):
+        return Run.from_columns(
+            frame.first_seen,
+            frame.codes,
+            frame.docs,
+            frame.values,
+            frame.ranks,
+            frame.keys,
+            name=name or default_name,
+            source=where,
+            tag=frame.tag,
+            line_of=line_of,
+            duplicates=duplicates,
+        )
     if frame["score"].dtype == pl.String:
         frame = _strict_numeric(frame, "score", where, line_of)
     return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
@@ -266,6 +280,17 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
     if isinstance(source, Qrels):
         return source
     frame, where, default_name, line_of = _load(source, format, "relevance", ())
+    if isinstance(frame, trec.Parsed):
+        return Qrels.from_columns(
+            frame.first_seen,
+            frame.codes,
+            frame.docs,
+            frame.values,
+            frame.keys,
+            name=name or default_name,
+            source=where,
+            line_of=line_of,
+        )
     return Qrels.from_frame(
         frame,
         name=name or (default_name if default_name != "run" else "qrels"),

@@ -7,13 +7,18 @@ import polars as pl
 
 from stagewise.data.columns import (
     LineLookup,
-    check_duplicates,
-    intern_queries,
+    duplicate_rows,
+    intern,
     no_lines,
     pair_keys,
+    raise_on_duplicates,
     segment_offsets,
+    sorted_vocabulary,
 )
+from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
+
+DUPLICATE_POLICIES = ("error", "first", "best")
 
 
 class Run:
@@ -21,8 +26,8 @@ class Run:
 
     Rows are stored in trec_eval's evaluation order: query id (byte order), then score descending, then
     doc id descending (``form_res_rels.c``); ``input_position`` keeps each row's position in the input so
-    other tie conventions can be applied. Build one with :func:`stagewise.read_run` or the ``from_*``
-    constructors; it is immutable afterwards.
+    other tie conventions can be applied. Build one with :func:`stagewise.read_run`; it is not modified
+    afterwards.
 
     Attributes
     ----------
@@ -32,18 +37,20 @@ class Run:
         The distinct query ids, sorted; ``query_codes`` index into it.
     query_codes : numpy.ndarray of int32
         Each row's query.
-    doc_ids : polars.Series of str
-        Each row's document id.
+    docs : StringColumn
+        Each row's document id (``doc_ids`` gives them as a polars Series).
     scores : numpy.ndarray of float64
         Each row's score, exactly as read.
     ranks : numpy.ndarray of int64, or None
         The rank column of the input, when it had one (kept, not used to order rows by default).
     offsets : numpy.ndarray of int64
         Rows of query ``c`` are ``offsets[c]:offsets[c + 1]``.
+    duplicates_dropped : int
+        Repeated documents dropped when read with ``duplicates="first"`` or ``"best"``.
     """
 
     __slots__ = (
-        "doc_ids",
+        "docs",
         "duplicates_dropped",
         "input_position",
         "name",
@@ -61,7 +68,7 @@ class Run:
         self,
         query_ids: np.ndarray,
         query_codes: np.ndarray,
-        doc_ids: pl.Series,
+        docs: StringColumn,
         scores: np.ndarray,
         ranks: np.ndarray | None,
         input_position: np.ndarray,
@@ -70,10 +77,11 @@ class Run:
         name: str,
         source: str | None = None,
         tag: str | None = None,
+        duplicates_dropped: int = 0,
     ) -> None:
         self.query_ids = query_ids
         self.query_codes = query_codes
-        self.doc_ids = doc_ids
+        self.docs = docs
         self.scores = scores
         self.ranks = ranks
         self.input_position = input_position
@@ -82,9 +90,71 @@ class Run:
         self.name = name
         self.source = source
         self.tag = tag
-        self.duplicates_dropped = 0
+        self.duplicates_dropped = duplicates_dropped
 
     # -- construction -------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_columns(
+        cls,
+        first_seen: list[str],
+        codes: np.ndarray,
+        docs: StringColumn,
+        scores: np.ndarray,
+        ranks: np.ndarray | None,
+        keys: np.ndarray,
+        *,
+        name: str,
+        source: str | None = None,
+        tag: str | None = None,
+        line_of: LineLookup = no_lines,
+        duplicates: str = "error",
+    ) -> Run:
+        """Build from columns in input order: query ids numbered by first appearance (``codes``), document
+        ids, finite scores, optional ranks and pair keys. See :meth:`from_frame` for ``duplicates``."""
+        where = source or name
+        if len(codes) == 0:
+            raise InputError(where, "has no results", expected="at least one (query_id, doc_id, score) row")
+        if duplicates not in DUPLICATE_POLICIES:
+            raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, not {duplicates!r}")
+        dropped = 0
+        if duplicates == "error":
+            raise_on_duplicates(codes, keys, docs, first_seen, where, line_of, "run")
+        else:
+            pairs = duplicate_rows(codes, keys, docs)
+            if pairs:
+                drop = _rows_to_drop(pairs, scores, duplicates)
+                keep = np.setdiff1d(np.arange(len(codes)), drop)
+                dropped = len(drop)
+                codes, docs, scores, keys = codes[keep], docs.take(keep), scores[keep], keys[keep]
+                ranks = None if ranks is None else ranks[keep]
+        query_ids, codes = sorted_vocabulary(first_seen, codes)
+        position = np.arange(len(codes), dtype=np.int64)
+        order, moved = _evaluation_order(codes, scores, docs)
+        if order is not None:
+            if moved is None:
+                codes, scores, keys, position = codes[order], scores[order], keys[order], position[order]
+                ranks = None if ranks is None else ranks[order]
+            else:  # only tied rows moved, within their query and score: copy, then fix those rows
+                keys, position = keys.copy(), position
+                keys[moved], position[moved] = keys[order[moved]], order[moved]
+                if ranks is not None:
+                    ranks = ranks.copy()
+                    ranks[moved] = ranks[order[moved]]
+            docs = docs.take(order)
+        return cls(
+            query_ids,
+            codes,
+            docs,
+            scores,
+            ranks,
+            position,
+            keys,
+            name=name,
+            source=source,
+            tag=tag,
+            duplicates_dropped=dropped,
+        )
 
     @classmethod
     def from_frame(
@@ -104,12 +174,12 @@ class Run:
         if frame.height == 0:
             raise InputError(where, "has no results", expected="at least one (query_id, doc_id, score) row")
         query = frame["query_id"].cast(pl.String)
-        docs = frame["doc_id"].cast(pl.String)
-        scores = frame["score"].cast(pl.Float64).to_numpy()
-        for column, series in (("query_id", query), ("doc_id", docs)):
+        doc_series = frame["doc_id"].cast(pl.String)
+        for column, series in (("query_id", query), ("doc_id", doc_series)):
             if series.null_count():
                 row = int(series.is_null().arg_true()[0])
                 raise InputError(where, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
+        scores = frame["score"].cast(pl.Float64).to_numpy()
         finite = np.isfinite(scores)
         if not finite.all():
             row = int(np.flatnonzero(~finite)[0])
@@ -119,42 +189,25 @@ class Run:
                 line=line_of(row),
                 expected="a finite decimal score",
             )
-        keys = pair_keys(query, docs)
-        dropped = 0
-        if duplicates == "error":
-            check_duplicates(keys, query, docs, where, line_of, "run")
-        elif duplicates in ("first", "best"):
-            keep = _deduplicate(query, docs, scores, duplicates)
-            if keep is not None:
-                dropped = frame.height - len(keep)
-                frame, query, docs, scores, keys = (
-                    frame[keep],
-                    query.gather(keep),
-                    docs.gather(keep),
-                    scores[keep],
-                    keys[keep],
-                )
-        else:
-            raise ValueError(f"duplicates must be 'error', 'first' or 'best', not {duplicates!r}")
-        query_ids, codes = intern_queries(query)
-        order = _evaluation_order(codes, scores, docs)
+        first_seen, codes = intern(query)
+        docs = StringColumn.from_series(doc_series)
+        keys = pair_keys(StringColumn.from_series(query), docs)
         ranks = frame["rank"].cast(pl.Int64, strict=False).to_numpy() if "rank" in frame.columns else None
         # trec_eval reports the tag of the last line as the run id.
         tag = str(frame["tag"][-1]) if "tag" in frame.columns and frame["tag"][-1] is not None else None
-        position = np.arange(frame.height, dtype=np.int64)
-        if order is not None:
-            codes, scores, docs, keys, position = (
-                codes[order],
-                scores[order],
-                docs.gather(order),
-                keys[order],
-                position[order],
-            )
-            if ranks is not None:
-                ranks = ranks[order]
-        run = cls(query_ids, codes, docs, scores, ranks, position, keys, name=name, source=source, tag=tag)
-        run.duplicates_dropped = dropped
-        return run
+        return cls.from_columns(
+            first_seen,
+            codes,
+            docs,
+            scores,
+            ranks,
+            keys,
+            name=name,
+            source=source,
+            tag=tag,
+            line_of=line_of,
+            duplicates=duplicates,
+        )
 
     # -- views ----------------------------------------------------------------------------------------------
 
@@ -165,18 +218,26 @@ class Run:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
+    @property
+    def doc_ids(self) -> pl.Series:
+        """Each row's document id as a polars String Series."""
+        return self.docs.series()
+
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={self.n_queries}, rows={len(self)})"
 
+    def within_query_rank(self) -> np.ndarray:
+        """1-based rank of each stored row within its query (trec_eval's order)."""
+        return np.arange(len(self), dtype=np.int64) - np.repeat(self.offsets[:-1], np.diff(self.offsets)) + 1
+
     def to_polars(self) -> pl.DataFrame:
         """Rows in evaluation order with columns ``query_id, doc_id, score, rank`` (rank 1-based, recomputed)."""
-        within = np.arange(len(self), dtype=np.int64) - np.repeat(self.offsets[:-1], np.diff(self.offsets))
         return pl.DataFrame(
             {
                 "query_id": self.query_ids[self.query_codes] if len(self) else np.array([], dtype=str),
                 "doc_id": self.doc_ids,
                 "score": self.scores,
-                "rank": within + 1,
+                "rank": self.within_query_rank(),
             }
         )
 
@@ -187,7 +248,7 @@ class Run:
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{query_id: {doc_id: score}}``, the shape pytrec_eval and ranx take."""
         out: dict[str, dict[str, float]] = {}
-        docs = self.doc_ids.to_list()
+        docs = self.docs.values()
         scores = self.scores.tolist()
         for code, query in enumerate(self.query_ids):
             start, end = int(self.offsets[code]), int(self.offsets[code + 1])
@@ -195,32 +256,55 @@ class Run:
         return out
 
 
-def _evaluation_order(codes: np.ndarray, scores: np.ndarray, docs: pl.Series) -> np.ndarray | None:
-    """The permutation into (query, score descending, doc id descending) order; ``None`` if already so.
+def _rows_to_drop(pairs: list[tuple[int, int]], scores: np.ndarray, policy: str) -> np.ndarray:
+    """For each set of repeated rows, every row but the first (``first``) or the best-scored (``best``)."""
+    groups: dict[int, list[int]] = {}
+    for first, repeat in pairs:
+        root = next((r for r, members in groups.items() if first in members), first)
+        groups.setdefault(root, [root])
+        if repeat not in groups[root]:
+            groups[root].append(repeat)
+    drop: list[int] = []
+    for members in groups.values():
+        keep = members[0] if policy == "first" else max(members, key=lambda r: (scores[r], -r))
+        drop.extend(r for r in members if r != keep)
+    return np.array(sorted(drop), dtype=np.int64)
 
-    Most runs arrive sorted, so checking first saves a sort of millions of rows.
+
+def _evaluation_order(
+    codes: np.ndarray, scores: np.ndarray, docs: StringColumn
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The permutation into (query, score descending, doc id descending) order (``None`` if already so),
+    and, when only tied rows move (the input was sorted by query and score), those rows.
+
+    Most runs arrive sorted by query and score, so that is checked first; then only tied scores, usually
+    few, are ordered by doc id.
     """
-    if len(codes) > 1:
-        step_query = np.diff(codes)
-        step_score = np.diff(scores)
-        same_query = step_query == 0
-        if np.all((step_query > 0) | (same_query & (step_score <= 0))):
-            tied = np.flatnonzero(same_query & (step_score == 0))
-            if len(tied) == 0 or (docs.gather(tied) > docs.gather(tied + 1)).all():
-                return None
-    elif len(codes) <= 1:
-        return None
-    frame = pl.DataFrame({"q": codes, "s": scores, "d": docs}).with_row_index("i")
-    ordered = frame.sort(["q", "s", "d"], descending=[False, True, True], maintain_order=True)
-    return ordered["i"].to_numpy().astype(np.int64)
-
-
-def _deduplicate(query: pl.Series, docs: pl.Series, scores: np.ndarray, policy: str) -> np.ndarray | None:
-    """Rows to keep so each (query, doc) appears once; ``None`` when nothing repeats."""
-    frame = pl.DataFrame({"q": query, "d": docs, "s": scores}).with_row_index("i")
-    if not frame.select(pl.struct("q", "d").is_duplicated().any()).item():
-        return None
-    if policy == "best":
-        frame = frame.sort(["s", "i"], descending=[True, False])
-    kept = frame.unique(subset=["q", "d"], keep="first", maintain_order=True)["i"].to_numpy()
-    return np.sort(kept).astype(np.int64)
+    n = len(codes)
+    if n <= 1:
+        return None, None
+    step_query = np.diff(codes)
+    step_score = np.diff(scores)
+    base: np.ndarray | None = None  # the order by query and score, when the input was not in it
+    if not np.all((step_query > 0) | ((step_query == 0) & (step_score <= 0))):
+        frame = pl.DataFrame({"q": codes, "s": scores}).with_row_index("i")
+        base = frame.sort(["q", "s"], descending=[False, True], maintain_order=True)["i"].to_numpy().astype(np.int64)
+        codes, scores = codes[base], scores[base]
+        step_query, step_score = np.diff(codes), np.diff(scores)
+    tied = np.flatnonzero((step_query == 0) & (step_score == 0))
+    if len(tied) == 0:
+        return base, None
+    # Rows in a tie group: each tied step joins row i and i + 1. A row starts a new group unless the step
+    # before it is tied too. Only these rows move, so the work is proportional to the number of ties.
+    rows = np.union1d(tied, tied + 1)
+    group = np.cumsum(~np.isin(rows - 1, tied))
+    source_rows = rows if base is None else base[rows]
+    raw = docs.raw(source_rows)
+    same_group = group[:-1] == group[1:]
+    if all(a > b for a, b, same in zip(raw[:-1], raw[1:], same_group, strict=True) if same):
+        return base, None
+    ties = pl.DataFrame({"g": group, "d": pl.Series(raw, dtype=pl.Binary), "r": rows})
+    reordered = ties.sort(["g", "d"], descending=[False, True], maintain_order=True)["r"].to_numpy()
+    order = np.arange(n, dtype=np.int64) if base is None else base.copy()
+    order[rows] = order[reordered]
+    return order, (rows if base is None else None)

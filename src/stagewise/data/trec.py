@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
+from stagewise._native import parser as native
 from stagewise.data.columns import LineLookup, lines_from
+from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
 RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
@@ -138,16 +142,75 @@ def line_numbers(data: bytes) -> list[int]:
     return [i for i, line in enumerate(text.split("\n"), start=1) if line.strip() and not line.lstrip().startswith("#")]
 
 
-def parse_run(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
+@dataclass
+class Parsed:
+    """Columns read by the C parser, in file order: query ids numbered by first appearance."""
+
+    first_seen: list[str]
+    codes: np.ndarray
+    docs: StringColumn
+    values: np.ndarray
+    ranks: np.ndarray | None
+    keys: np.ndarray
+    tag: str | None
+
+
+_NATIVE_ERRORS = {
+    1: ("found {field} field(s)", None),
+    2: ("score {field!r} is not a finite number", "a decimal number such as 12.5 or -0.031"),
+    3: ("relevance label {field!r} is not an integer", "an integer label such as 0, 1, 2 or -1"),
+}
+
+
+def _parse_native(data: bytes, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup]:
+    out = native.parse(data, kind)
+    if isinstance(out, tuple):
+        _, code, line, field = out
+        if isinstance(field, bytes):
+            field = field.decode("utf-8", errors="replace")
+        problem, expected = _NATIVE_ERRORS[code]
+        raise InputError(source, problem.format(field=field), line=line, expected=expected or form)
+    if not out["values"]:
+        if not data.strip():
+            raise InputError(source, "is empty", expected=f"lines of {form}")
+        raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
+    try:
+        first_seen = [q.decode("utf-8") for q in out["qids"]]
+        tag = out["tag"].decode("utf-8") if kind == 0 else None
+        docs_data = out["doc_data"]
+        docs_data.decode("utf-8")
+    except UnicodeDecodeError:
+        _decode(data, source)  # raises, naming the line of the first invalid byte
+        raise
+    ranks = np.frombuffer(out["ranks"], dtype=np.int64) if kind == 0 else None
+    if ranks is not None and (ranks == np.iinfo(np.int64).min).any():
+        ranks = None  # some rank field is not an integer: the rank column is unusable, as trec_eval ignores it
+    parsed = Parsed(
+        first_seen=first_seen,
+        codes=np.frombuffer(out["qcode"], dtype=np.int32),
+        docs=StringColumn(np.frombuffer(out["doc_offsets"], dtype=np.int64), docs_data),
+        values=np.frombuffer(out["values"], dtype=np.float64 if kind == 0 else np.int32),
+        ranks=ranks,
+        keys=np.frombuffer(out["keys"], dtype=np.uint64),
+        tag=tag,
+    )
+    return parsed, lines_from(None, data)
+
+
+def parse_run(data: bytes, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering)."""
+    if native is not None:
+        return _parse_native(data, source, 0, RUN_FORM)
     frame, line_of = _read(data, source, RUN_FIELDS, RUN_FORM)
     frame = _check_scores(frame, line_of, source)
     ranks = frame["rank"].cast(pl.Int64, strict=False)
     return frame.select("query_id", "doc_id", "score", ranks.alias("rank"), "tag"), line_of
 
 
-def parse_qrels(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
+def parse_qrels(data: bytes, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, relevance``."""
+    if native is not None:
+        return _parse_native(data, source, 1, QRELS_FORM)
     frame, line_of = _read(data, source, QRELS_FIELDS, QRELS_FORM)
     frame = _check_labels(frame, line_of, source)
     return frame.select("query_id", "doc_id", "relevance"), line_of

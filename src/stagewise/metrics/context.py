@@ -216,9 +216,12 @@ def _join(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray]:
     run_rows = pairs["i"].to_numpy().astype(np.int64)
     judgement_rows = pairs["j"].to_numpy()
     # A 64-bit hash can collide: confirm each match by its strings.
-    same = (run.doc_ids.gather(run_rows) == qrels.doc_ids.gather(judgement_rows)).to_numpy() & (
-        run.query_ids[run.query_codes[run_rows]] == qrels.query_ids[qrels.query_codes[judgement_rows]]
+    same_doc = np.fromiter(
+        (a == b for a, b in zip(run.docs.raw(run_rows), qrels.docs.raw(judgement_rows), strict=True)),
+        dtype=bool,
+        count=len(run_rows),
     )
+    same = same_doc & (run.query_ids[run.query_codes[run_rows]] == qrels.query_ids[qrels.query_codes[judgement_rows]])
     return run_rows[same], judgement_rows[same]
 
 

@@ -1,0 +1,82 @@
+"""A column of strings stored the Arrow way: one bytes buffer and int64 offsets.
+
+Document ids are the largest part of a run. Kept as raw UTF-8 with offsets they cost one allocation and
+no per-string object; the few operations that need real strings (checking a join, ordering tied
+results, printing) materialise only the rows they touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from stagewise._native import parser as native
+
+
+class StringColumn:
+    """Immutable UTF-8 strings: row ``i`` is ``data[offsets[i]:offsets[i + 1]]``."""
+
+    __slots__ = ("_series", "data", "offsets")
+
+    def __init__(self, offsets: np.ndarray, data: bytes) -> None:
+        self.offsets = offsets
+        self.data = data
+        self._series: pl.Series | None = None
+
+    @classmethod
+    def from_strings(cls, values: Sequence[str]) -> StringColumn:
+        encoded = [v.encode("utf-8") for v in values]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        if encoded:
+            np.cumsum(np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        return cls(offsets, b"".join(encoded))
+
+    @classmethod
+    def from_series(cls, series: pl.Series) -> StringColumn:
+        column = cls.from_strings(series.cast(pl.String).to_list())
+        column._series = series.cast(pl.String)
+        return column
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def value(self, row: int) -> str:
+        return self.data[self.offsets[row] : self.offsets[row + 1]].decode("utf-8")
+
+    def raw(self, rows: np.ndarray) -> list[bytes]:
+        """The undecoded bytes of ``rows`` (byte order is trec_eval's ``strcmp`` order)."""
+        starts, ends, data = self.offsets[rows].tolist(), self.offsets[np.asarray(rows) + 1].tolist(), self.data
+        return [data[s:e] for s, e in zip(starts, ends, strict=True)]
+
+    def values(self, rows: np.ndarray | None = None) -> list[str]:
+        if rows is None:
+            rows = np.arange(len(self))
+        return [b.decode("utf-8") for b in self.raw(rows)]
+
+    def take(self, rows: np.ndarray) -> StringColumn:
+        """A new column of ``rows`` in that order."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if native is not None:
+            offsets, data = native.take_strings(self.offsets, self.data, rows)
+            return StringColumn(np.frombuffer(offsets, dtype=np.int64), data)
+        lengths = self.offsets[rows + 1] - self.offsets[rows]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        source = np.frombuffer(self.data, dtype=np.uint8)
+        within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+        positions = np.repeat(self.offsets[rows], lengths) + within
+        return StringColumn(offsets, source[positions].tobytes())
+
+    def series(self) -> pl.Series:
+        """The column as a polars String Series (zero-copy through pyarrow when it is installed)."""
+        if self._series is None:
+            try:
+                import pyarrow as pa
+            except ImportError:
+                self._series = pl.Series(self.values(), dtype=pl.String)
+            else:
+                array = pa.LargeStringArray.from_buffers(len(self), pa.py_buffer(self.offsets), pa.py_buffer(self.data))
+                self._series = pl.Series(pl.from_arrow(array))
+        return self._series
