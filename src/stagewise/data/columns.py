@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -42,7 +43,7 @@ def sorted_vocabulary(first_seen: list[str], codes: np.ndarray) -> tuple[np.ndar
     """Re-code ids numbered by first appearance so codes follow byte order (``strcmp``, trec_eval's order)."""
     vocabulary = np.array(first_seen, dtype=object).astype(str) if first_seen else np.array([], dtype=str)
     encoded = [q.encode("utf-8") for q in first_seen]
-    if all(a < b for a, b in zip(encoded, encoded[1:], strict=False)):
+    if all(a < b for a, b in itertools.pairwise(encoded)):
         return vocabulary, codes  # already in byte order: nothing to re-code
     order = np.argsort(np.array(encoded, dtype=object), kind="stable")
     new_code = np.empty(len(order), dtype=np.int32)
