@@ -1,7 +1,7 @@
 """Time file-to-means evaluation: stagewise vs pytrec-eval-terrier vs ranx on an MS MARCO-dev-shaped pair.
 
 The pair (6,980 queries x 1,000 docs, ~7M run lines) is generated once by
-/work/shared/bench/gen_msmarco_like.py and cached under --data. Every tool, and every repetition, runs in its
+../shared/bench/gen_msmarco_like.py and cached under --data. Every tool, and every repetition, runs in its
 own fresh subprocess so that its peak resident memory is its own. Targets are printed as PASS/MISS for
 information only: this is a benchmark, not a test, and it exits 0 whatever the numbers are.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / "bench-data" / "msmarco_like"
-DEFAULT_GENERATOR = Path("/work/shared/bench/gen_msmarco_like.py")
+DEFAULT_GENERATOR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_msmarco_like.py"
 QRELS_FILE, RUN_FILE = "qrels.txt", "run0.txt"
 TOOLS = ("stagewise", "pytrec", "ranx")
 LABELS = {"stagewise": "stagewise", "pytrec": "pytrec-eval-terrier", "ranx": "ranx 0.3.21"}

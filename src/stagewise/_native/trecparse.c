@@ -115,62 +115,132 @@ static PyObject *error_tuple(int code, Py_ssize_t line, const char *field, size_
 }
 
 
-/* A column written straight into a bytes object sized for the worst case, shrunk once at the end. */
+/* A column written straight into a bytearray that grows by doubling and is shrunk once at the end, so the
+ * parsed columns are never copied, and numpy can fix rows in place (a bytearray is writable). */
 typedef struct {
     PyObject *bytes;
-    char *at;
+    Py_ssize_t used, cap;
 } Column;
 
-static int column_open(Column *c, Py_ssize_t size) {
-    c->bytes = PyBytes_FromStringAndSize(NULL, size > 0 ? size : 1);
-    c->at = c->bytes ? PyBytes_AS_STRING(c->bytes) : NULL;
+static int column_open(Column *c, Py_ssize_t cap) {
+    c->cap = cap > 64 ? cap : 64;
+    c->used = 0;
+    c->bytes = PyByteArray_FromStringAndSize(NULL, c->cap);
     return c->bytes ? 0 : -1;
 }
 
+static inline int column_put(Column *c, const void *src, Py_ssize_t n) {
+    if (c->used + n > c->cap) {
+        Py_ssize_t cap = c->cap * 2;
+        while (cap < c->used + n) cap *= 2;
+        if (PyByteArray_Resize(c->bytes, cap)) return -1;
+        c->cap = cap;
+    }
+    memcpy(PyByteArray_AS_STRING(c->bytes) + c->used, src, (size_t)n);
+    c->used += n;
+    return 0;
+}
+
 static PyObject *column_close(Column *c) {
-    Py_ssize_t used = c->at - PyBytes_AS_STRING(c->bytes);
-    if (_PyBytes_Resize(&c->bytes, used)) return NULL;
+    if (PyByteArray_Resize(c->bytes, c->used)) return NULL;
     PyObject *out = c->bytes;
     c->bytes = NULL;
     return out;
 }
 
-#define PUT(col, value, type)                 \
-    do {                                      \
-        type v_ = (value);                    \
-        memcpy((col).at, &v_, sizeof(type));  \
-        (col).at += sizeof(type);             \
-    } while (0)
+/* Parser state, kept across the chunks of a file read piece by piece. */
+typedef struct {
+    int kind, need, value_field;
+    Column qcode, offsets, docs, values, ranks, keys;
+    PyObject *qid_codes, *qids, *error;
+    char *last_q, *tag;
+    size_t last_q_len, last_q_cap, tag_len, tag_cap;
+    int32_t last_code;
+    Py_ssize_t line;
+    int64_t doc_bytes;
+} Parser;
 
-/* parse(data: bytes-like, kind: 0 run / 1 qrels) -> dict of buffers, or ("error", code, line, field). */
-static PyObject *parse(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    int kind;
-    if (!PyArg_ParseTuple(args, "y*i", &view, &kind)) return NULL;
-    const char *p = view.buf, *end = p + view.len;
-    const int need = kind == KIND_RUN ? 6 : 4;
-    const int doc_field = 2, value_field = kind == KIND_RUN ? 4 : 3;
+static int keep_copy(char **dst, size_t *cap, size_t *len, const char *src, size_t n) {
+    if (n + 1 > *cap) {
+        size_t grown = n + 64;
+        char *p = realloc(*dst, grown);
+        if (!p) return -1;
+        *dst = p;
+        *cap = grown;
+    }
+    memcpy(*dst, src, n);
+    *len = n;
+    return 0;
+}
 
-    Py_ssize_t rows = 1;
-    for (const char *c = p; (c = memchr(c, '\n', (size_t)(end - c))) != NULL; c++) rows++;
+static int parser_open(Parser *ps, int kind, Py_ssize_t rows_hint, Py_ssize_t bytes_hint) {
+    memset(ps, 0, sizeof *ps);
+    ps->kind = kind;
+    ps->need = kind == KIND_RUN ? 6 : 4;
+    ps->value_field = kind == KIND_RUN ? 4 : 3;
+    ps->last_code = -1;
+    ps->qid_codes = PyDict_New();
+    ps->qids = PyList_New(0);
+    if (!ps->qid_codes || !ps->qids || column_open(&ps->qcode, rows_hint * 4) ||
+        column_open(&ps->offsets, (rows_hint + 1) * 8) || column_open(&ps->docs, bytes_hint) ||
+        column_open(&ps->values, rows_hint * (kind == KIND_RUN ? 8 : 4)) ||
+        column_open(&ps->ranks, kind == KIND_RUN ? rows_hint * 4 : 0) || column_open(&ps->keys, rows_hint * 8))
+        return -1;
+    int64_t zero = 0;
+    return column_put(&ps->offsets, &zero, sizeof zero);
+}
 
-    Column qcode = {0}, offsets = {0}, docs = {0}, values = {0}, ranks = {0}, keys = {0};
-    PyObject *qid_codes = PyDict_New(), *qids = PyList_New(0), *result = NULL;
-    const char *last_tag = NULL, *last_q = NULL;
-    size_t last_tag_len = 0, last_q_len = 0;
-    int32_t last_code = -1;
-    Py_ssize_t line = 0;
-    if (!qid_codes || !qids || column_open(&qcode, rows * 4) || column_open(&offsets, (rows + 1) * 8) ||
-        column_open(&docs, view.len) || column_open(&values, rows * 8) ||
-        column_open(&ranks, kind == KIND_RUN ? rows * 8 : 0) || column_open(&keys, rows * 8))
-        goto fail;
-    PUT(offsets, 0, int64_t);
-    int64_t doc_bytes = 0;
+static void parser_close(Parser *ps) {
+    Py_XDECREF(ps->qcode.bytes);
+    Py_XDECREF(ps->offsets.bytes);
+    Py_XDECREF(ps->docs.bytes);
+    Py_XDECREF(ps->values.bytes);
+    Py_XDECREF(ps->ranks.bytes);
+    Py_XDECREF(ps->keys.bytes);
+    Py_XDECREF(ps->qid_codes);
+    Py_XDECREF(ps->qids);
+    Py_XDECREF(ps->error);
+    free(ps->last_q);
+    free(ps->tag);
+}
 
+static int query_code(Parser *ps, const char *q, size_t n, int32_t *code) {
+    /* runs are grouped by query: compare with the previous line before asking the dict */
+    if (ps->last_q && n == ps->last_q_len && memcmp(q, ps->last_q, n) == 0) {
+        *code = ps->last_code;
+        return 0;
+    }
+    PyObject *key = PyBytes_FromStringAndSize(q, (Py_ssize_t)n);
+    if (!key) return -1;
+    PyObject *found = PyDict_GetItemWithError(ps->qid_codes, key);
+    if (found) {
+        *code = (int32_t)PyLong_AsLong(found);
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    } else {
+        *code = (int32_t)PyList_GET_SIZE(ps->qids);
+        PyObject *number = PyLong_FromLong(*code);
+        if (!number || PyDict_SetItem(ps->qid_codes, key, number) || PyList_Append(ps->qids, key)) {
+            Py_XDECREF(number);
+            Py_DECREF(key);
+            return -1;
+        }
+        Py_DECREF(number);
+    }
+    Py_DECREF(key);
+    ps->last_code = *code;
+    return keep_copy(&ps->last_q, &ps->last_q_cap, &ps->last_q_len, q, n);
+}
+
+/* Parse the complete lines in [p, end). Returns 0, 1 when the input is bad (ps->error set), -1 on a
+ * Python error. */
+static int parse_lines(Parser *ps, const char *p, const char *end) {
+    const int doc_field = 2;
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol) eol = end;
-        line++;
+        ps->line++;
         const char *start[MAX_FIELDS];
         size_t len[MAX_FIELDS];
         int nf = 0;
@@ -185,90 +255,152 @@ static PyObject *parse(PyObject *self, PyObject *args) {
         }
         p = eol + 1;
         if (nf == 0 || start[0][0] == '#') continue;
-        if (nf < need) {
-            result = Py_BuildValue("(sini)", "error", ERR_FIELDS, line, nf);
-            goto done;
+        if (nf < ps->need) {
+            ps->error = Py_BuildValue("(sini)", "error", ERR_FIELDS, ps->line, nf);
+            return ps->error ? 1 : -1;
         }
-        /* query id: runs are grouped by query, so compare with the previous line before the dict */
         int32_t code;
-        if (last_q && len[0] == last_q_len && memcmp(start[0], last_q, last_q_len) == 0) {
-            code = last_code;
-        } else {
-            PyObject *key = PyBytes_FromStringAndSize(start[0], (Py_ssize_t)len[0]);
-            if (!key) goto fail;
-            PyObject *found = PyDict_GetItemWithError(qid_codes, key);
-            if (found) {
-                code = (int32_t)PyLong_AsLong(found);
-            } else if (PyErr_Occurred()) {
-                Py_DECREF(key);
-                goto fail;
-            } else {
-                code = (int32_t)PyList_GET_SIZE(qids);
-                PyObject *number = PyLong_FromLong(code);
-                if (!number || PyDict_SetItem(qid_codes, key, number) || PyList_Append(qids, key)) {
-                    Py_XDECREF(number);
-                    Py_DECREF(key);
-                    goto fail;
-                }
-                Py_DECREF(number);
-            }
-            Py_DECREF(key);
-            last_q = start[0];
-            last_q_len = len[0];
-            last_code = code;
-        }
-        PUT(qcode, code, int32_t);
-        memcpy(docs.at, start[doc_field], len[doc_field]);
-        docs.at += len[doc_field];
-        doc_bytes += (int64_t)len[doc_field];
-        PUT(offsets, doc_bytes, int64_t);
-        PUT(keys, pair_hash(start[0], len[0], start[doc_field], len[doc_field]), uint64_t);
-        if (kind == KIND_RUN) {
+        if (query_code(ps, start[0], len[0], &code)) return -1;
+        const int vf = ps->value_field;
+        uint64_t key = pair_hash(start[0], len[0], start[doc_field], len[doc_field]);
+        ps->doc_bytes += (int64_t)len[doc_field];
+        if (column_put(&ps->qcode, &code, sizeof code) ||
+            column_put(&ps->docs, start[doc_field], (Py_ssize_t)len[doc_field]) ||
+            column_put(&ps->offsets, &ps->doc_bytes, sizeof ps->doc_bytes) || column_put(&ps->keys, &key, sizeof key))
+            return -1;
+        if (ps->kind == KIND_RUN) {
             double score;
-            if (parse_double(start[value_field], len[value_field], &score)) {
-                result = error_tuple(ERR_SCORE, line, start[value_field], len[value_field]);
-                goto done;
+            if (parse_double(start[vf], len[vf], &score)) {
+                ps->error = error_tuple(ERR_SCORE, ps->line, start[vf], len[vf]);
+                return ps->error ? 1 : -1;
             }
-            int64_t rank;
-            if (parse_long(start[3], len[3], &rank)) rank = INT64_MIN;
-            PUT(values, score, double);
-            PUT(ranks, rank, int64_t);
-            last_tag = start[5];
-            last_tag_len = len[5];
+            int64_t parsed_rank;
+            int32_t rank = INT32_MIN; /* not an integer: the rank column is unusable (trec_eval ignores it) */
+            if (!parse_long(start[3], len[3], &parsed_rank) && parsed_rank > INT32_MIN && parsed_rank <= INT32_MAX)
+                rank = (int32_t)parsed_rank;
+            if (column_put(&ps->values, &score, sizeof score) || column_put(&ps->ranks, &rank, sizeof rank) ||
+                keep_copy(&ps->tag, &ps->tag_cap, &ps->tag_len, start[5], len[5]))
+                return -1;
         } else {
             int64_t label;
-            if (parse_long(start[value_field], len[value_field], &label) || label > INT32_MAX ||
-                label < INT32_MIN) {
-                result = error_tuple(ERR_LABEL, line, start[value_field], len[value_field]);
-                goto done;
+            if (parse_long(start[vf], len[vf], &label) || label > INT32_MAX || label < INT32_MIN) {
+                ps->error = error_tuple(ERR_LABEL, ps->line, start[vf], len[vf]);
+                return ps->error ? 1 : -1;
             }
-            PUT(values, (int32_t)label, int32_t);
+            int32_t small = (int32_t)label;
+            if (column_put(&ps->values, &small, sizeof small)) return -1;
         }
     }
-    {
-        PyObject *q = column_close(&qcode), *o = column_close(&offsets), *d = column_close(&docs),
-                 *v = column_close(&values), *r = column_close(&ranks), *k = column_close(&keys);
-        if (q && o && d && v && r && k)
-            result = Py_BuildValue("{s:O,s:N,s:N,s:N,s:N,s:N,s:N,s:y#}", "qids", qids, "qcode", q, "doc_offsets", o,
-                                   "doc_data", d, "values", v, "ranks", r, "keys", k, "tag",
-                                   last_tag ? last_tag : "", (Py_ssize_t)(last_tag ? last_tag_len : 0));
-        else {
-            Py_XDECREF(q); Py_XDECREF(o); Py_XDECREF(d); Py_XDECREF(v); Py_XDECREF(r); Py_XDECREF(k);
+    return 0;
+}
+
+static PyObject *parser_result(Parser *ps) {
+    PyObject *q = column_close(&ps->qcode), *o = column_close(&ps->offsets), *d = column_close(&ps->docs),
+             *v = column_close(&ps->values), *r = column_close(&ps->ranks), *k = column_close(&ps->keys), *out = NULL;
+    if (q && o && d && v && r && k)
+        out = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:y#}", "qids", ps->qids, "qcode", q, "doc_offsets", o,
+                            "doc_data", d, "values", v, "ranks", r, "keys", k, "tag", ps->tag ? ps->tag : "",
+                            (Py_ssize_t)(ps->tag ? ps->tag_len : 0));
+    Py_XDECREF(q);
+    Py_XDECREF(o);
+    Py_XDECREF(d);
+    Py_XDECREF(v);
+    Py_XDECREF(r);
+    Py_XDECREF(k);
+    return out;
+}
+
+/* parse(data: bytes-like, kind: 0 run / 1 qrels) -> dict of buffers, or ("error", code, line, field). */
+static PyObject *parse(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    int kind;
+    if (!PyArg_ParseTuple(args, "y*i", &view, &kind)) return NULL;
+    const char *begin = view.buf, *end = begin + view.len;
+    Py_ssize_t rows = 1;
+    for (const char *c = begin; (c = memchr(c, '\n', (size_t)(end - c))) != NULL; c++) rows++;
+    Parser ps;
+    PyObject *result = NULL;
+    if (parser_open(&ps, kind, rows, view.len) == 0) {
+        int status = parse_lines(&ps, begin, end);
+        if (status == 1) {
+            result = ps.error;
+            ps.error = NULL;
+        } else if (status == 0) {
+            result = parser_result(&ps);
         }
     }
-    goto done;
-fail:
-    result = NULL;
-done:
-    Py_XDECREF(qcode.bytes);
-    Py_XDECREF(offsets.bytes);
-    Py_XDECREF(docs.bytes);
-    Py_XDECREF(values.bytes);
-    Py_XDECREF(ranks.bytes);
-    Py_XDECREF(keys.bytes);
-    Py_XDECREF(qid_codes);
-    Py_XDECREF(qids);
+    parser_close(&ps);
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* parse_file(path, kind) -> as parse, reading the file in 16 MB pieces so the whole file is never held. */
+static PyObject *parse_file(PyObject *self, PyObject *args) {
+    PyObject *path_bytes = NULL, *result = NULL;
+    int kind;
+    if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path_bytes, &kind)) return NULL;
+    FILE *f = fopen(PyBytes_AS_STRING(path_bytes), "rb");
+    if (!f) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_bytes);
+        Py_DECREF(path_bytes);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    size_t cap = (size_t)16 << 20, held = 0;
+    char *buf = malloc(cap);
+    Parser ps;
+    int status = parser_open(&ps, kind, size > 0 ? size / 32 : 1024, size > 0 ? size / 4 : 1 << 16);
+    if (!buf) {
+        PyErr_NoMemory();
+        status = -1;
+    }
+    int at_end = 0;
+    while (status == 0 && !at_end) {
+        if (held == cap) { /* a single line longer than the buffer: grow it */
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                PyErr_NoMemory();
+                status = -1;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        size_t got = fread(buf + held, 1, cap - held, f);
+        held += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_bytes);
+                status = -1;
+                break;
+            }
+            at_end = 1;
+        }
+        const char *last = at_end ? buf + held : NULL;
+        if (!at_end)
+            for (size_t i = held; i > 0; i--)
+                if (buf[i - 1] == '\n') {
+                    last = buf + i;
+                    break;
+                }
+        if (!last) continue; /* no complete line yet */
+        status = parse_lines(&ps, buf, last);
+        size_t rest = held - (size_t)(last - buf);
+        memmove(buf, last, rest);
+        held = rest;
+    }
+    if (status == 1) {
+        result = ps.error;
+        ps.error = NULL;
+    } else if (status == 0) {
+        result = parser_result(&ps);
+    }
+    parser_close(&ps);
+    free(buf);
+    fclose(f);
+    Py_DECREF(path_bytes);
     return result;
 }
 
@@ -393,8 +525,54 @@ done:
     return result;
 }
 
+/* rewrite_rows(offsets int64 (writable), data (writable), rows int64 ascending, sources int64): row rows[i]
+ * takes the string that row sources[i] holds now. Every block of consecutive rows must be a permutation of
+ * itself (as when tied results are re-ordered), so each block keeps its byte span and nothing moves outside. */
+static PyObject *rewrite_rows(PyObject *self, PyObject *args) {
+    Py_buffer ob, db, rb, sb;
+    if (!PyArg_ParseTuple(args, "w*w*y*y*", &ob, &db, &rb, &sb)) return NULL;
+    int64_t *off = ob.buf;
+    char *data = db.buf;
+    const int64_t *rows = rb.buf, *sources = sb.buf;
+    Py_ssize_t n = rb.len / (Py_ssize_t)sizeof(int64_t);
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) total += off[sources[i] + 1] - off[sources[i]];
+    char *tmp = malloc((size_t)total + 1);
+    int64_t *lens = malloc(((size_t)n + 1) * sizeof *lens);
+    PyObject *result = NULL;
+    if (!tmp || !lens) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        lens[i] = off[sources[i] + 1] - off[sources[i]];
+        memcpy(tmp + at, data + off[sources[i]], (size_t)lens[i]);
+        at += lens[i];
+    }
+    at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t pos = off[rows[i]];
+        memcpy(data + pos, tmp + at, (size_t)lens[i]);
+        off[rows[i] + 1] = pos + lens[i];
+        at += lens[i];
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(tmp);
+    free(lens);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&rb);
+    PyBuffer_Release(&sb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"rewrite_rows", rewrite_rows, METH_VARARGS, "Permute strings within blocks of rows, in place."},
     {"take_strings", take_strings, METH_VARARGS, "Gather strings stored as offsets + bytes."},
+    {"parse_file", parse_file, METH_VARARGS, "Parse a TREC run (kind 0) or qrels (kind 1) file in pieces."},
     {"parse", parse, METH_VARARGS, "Parse TREC run (kind 0) or qrels (kind 1) bytes into column buffers."},
     {"hash_pairs", hash_pairs, METH_VARARGS, "64-bit keys of (query id, doc id) pairs, as parse computes."},
     {"first_duplicate", first_duplicate, METH_VARARGS, "First row repeating a (query, doc) key, or -1/-2."},

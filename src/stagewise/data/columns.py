@@ -21,8 +21,9 @@ def no_lines(row: int) -> None:
     return None
 
 
-def lines_from(lines: list[int] | None, data: bytes | None = None) -> LineLookup:
-    """A line lookup from known line numbers, or from the raw bytes, computed only when an error needs it."""
+def lines_from(lines: list[int] | None, data: bytes | Callable[[], bytes] | None = None) -> LineLookup:
+    """A line lookup from known line numbers, or from the raw bytes (or a function that reads them), computed
+    only when an error needs it."""
     cache: list[list[int]] = []
 
     def lookup(row: int) -> int | None:
@@ -33,7 +34,7 @@ def lines_from(lines: list[int] | None, data: bytes | None = None) -> LineLookup
         if not cache:
             from stagewise.data.trec import line_numbers
 
-            cache.append(line_numbers(data))
+            cache.append(line_numbers(data() if callable(data) else data))
         return cache[0][row]
 
     return lookup

@@ -84,6 +84,20 @@ def _normalise_columns(
     return frame.select([pl.col(src).alias(dst) for dst, src in chosen.items()])
 
 
+def _plain_file(source: PathLike) -> bool:
+    """A regular, uncompressed file that the C parser can read in pieces (not stdin, not gzip)."""
+    from stagewise._native import parser
+
+    if parser is None or str(source) == "-":
+        return False
+    path = Path(source)
+    try:
+        with path.open("rb") as fh:
+            return path.is_file() and fh.read(2) != b"\x1f\x8b"
+    except OSError:
+        return False  # read_bytes then reports the problem with its own message
+
+
 def _frame_from_object(obj: Any, value_column: str, source: str) -> pl.DataFrame | None:
     """A frame from a DataFrame or a dict-of-dicts; ``None`` when ``obj`` is neither."""
     if isinstance(obj, pl.DataFrame):
@@ -145,7 +159,8 @@ def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, Lin
             # A header on line 1; each row's line is its index + 2 for files without embedded newlines.
             return frame, lambda row: row + 2
         if fmt == "jsonl":
-            return _read_jsonl(data, source), lambda row: row + 1
+            records, lines = _read_jsonl(data, source)
+            return records, lines_from(lines)
     except pl.exceptions.PolarsError as exc:
         raise InputError(source, f"cannot be read as {fmt.upper()} ({str(exc).splitlines()[0]})") from None
     try:
@@ -159,9 +174,10 @@ def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, Lin
     raise InputError(source, f"holds a JSON {type(parsed).__name__}", expected="an object or a list of records")
 
 
-def _read_jsonl(data: bytes, source: str) -> pl.DataFrame:
-    records = []
-    for lineno, line in enumerate(data.decode("utf-8").split("\n"), start=1):
+def _read_jsonl(data: bytes, source: str) -> tuple[pl.DataFrame, list[int]]:
+    """Records and the 1-based line of each (blank lines skipped)."""
+    records, lines = [], []
+    for lineno, line in enumerate(trec.decode_text(data, source).split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -175,7 +191,8 @@ def _read_jsonl(data: bytes, source: str) -> pl.DataFrame:
                 source, f"a JSON {type(record).__name__}", line=lineno, expected="one JSON object per line"
             )
         records.append(record)
-    return pl.from_dicts(records, infer_schema_length=None)
+        lines.append(lineno)
+    return pl.from_dicts(records, infer_schema_length=None), lines
 
 
 def _load(
@@ -200,7 +217,13 @@ def _load(
     where = display_name(source)
     name = "stdin" if where == "<stdin>" else Path(source).name
     kind = _format_of(source, fmt)
+    if kind == "trec" and _plain_file(source):
+        parse = trec.parse_run if value_column == "score" else trec.parse_qrels
+        parsed, line_of = parse(Path(source), where)
+        return parsed, where, name, line_of
     data = read_bytes(source)
+    if kind in ("json", "jsonl", "csv", "tsv"):
+        trec.decode_text(data, where)  # invalid UTF-8 is an error naming its line
     if kind == "trec":
         parse = trec.parse_run if value_column == "score" else trec.parse_qrels
         parsed, line_of = parse(data, where)

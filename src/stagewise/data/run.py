@@ -129,19 +129,21 @@ class Run:
                 codes, docs, scores, keys = codes[keep], docs.take(keep), scores[keep], keys[keep]
                 ranks = None if ranks is None else ranks[keep]
         query_ids, codes = sorted_vocabulary(first_seen, codes)
-        position = np.arange(len(codes), dtype=np.int64)
+        position = np.arange(len(codes), dtype=np.int32 if len(codes) < 2**31 else np.int64)
         order, moved = _evaluation_order(codes, scores, docs)
         if order is not None:
             if moved is None:
                 codes, scores, keys, position = codes[order], scores[order], keys[order], position[order]
                 ranks = None if ranks is None else ranks[order]
-            else:  # only tied rows moved, within their query and score: copy, then fix those rows
-                keys, position = keys.copy(), position
-                keys[moved], position[moved] = keys[order[moved]], order[moved]
+                docs = docs.take(order)
+            else:  # only tied rows moved, within their query and score: fix those rows in place
+                source = order[moved]
+                keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
+                keys[moved], scores[moved], position[moved] = keys[source], scores[source], source
                 if ranks is not None:
-                    ranks = ranks.copy()
-                    ranks[moved] = ranks[order[moved]]
-            docs = docs.take(order)
+                    ranks = _writable(ranks)
+                    ranks[moved] = ranks[source]
+                docs = docs.permute_within_blocks(moved, source)
         return cls(
             query_ids,
             codes,
@@ -256,6 +258,10 @@ class Run:
         return out
 
 
+def _writable(values: np.ndarray) -> np.ndarray:
+    return values if values.flags.writeable else values.copy()
+
+
 def _rows_to_drop(pairs: list[tuple[int, int]], scores: np.ndarray, policy: str) -> np.ndarray:
     """For each set of repeated rows, every row but the first (``first``) or the best-scored (``best``)."""
     groups: dict[int, list[int]] = {}
@@ -283,15 +289,15 @@ def _evaluation_order(
     n = len(codes)
     if n <= 1:
         return None, None
+    # Neighbour comparisons, not differences: scores near the float limits would overflow a subtraction.
     step_query = np.diff(codes)
-    step_score = np.diff(scores)
     base: np.ndarray | None = None  # the order by query and score, when the input was not in it
-    if not np.all((step_query > 0) | ((step_query == 0) & (step_score <= 0))):
+    if not np.all((step_query > 0) | ((step_query == 0) & (scores[1:] <= scores[:-1]))):
         frame = pl.DataFrame({"q": codes, "s": scores}).with_row_index("i")
         base = frame.sort(["q", "s"], descending=[False, True], maintain_order=True)["i"].to_numpy().astype(np.int64)
         codes, scores = codes[base], scores[base]
-        step_query, step_score = np.diff(codes), np.diff(scores)
-    tied = np.flatnonzero((step_query == 0) & (step_score == 0))
+        step_query = np.diff(codes)
+    tied = np.flatnonzero((step_query == 0) & (scores[1:] == scores[:-1]))
     if len(tied) == 0:
         return base, None
     # Rows in a tie group: each tied step joins row i and i + 1. A row starts a new group unless the step

@@ -20,7 +20,7 @@ class StringColumn:
 
     __slots__ = ("_series", "data", "offsets")
 
-    def __init__(self, offsets: np.ndarray, data: bytes) -> None:
+    def __init__(self, offsets: np.ndarray, data: bytes | bytearray) -> None:
         self.offsets = offsets
         self.data = data
         self._series: pl.Series | None = None
@@ -47,8 +47,9 @@ class StringColumn:
 
     def raw(self, rows: np.ndarray) -> list[bytes]:
         """The undecoded bytes of ``rows`` (byte order is trec_eval's ``strcmp`` order)."""
-        starts, ends, data = self.offsets[rows].tolist(), self.offsets[np.asarray(rows) + 1].tolist(), self.data
-        return [data[s:e] for s, e in zip(starts, ends, strict=True)]
+        starts, ends = self.offsets[rows].tolist(), self.offsets[np.asarray(rows) + 1].tolist()
+        data = self.data if isinstance(self.data, bytes) else memoryview(self.data)
+        return [bytes(data[s:e]) for s, e in zip(starts, ends, strict=True)]
 
     def values(self, rows: np.ndarray | None = None) -> list[str]:
         if rows is None:
@@ -68,6 +69,19 @@ class StringColumn:
         within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
         positions = np.repeat(self.offsets[rows], lengths) + within
         return StringColumn(offsets, source[positions].tobytes())
+
+    def permute_within_blocks(self, rows: np.ndarray, sources: np.ndarray) -> StringColumn:
+        """Row ``rows[i]`` takes the string of row ``sources[i]``, where each block of consecutive ``rows`` is
+        a permutation of itself (re-ordered ties). In place when the buffers are writable, else a copy."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        sources = np.ascontiguousarray(sources, dtype=np.int64)
+        if native is not None and isinstance(self.data, bytearray) and self.offsets.flags.writeable:
+            native.rewrite_rows(self.offsets, self.data, rows, sources)
+            self._series = None
+            return self
+        order = np.arange(len(self), dtype=np.int64)
+        order[rows] = sources
+        return self.take(order)
 
     def series(self) -> pl.Series:
         """The column as a polars String Series (zero-copy through pyarrow when it is installed)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -61,13 +62,17 @@ def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
         return None
     if frame.null_count().sum_horizontal().item() != 0:
         return None
+    # A line that mixes tabs and spaces would leave a separator inside a field: read it the careful way.
+    other = " " if separator == "\t" else "\t"
+    if frame.select(pl.any_horizontal(pl.all().str.strip_chars(" ").str.contains(other, literal=True)).any()).item():
+        return None
     if separator == "\t":
         frame = frame.with_columns(pl.all().str.strip_chars(" "))
     return frame
 
 
 def _careful_rows(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[list[list[str]], list[int]]:
-    text = _decode(data, source)
+    text = decode_text(data, source)
     rows: list[list[str]] = []
     lines: list[int] = []
     n = len(fields)
@@ -82,7 +87,8 @@ def _careful_rows(data: bytes, source: str, fields: tuple[str, ...], form: str) 
     return rows, lines
 
 
-def _decode(data: bytes, source: str) -> str:
+def decode_text(data: bytes, source: str) -> str:
+    """``data`` as UTF-8 text; invalid bytes are an error naming their line."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -108,7 +114,7 @@ def _check_scores(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.D
 
 def _check_labels(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.DataFrame:
     labels = frame["relevance"].cast(pl.Int64, strict=False)
-    bad = labels.is_null()
+    bad = labels.is_null() | (labels > 2**31 - 1) | (labels < -(2**31))
     if bad.any():
         row = int(bad.arg_true()[0])
         value = frame["relevance"][row]
@@ -162,8 +168,20 @@ _NATIVE_ERRORS = {
 }
 
 
-def _parse_native(data: bytes, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup]:
-    out = native.parse(data, kind)
+def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup]:
+    if isinstance(data, Path):
+        path = data
+        out = native.parse_file(str(path), kind)
+
+        def load() -> bytes:
+            return path.read_bytes()
+    else:
+        raw = data
+        out = native.parse(raw, kind)
+
+        def load() -> bytes:
+            return raw
+
     if isinstance(out, tuple):
         _, code, line, field = out
         if isinstance(field, bytes):
@@ -171,7 +189,7 @@ def _parse_native(data: bytes, source: str, kind: int, form: str) -> tuple[Parse
         problem, expected = _NATIVE_ERRORS[code]
         raise InputError(source, problem.format(field=field), line=line, expected=expected or form)
     if not out["values"]:
-        if not data.strip():
+        if not load().strip():
             raise InputError(source, "is empty", expected=f"lines of {form}")
         raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
     try:
@@ -180,10 +198,10 @@ def _parse_native(data: bytes, source: str, kind: int, form: str) -> tuple[Parse
         docs_data = out["doc_data"]
         docs_data.decode("utf-8")
     except UnicodeDecodeError:
-        _decode(data, source)  # raises, naming the line of the first invalid byte
+        decode_text(load(), source)  # raises, naming the line of the first invalid byte
         raise
-    ranks = np.frombuffer(out["ranks"], dtype=np.int64) if kind == 0 else None
-    if ranks is not None and (ranks == np.iinfo(np.int64).min).any():
+    ranks = np.frombuffer(out["ranks"], dtype=np.int32) if kind == 0 else None
+    if ranks is not None and (ranks == np.iinfo(np.int32).min).any():
         ranks = None  # some rank field is not an integer: the rank column is unusable, as trec_eval ignores it
     parsed = Parsed(
         first_seen=first_seen,
@@ -194,23 +212,28 @@ def _parse_native(data: bytes, source: str, kind: int, form: str) -> tuple[Parse
         keys=np.frombuffer(out["keys"], dtype=np.uint64),
         tag=tag,
     )
-    return parsed, lines_from(None, data)
+    return parsed, lines_from(None, load)
 
 
-def parse_run(data: bytes, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
-    """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering)."""
+def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
+    """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering). ``data`` is
+    the file's bytes, or the path of a plain (uncompressed) file, which the C parser reads in pieces."""
     if native is not None:
         return _parse_native(data, source, 0, RUN_FORM)
+    if isinstance(data, Path):
+        data = data.read_bytes()
     frame, line_of = _read(data, source, RUN_FIELDS, RUN_FORM)
     frame = _check_scores(frame, line_of, source)
     ranks = frame["rank"].cast(pl.Int64, strict=False)
     return frame.select("query_id", "doc_id", "score", ranks.alias("rank"), "tag"), line_of
 
 
-def parse_qrels(data: bytes, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
-    """Columns ``query_id, doc_id, relevance``."""
+def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
+    """Columns ``query_id, doc_id, relevance``; ``data`` as for :func:`parse_run`."""
     if native is not None:
         return _parse_native(data, source, 1, QRELS_FORM)
+    if isinstance(data, Path):
+        data = data.read_bytes()
     frame, line_of = _read(data, source, QRELS_FIELDS, QRELS_FORM)
     frame = _check_labels(frame, line_of, source)
     return frame.select("query_id", "doc_id", "relevance"), line_of

@@ -78,7 +78,7 @@ class Conventions:
             "negative_labels": "neither relevant nor judged non-relevant (trec_eval)",
             "ties": ties,
             "missing_queries": missing,
-            "queries_only_in_run": "ignored",
+            "run_only_queries": "queries without judgements are ignored",
             "max_ret": self.max_ret,
             "judged_only": self.judged_only,
         }

@@ -150,6 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sys.stdout.write(run_trec_eval(sys.argv[1:] if argv is None else argv))
     except StagewiseError as exc:
-        sys.stderr.write(f"{exc}\n")
+        sys.stderr.write(f"stagewise: error: {exc}\n")
         return 2
     return 0
