@@ -47,3 +47,29 @@ def split_metrics(values: list[str]) -> list[str]:
                 start = i + 1
         out.append(value[start:])
     return [m.strip() for m in out if m.strip()]
+
+
+def read_runs_with_progress(paths: list[str]) -> list:
+    """Read run files with a progress bar on stderr (shown only on a terminal, and gone when done)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from stagewise.data.readers import read_run
+
+    console = Console(stderr=True)
+    runs = []
+    with Progress(
+        TextColumn("reading {task.fields[name]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("runs", total=len(paths), name="")
+        for path in paths:
+            progress.update(task, name=path)
+            runs.append(read_run(path))
+            progress.advance(task)
+    return runs

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import emit, split_metrics, user_errors
+from stagewise.cli.common import emit, read_runs_with_progress, split_metrics, user_errors
 
 
 class OutputFormat(StrEnum):
@@ -103,10 +103,15 @@ def eval_command(
     with user_errors():
         from stagewise.metrics.evaluate import evaluate
 
+        metrics = split_metrics(metric)
+        from stagewise.metrics.measures import Measure
+
+        for name in metrics:  # a misspelt metric fails before any file is read
+            Measure.parse(name)
         result = evaluate(
             qrels,
-            runs,
-            split_metrics(metric),
+            read_runs_with_progress(runs),
+            metrics,
             relevance_level=relevance_level,
             ties=ties.value,
             missing=missing.value,

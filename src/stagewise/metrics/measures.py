@@ -17,6 +17,7 @@ import numpy as np
 
 from stagewise.errors import MetricError
 from stagewise.metrics import kernels as K
+from stagewise.metrics import walks as W
 from stagewise.metrics.context import EvalContext
 
 
@@ -199,6 +200,33 @@ FAMILIES: dict[str, Family] = _register(
         lambda c, k, o: K.g_measure(c, _gain(o), key=o["gain"]),
         options={"gain": GAIN},
         binary=False,
+    ),
+    Family(
+        "ndcg_rel",
+        "mean nDCG at the rank of each relevant document (trec_eval ndcg_rel)",
+        lambda c, k, o: W.ndcg_rel(c, _gain(o)),
+        options={"gain": GAIN},
+        binary=False,
+    ),
+    Family(
+        "Rndcg",
+        "mean nDCG where the ideal gain steps down (trec_eval Rndcg)",
+        lambda c, k, o: W.rndcg(c, _gain(o)),
+        options={"gain": GAIN},
+        binary=False,
+        aliases=("rndcg",),
+    ),
+    Family(
+        "utility",
+        "a * rel_ret + b * nonrel_ret + c * rel_missed + d * nonrel_missed (trec_eval utility, collection size 0)",
+        lambda c, k, o: K.utility(c, o["a"], o["b"], o["c"], o["d"]),
+        options={
+            "rel": REL,
+            "a": Option(float, 1.0, "gain per relevant result retrieved"),
+            "b": Option(float, -1.0, "gain per non-relevant result retrieved"),
+            "c": Option(float, 0.0, "gain per relevant document missed"),
+            "d": Option(float, 0.0, "gain per non-relevant document not retrieved"),
+        },
     ),
     Family(
         "relative_P",
