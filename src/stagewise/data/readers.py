@@ -163,15 +163,18 @@ def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, Lin
             return records, lines_from(lines)
     except pl.exceptions.PolarsError as exc:
         raise InputError(source, f"cannot be read as {fmt.upper()} ({str(exc).splitlines()[0]})") from None
+    # JSON: a list of records here; {query: {doc: value}} objects are read by _frame_from_nested.
     try:
         parsed = json.loads(data)
     except json.JSONDecodeError as exc:
         raise InputError(source, f"is not valid JSON ({exc.msg})", line=exc.lineno) from None
-    if isinstance(parsed, dict):
-        return pl.DataFrame(), no_lines  # handled by caller as nested
-    if isinstance(parsed, list):
+    if isinstance(parsed, list) and all(isinstance(record, dict) for record in parsed):
         return pl.from_dicts(parsed, infer_schema_length=None), no_lines
-    raise InputError(source, f"holds a JSON {type(parsed).__name__}", expected="an object or a list of records")
+    raise InputError(
+        source,
+        f"holds a JSON {type(parsed).__name__}",
+        expected="an object {query_id: {doc_id: value}} or a list of records",
+    )
 
 
 def _read_jsonl(data: bytes, source: str) -> tuple[pl.DataFrame, list[int]]:
