@@ -61,7 +61,10 @@ class EvalResult:
 
     def conventions_report(self) -> dict[str, Any]:
         """Every convention behind the numbers, including each metric's own (gain, ideal, level)."""
-        report = dict(self.conventions.describe())
+        from stagewise import __version__
+
+        report: dict[str, Any] = {"tool": f"stagewise {__version__}"}
+        report.update(self.conventions.describe())
         report["metrics"] = {name: m.conventions(self.conventions.relevance_level) for name, m in self.measures}
         report["queries_missing_from_run"] = {r.name: len(r.missing_queries) for r in self.runs}
         report["queries_only_in_run"] = {r.name: len(r.run_only_queries) for r in self.runs}
