@@ -10,6 +10,7 @@ import numpy as np
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_run
 from stagewise.data.run import Run
+from stagewise.errors import StagewiseError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.metrics.measures import Measure, aggregate, compute
 from stagewise.metrics.result import EvalResult, RunScores
@@ -24,9 +25,11 @@ def _is_single_nested_run(obj: Mapping) -> bool:
 
 
 def _as_runs(runs: Any) -> list[Run]:
-    if isinstance(runs, Mapping) and not _is_single_nested_run(runs):
+    if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
         loaded = [read_run(v, name=str(k)) for k, v in runs.items()]
     elif isinstance(runs, list | tuple):
+        if not runs:
+            raise StagewiseError("no runs given: pass a run, or a list or {name: run} mapping of runs")
         loaded = [read_run(item) for item in runs]
     else:
         loaded = [read_run(runs)]
