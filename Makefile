@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml setup.py src/stagewise/_native/trecparse.c | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard src/stagewise/_native/*.c) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
