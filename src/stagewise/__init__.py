@@ -27,6 +27,7 @@ _EXPORTS = {
     "write_qrels": "stagewise.data.writers",
     "write_run": "stagewise.data.writers",
     "validate": "stagewise.data.validate",
+    "evaluate_rag": "stagewise.rag.diagnose",
     "StagewiseError": "stagewise.errors",
     "InputError": "stagewise.errors",
 }
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.metrics.evaluate import evaluate
     from stagewise.metrics.measures import Measure
     from stagewise.metrics.result import EvalResult
+    from stagewise.rag.diagnose import evaluate_rag
 
 
 def __getattr__(name: str) -> Any:
