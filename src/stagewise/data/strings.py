@@ -35,8 +35,21 @@ class StringColumn:
 
     @classmethod
     def from_series(cls, series: pl.Series) -> StringColumn:
-        column = cls.from_strings(series.cast(pl.String).to_list())
-        column._series = series.cast(pl.String)
+        """From a polars String Series: its Arrow buffers are copied once (no per-string Python objects)."""
+        series = series.cast(pl.String)
+        try:
+            array = series.to_arrow(compat_level=pl.CompatLevel.oldest())
+        except (ImportError, ModuleNotFoundError):  # pyarrow absent: the slower path
+            column = cls.from_strings(series.to_list())
+        else:
+            if hasattr(array, "combine_chunks"):
+                array = array.combine_chunks()
+            _, offsets_buffer, data_buffer = array.buffers()
+            offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+            start, end = int(offsets[0]), int(offsets[-1])
+            data = data_buffer.slice(start, end - start).to_pybytes() if data_buffer is not None else b""
+            column = cls(offsets - start, data)
+        column._series = series
         return column
 
     def __len__(self) -> int:
