@@ -1,4 +1,5 @@
-"""Build the one C extension (a TREC file parser); everything else is declared in pyproject.toml."""
+"""Build the C extensions (a TREC file parser; BM25 tokenising, indexing and search); everything else is declared in
+pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -8,6 +9,11 @@ setup(
             "stagewise._native._trecparse",
             sources=["src/stagewise/_native/trecparse.c"],
             extra_compile_args=["-O3", "-std=c11"],
-        )
+        ),
+        Extension(
+            "stagewise._native._bm25",
+            sources=["src/stagewise/_native/bm25.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
     ]
 )

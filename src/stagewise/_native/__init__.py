@@ -1,5 +1,6 @@
-"""Compiled helpers, built with the package (``_trecparse.c``). ``parser`` is ``None`` when the extension is
-not built; callers then use the polars readers, which give the same results more slowly."""
+"""Compiled helpers, built with the package: ``_trecparse.c`` (reading TREC files) and ``bm25.c`` (BM25
+tokenising, indexing and search). ``parser`` and ``bm25`` are ``None`` when an extension is not built; callers
+then use numpy and polars code that gives the same results more slowly."""
 
 from __future__ import annotations
 
@@ -8,4 +9,9 @@ try:
 except ImportError:  # pragma: no cover - exercised only where no C compiler was available at install
     parser = None
 
-__all__ = ["parser"]
+try:
+    from stagewise._native import _bm25 as bm25
+except ImportError:  # pragma: no cover
+    bm25 = None
+
+__all__ = ["bm25", "parser"]

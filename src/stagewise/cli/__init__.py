@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from stagewise.cli import demo_cmd, eval_cmd, rag_cmd, trec_eval_cmd, validate_cmd
+from stagewise.cli import demo_cmd, eval_cmd, index_cmd, rag_cmd, search_cmd, trec_eval_cmd, validate_cmd
 
 app = typer.Typer(
     name="stagewise",
@@ -26,6 +26,8 @@ app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
     add_help_option=False,
 )(trec_eval_cmd.trec_eval_command)
+app.command("index")(index_cmd.index_command)
+app.command("search")(search_cmd.search_command)
 app.command("rag")(rag_cmd.rag_command)
 app.command("demo")(demo_cmd.demo_command)
 

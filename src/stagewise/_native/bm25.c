@@ -1,0 +1,1026 @@
+/*
+ * stagewise._native._bm25: the loops of BM25 indexing and search that do not vectorise.
+ *
+ * tokenize       one pass over many Python strings: optional str.lower(), maximal runs of word characters
+ *                (exactly Python re's \w for str patterns: Py_UNICODE_ISALNUM or '_'), kept when at least
+ *                min_len code points long, interned through a hash table so each distinct token is one id.
+ * build_postings (doc offsets, term id per token) -> postings grouped by term, sorted by document, with term
+ *                frequencies, document lengths, and per term the largest tf and the shortest document (the
+ *                inputs of a safe upper bound for any monotone BM25 term weight).
+ * find_terms     binary search of query terms in the index's sorted vocabulary (offsets + UTF-8 bytes).
+ * checksum       an additive 128-bit hash of a corpus (so an index grown by batches has the checksum of a
+ *                rebuild).
+ * search         top-k per query. Document-at-a-time MaxScore (Turtle & Flood 1995) when every query term
+ *                weight is >= 0, else exhaustive term-at-a-time accumulation. Both sum a document's term
+ *                contributions in the same order (query terms sorted by upper bound), so both give the same
+ *                scores to the last bit, and both break ties in score by the smaller document index.
+ *
+ * The term weight computed here must stay the same arithmetic as the pure Python functions of
+ * stagewise.retrieval.variants (tests compare them): with L = 1 - b + b * dl / avgdl (passed in, per document)
+ *   mode 0 (saturating BM25):  tf * (k1 + 1) / (tf + k1 * L)
+ *   mode 1 (BM25+):            tf * (k1 + 1) / (tf + k1 * L) + delta
+ *   mode 2 (BM25L):            c = tf / L;  (k1 + 1) * (c + delta) / (k1 + c + delta)
+ * and a document's score is the sum over query terms of weight_t * that, weight_t = query tf * idf.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------------ helpers */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_append(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n) < 0) return -1;
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+static PyObject *buf_to_bytes(Buf *b) {
+    PyObject *out = PyBytes_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return out;
+}
+
+static inline uint64_t hash_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    memcpy(&v, p, n);
+    h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+static int check_buffer(Py_buffer *view, Py_ssize_t itemsize, const char *name) {
+    if (view->len % itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: buffer length %zd is not a multiple of %zd", name, view->len, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------------ tokenize */
+
+/* Interned distinct tokens: UTF-8 bytes in an arena, open addressing on a 64-bit hash. */
+typedef struct {
+    Buf arena;          /* token bytes */
+    Buf offsets;        /* int64 start of each token in arena, plus the end */
+    int32_t *slots;     /* token id + 1, 0 = empty */
+    uint64_t *hashes;   /* hash of each token id */
+    size_t n, cap;      /* distinct tokens, slot capacity (power of two) */
+    size_t hcap;
+} Vocab;
+
+static int vocab_init(Vocab *v) {
+    memset(v, 0, sizeof(*v));
+    v->cap = 1 << 16;
+    v->slots = calloc(v->cap, sizeof(int32_t));
+    v->hcap = 1 << 14;
+    v->hashes = malloc(v->hcap * sizeof(uint64_t));
+    int64_t zero = 0;
+    if (!v->slots || !v->hashes || buf_append(&v->offsets, &zero, sizeof zero) < 0) return -1;
+    return 0;
+}
+
+static void vocab_free(Vocab *v) {
+    free(v->arena.data);
+    free(v->offsets.data);
+    free(v->slots);
+    free(v->hashes);
+}
+
+static int vocab_grow(Vocab *v) {
+    size_t cap = v->cap * 2;
+    int32_t *slots = calloc(cap, sizeof(int32_t));
+    if (!slots) return -1;
+    for (size_t id = 0; id < v->n; id++) {
+        size_t i = v->hashes[id] & (cap - 1);
+        while (slots[i]) i = (i + 1) & (cap - 1);
+        slots[i] = (int32_t)(id + 1);
+    }
+    free(v->slots);
+    v->slots = slots;
+    v->cap = cap;
+    return 0;
+}
+
+/* The id of token s[0:n], adding it when new; -1 on memory failure. */
+static int64_t vocab_intern(Vocab *v, const unsigned char *s, size_t n) {
+    uint64_t h = hash_bytes(s, n);
+    size_t mask = v->cap - 1, i = h & mask;
+    const int64_t *offs = (const int64_t *)v->offsets.data;
+    for (;;) {
+        int32_t slot = v->slots[i];
+        if (!slot) break;
+        size_t id = (size_t)(slot - 1);
+        if (v->hashes[id] == h) {
+            int64_t a = offs[id], e = offs[id + 1];
+            if ((size_t)(e - a) == n && memcmp(v->arena.data + a, s, n) == 0) return (int64_t)id;
+        }
+        i = (i + 1) & mask;
+    }
+    if (v->n >= INT32_MAX - 1) {
+        PyErr_SetString(PyExc_OverflowError, "more than 2**31 distinct tokens");
+        return -1;
+    }
+    size_t id = v->n;
+    if (id == v->hcap) {
+        uint64_t *p = realloc(v->hashes, 2 * v->hcap * sizeof(uint64_t));
+        if (!p) return -1;
+        v->hashes = p;
+        v->hcap *= 2;
+    }
+    v->hashes[id] = h;
+    if (buf_append(&v->arena, s, n) < 0) return -1;
+    int64_t end = (int64_t)v->arena.len;
+    if (buf_append(&v->offsets, &end, sizeof end) < 0) return -1;
+    v->slots[i] = (int32_t)(id + 1);
+    v->n++;
+    if (v->n * 2 > v->cap && vocab_grow(v) < 0) return -1;
+    return (int64_t)id;
+}
+
+static unsigned char ASCII_WORD[128];
+
+static void init_ascii_table(void) {
+    for (int c = 0; c < 128; c++)
+        ASCII_WORD[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static inline int is_word(Py_UCS4 ch) {
+    if (ch < 128) return ASCII_WORD[ch];
+    return Py_UNICODE_ISALNUM(ch) || ch == '_';
+}
+
+static inline size_t utf8_put(unsigned char *out, Py_UCS4 ch) {
+    if (ch < 0x80) {
+        out[0] = (unsigned char)ch;
+        return 1;
+    }
+    if (ch < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (ch >> 6));
+        out[1] = (unsigned char)(0x80 | (ch & 0x3F));
+        return 2;
+    }
+    if (ch < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (ch >> 12));
+        out[1] = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (ch & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (ch >> 18));
+    out[1] = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (ch & 0x3F));
+    return 4;
+}
+
+/* tokenize(texts, lowercase, min_len) -> (offsets int64 bytes, token ids int32 bytes, distinct tokens list) */
+static PyObject *tokenize(PyObject *self, PyObject *args) {
+    PyObject *seq_in;
+    int lowercase;
+    Py_ssize_t min_len;
+    if (!PyArg_ParseTuple(args, "Opn", &seq_in, &lowercase, &min_len)) return NULL;
+    PyObject *seq = PySequence_Fast(seq_in, "texts must be a sequence of str");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *lower_name = PyUnicode_InternFromString("lower");
+    Vocab vocab;
+    Buf ids = {0}, offsets = {0}, scratch = {0};
+    PyObject *result = NULL;
+    if (!lower_name || vocab_init(&vocab) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t zero = 0;
+    if (buf_append(&offsets, &zero, sizeof zero) < 0) goto nomem;
+    for (Py_ssize_t doc = 0; doc < n; doc++) {
+        PyObject *text = items[doc];
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "document %zd is %.100s, not str", doc, Py_TYPE(text)->tp_name);
+            goto done;
+        }
+        PyObject *owned = NULL;
+        if (lowercase) {
+            owned = PyObject_CallMethodNoArgs(text, lower_name);
+            if (!owned) goto done;
+            text = owned;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        if (PyUnicode_IS_ASCII(text)) {
+            const unsigned char *s = (const unsigned char *)data;
+            Py_ssize_t i = 0;
+            while (i < len) {
+                while (i < len && !ASCII_WORD[s[i]]) i++;
+                Py_ssize_t start = i;
+                while (i < len && ASCII_WORD[s[i]]) i++;
+                if (i > start && i - start >= min_len) {
+                    int64_t id = vocab_intern(&vocab, s + start, (size_t)(i - start));
+                    if (id < 0) goto fail_owned;
+                    int32_t id32 = (int32_t)id;
+                    if (buf_append(&ids, &id32, sizeof id32) < 0) goto nomem_owned;
+                }
+            }
+        } else {
+            Py_ssize_t i = 0;
+            while (i < len) {
+                while (i < len && !is_word(PyUnicode_READ(kind, data, i))) i++;
+                Py_ssize_t start = i;
+                scratch.len = 0;
+                while (i < len) {
+                    Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+                    if (!is_word(ch)) break;
+                    if (buf_reserve(&scratch, 4) < 0) goto nomem_owned;
+                    scratch.len += utf8_put((unsigned char *)scratch.data + scratch.len, ch);
+                    i++;
+                }
+                if (i > start && i - start >= min_len) {
+                    int64_t id = vocab_intern(&vocab, (const unsigned char *)scratch.data, scratch.len);
+                    if (id < 0) goto fail_owned;
+                    int32_t id32 = (int32_t)id;
+                    if (buf_append(&ids, &id32, sizeof id32) < 0) goto nomem_owned;
+                }
+            }
+        }
+        Py_XDECREF(owned);
+        int64_t end = (int64_t)(ids.len / sizeof(int32_t));
+        if (buf_append(&offsets, &end, sizeof end) < 0) goto nomem;
+        continue;
+    nomem_owned:
+        Py_XDECREF(owned);
+        goto nomem;
+    fail_owned:
+        Py_XDECREF(owned);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    {
+        PyObject *tokens = PyList_New((Py_ssize_t)vocab.n);
+        if (!tokens) goto done;
+        const int64_t *offs = (const int64_t *)vocab.offsets.data;
+        for (size_t id = 0; id < vocab.n; id++) {
+            PyObject *s = PyUnicode_DecodeUTF8(vocab.arena.data + offs[id], (Py_ssize_t)(offs[id + 1] - offs[id]),
+                                               "strict");
+            if (!s) {
+                Py_DECREF(tokens);
+                goto done;
+            }
+            PyList_SET_ITEM(tokens, (Py_ssize_t)id, s);
+        }
+        PyObject *ob = buf_to_bytes(&offsets), *ib = buf_to_bytes(&ids);
+        if (ob && ib) result = PyTuple_Pack(3, ob, ib, tokens);
+        Py_XDECREF(ob);
+        Py_XDECREF(ib);
+        Py_DECREF(tokens);
+    }
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    free(ids.data);
+    free(offsets.data);
+    free(scratch.data);
+    vocab_free(&vocab);
+    Py_XDECREF(lower_name);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ build_postings */
+
+/* build_postings(doc_offsets int64[n+1], term_ids int32[tokens] (-1 = dropped), n_terms)
+ *   -> (term_ptr int64[V+1], post_docs int32[nnz], post_tf int32[nnz], doc_len int32[n], max_tf int32[V],
+ *       min_dl int32[V]) as bytes */
+static PyObject *build_postings(PyObject *self, PyObject *args) {
+    Py_buffer ob, tb;
+    Py_ssize_t n_terms;
+    if (!PyArg_ParseTuple(args, "y*y*n", &ob, &tb, &n_terms)) return NULL;
+    PyObject *result = NULL;
+    int32_t *last = NULL;
+    int64_t *slot = NULL;
+    PyObject *ptr_b = NULL, *docs_b = NULL, *tf_b = NULL, *len_b = NULL, *maxtf_b = NULL, *mindl_b = NULL;
+    if (check_buffer(&ob, 8, "doc_offsets") < 0 || check_buffer(&tb, 4, "term_ids") < 0) goto done;
+    Py_ssize_t n_docs = ob.len / 8 - 1;
+    if (n_docs < 0 || n_terms < 0) {
+        PyErr_SetString(PyExc_ValueError, "empty doc_offsets");
+        goto done;
+    }
+    if (n_docs > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "more than 2**31 documents");
+        goto done;
+    }
+    const int64_t *offs = (const int64_t *)ob.buf;
+    const int32_t *terms = (const int32_t *)tb.buf;
+    Py_ssize_t n_tokens = tb.len / 4;
+    if (offs[0] != 0 || offs[n_docs] != n_tokens) {
+        PyErr_SetString(PyExc_ValueError, "doc_offsets do not span term_ids");
+        goto done;
+    }
+    ptr_b = PyBytes_FromStringAndSize(NULL, (n_terms + 1) * 8);
+    len_b = PyBytes_FromStringAndSize(NULL, n_docs * 4);
+    maxtf_b = PyBytes_FromStringAndSize(NULL, n_terms * 4);
+    mindl_b = PyBytes_FromStringAndSize(NULL, n_terms * 4);
+    last = malloc((n_terms ? n_terms : 1) * sizeof(int32_t));
+    slot = malloc((n_terms ? n_terms : 1) * sizeof(int64_t));
+    if (!ptr_b || !len_b || !maxtf_b || !mindl_b || !last || !slot) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *ptr = (int64_t *)PyBytes_AS_STRING(ptr_b);
+    int32_t *dl = (int32_t *)PyBytes_AS_STRING(len_b);
+    int32_t *max_tf = (int32_t *)PyBytes_AS_STRING(maxtf_b);
+    int32_t *min_dl = (int32_t *)PyBytes_AS_STRING(mindl_b);
+    int64_t nnz = 0;
+    memset(ptr, 0, (n_terms + 1) * 8);
+    for (Py_ssize_t t = 0; t < n_terms; t++) last[t] = -1;
+    /* pass 1: document lengths and document frequencies */
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        int64_t count = 0;
+        if (offs[d + 1] < offs[d]) {
+            PyErr_SetString(PyExc_ValueError, "doc_offsets decrease");
+            goto done;
+        }
+        for (int64_t j = offs[d]; j < offs[d + 1]; j++) {
+            int32_t t = terms[j];
+            if (t < 0) continue;
+            if (t >= n_terms) {
+                PyErr_SetString(PyExc_ValueError, "term id out of range");
+                goto done;
+            }
+            count++;
+            if (last[t] != (int32_t)d) {
+                last[t] = (int32_t)d;
+                ptr[t + 1]++;
+                nnz++;
+            }
+        }
+        if (count > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a document longer than 2**31 tokens");
+            goto done;
+        }
+        dl[d] = (int32_t)count;
+    }
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        ptr[t + 1] += ptr[t];
+        slot[t] = ptr[t]; /* the write head of each term */
+        last[t] = -1;
+        max_tf[t] = 0;
+        min_dl[t] = INT32_MAX;
+    }
+    docs_b = PyBytes_FromStringAndSize(NULL, nnz * 4);
+    tf_b = PyBytes_FromStringAndSize(NULL, nnz * 4);
+    if (!docs_b || !tf_b) goto done;
+    int32_t *pdocs = (int32_t *)PyBytes_AS_STRING(docs_b);
+    int32_t *ptf = (int32_t *)PyBytes_AS_STRING(tf_b);
+    /* pass 2: each (term, doc) pair once, in document order, counting repeats */
+    for (Py_ssize_t d = 0; d < n_docs; d++) {
+        for (int64_t j = offs[d]; j < offs[d + 1]; j++) {
+            int32_t t = terms[j];
+            if (t < 0) continue;
+            if (last[t] != (int32_t)d) {
+                last[t] = (int32_t)d;
+                int64_t at = slot[t]++;
+                pdocs[at] = (int32_t)d;
+                ptf[at] = 1;
+            } else {
+                ptf[slot[t] - 1]++;
+            }
+        }
+    }
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        for (int64_t j = ptr[t]; j < ptr[t + 1]; j++) {
+            if (ptf[j] > max_tf[t]) max_tf[t] = ptf[j];
+            if (dl[pdocs[j]] < min_dl[t]) min_dl[t] = dl[pdocs[j]];
+        }
+        if (ptr[t] == ptr[t + 1]) min_dl[t] = 0;
+    }
+    result = PyTuple_Pack(6, ptr_b, docs_b, tf_b, len_b, maxtf_b, mindl_b);
+done:
+    free(last);
+    free(slot);
+    Py_XDECREF(ptr_b);
+    Py_XDECREF(docs_b);
+    Py_XDECREF(tf_b);
+    Py_XDECREF(len_b);
+    Py_XDECREF(maxtf_b);
+    Py_XDECREF(mindl_b);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------- find_terms */
+
+/* find_terms(vocab_offsets int64[V+1], vocab_data bytes (sorted, byte order), terms list[str]) -> int32 bytes:
+ * the index of each term, or -(insertion point + 1) when it is absent. */
+static PyObject *find_terms(PyObject *self, PyObject *args) {
+    Py_buffer ob, db;
+    PyObject *terms_in;
+    if (!PyArg_ParseTuple(args, "y*y*O", &ob, &db, &terms_in)) return NULL;
+    PyObject *result = NULL, *seq = NULL;
+    if (check_buffer(&ob, 8, "vocab_offsets") < 0) goto done;
+    seq = PySequence_Fast(terms_in, "terms must be a sequence of str");
+    if (!seq) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), V = ob.len / 8 - 1;
+    const int64_t *offs = (const int64_t *)ob.buf;
+    const unsigned char *data = (const unsigned char *)db.buf;
+    result = PyBytes_FromStringAndSize(NULL, n * 4);
+    if (!result) goto done;
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t qn;
+        const char *q = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &qn);
+        if (!q) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        Py_ssize_t lo = 0, hi = V;
+        int found = 0;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            int64_t a = offs[mid];
+            size_t tn = (size_t)(offs[mid + 1] - a);
+            size_t m = tn < (size_t)qn ? tn : (size_t)qn;
+            int c = memcmp(data + a, q, m);
+            if (c == 0) c = tn < (size_t)qn ? -1 : (tn > (size_t)qn ? 1 : 0);
+            if (c == 0) {
+                out[i] = (int32_t)mid;
+                found = 1;
+                break;
+            }
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!found) out[i] = (int32_t)(-lo - 1);
+    }
+done:
+    Py_XDECREF(seq);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&db);
+    return result;
+}
+
+/* -------------------------------------------------------------------------------------------------- search */
+
+enum { MODE_BM25 = 0, MODE_PLUS = 1, MODE_L = 2 };
+enum { STRATEGY_MAXSCORE = 0, STRATEGY_EXHAUSTIVE = 1, STRATEGY_ALL_DOCS = 2 };
+
+typedef struct {
+    const int64_t *ptr;
+    const int32_t *docs;
+    const void *tf;
+    int tf_size; /* 2 (uint16) or 4 (int32) */
+    const double *norm;
+    int32_t n_docs;
+    int mode;
+    double k1, delta;
+} Postings;
+
+static inline double tf_at(const Postings *P, int64_t j) {
+    return P->tf_size == 2 ? (double)((const uint16_t *)P->tf)[j] : (double)((const int32_t *)P->tf)[j];
+}
+
+static inline double term_weight(const Postings *P, double tf, double L) {
+    switch (P->mode) {
+    case MODE_PLUS:
+        return tf * (P->k1 + 1) / (tf + P->k1 * L) + P->delta;
+    case MODE_L: {
+        double c = tf / L;
+        return (P->k1 + 1) * (c + P->delta) / (P->k1 + c + P->delta);
+    }
+    default:
+        return tf * (P->k1 + 1) / (tf + P->k1 * L);
+    }
+}
+
+/* A bounded min-heap of (score, doc): the root is the worst kept result. "Better" is a higher score, then a
+ * smaller document index, so results do not depend on the order candidates arrive in. */
+typedef struct {
+    double *s;
+    int32_t *d;
+    int64_t size, cap;
+} Heap;
+
+static inline int worse(double s1, int32_t d1, double s2, int32_t d2) { return s1 < s2 || (s1 == s2 && d1 > d2); }
+
+static void heap_sift_down(Heap *h, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->size && worse(h->s[l], h->d[l], h->s[m], h->d[m])) m = l;
+        if (r < h->size && worse(h->s[r], h->d[r], h->s[m], h->d[m])) m = r;
+        if (m == i) return;
+        double ts = h->s[i];
+        int32_t td = h->d[i];
+        h->s[i] = h->s[m];
+        h->d[i] = h->d[m];
+        h->s[m] = ts;
+        h->d[m] = td;
+        i = m;
+    }
+}
+
+static void heap_offer(Heap *h, double s, int32_t d) {
+    if (h->size < h->cap) {
+        int64_t i = h->size++;
+        h->s[i] = s;
+        h->d[i] = d;
+        while (i > 0) {
+            int64_t p = (i - 1) / 2;
+            if (!worse(h->s[i], h->d[i], h->s[p], h->d[p])) break;
+            double ts = h->s[i];
+            int32_t td = h->d[i];
+            h->s[i] = h->s[p];
+            h->d[i] = h->d[p];
+            h->s[p] = ts;
+            h->d[p] = td;
+            i = p;
+        }
+    } else if (worse(h->s[0], h->d[0], s, d)) {
+        h->s[0] = s;
+        h->d[0] = d;
+        heap_sift_down(h, 0);
+    }
+}
+
+/* Pop everything, worst first, writing best-first into out (size entries). */
+static void heap_drain(Heap *h, int32_t *out_d, double *out_s) {
+    int64_t n = h->size;
+    for (int64_t i = n - 1; i >= 0; i--) {
+        out_d[i] = h->d[0];
+        out_s[i] = h->s[0];
+        h->size--;
+        if (h->size > 0) {
+            h->s[0] = h->s[h->size];
+            h->d[0] = h->d[h->size];
+            heap_sift_down(h, 0);
+        }
+    }
+}
+
+typedef struct {
+    int32_t term;
+    double w, ub;
+    int64_t pos, end;
+} Cursor;
+
+static int cursor_cmp(const void *a, const void *b) {
+    const Cursor *x = a, *y = b;
+    if (x->ub < y->ub) return -1;
+    if (x->ub > y->ub) return 1;
+    return (x->term > y->term) - (x->term < y->term);
+}
+
+/* First position in [lo, end) whose document is >= target (docs sorted ascending). */
+static inline int64_t gallop(const int32_t *docs, int64_t lo, int64_t end, int32_t target) {
+    if (lo >= end || docs[lo] >= target) return lo;
+    int64_t step = 1, hi = lo + 1;
+    while (hi < end && docs[hi] < target) {
+        lo = hi;
+        step <<= 1;
+        hi = lo + step;
+    }
+    if (hi > end) hi = end;
+    lo++; /* docs[lo - 1] < target; the answer is in [lo, hi] */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (docs[mid] < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+typedef struct {
+    double *acc;
+    unsigned char *seen;
+    Cursor *cur;
+    double *cum;
+    size_t cur_cap;
+    int32_t *cand;
+    size_t cand_cap;
+} Scratch;
+
+static int scratch_terms(Scratch *s, size_t m) {
+    if (m <= s->cur_cap) return 0;
+    Cursor *c = realloc(s->cur, m * sizeof(Cursor));
+    if (c) s->cur = c;
+    double *k = realloc(s->cum, m * sizeof(double));
+    if (k) s->cum = k;
+    if (!c || !k) return -1;
+    s->cur_cap = m;
+    return 0;
+}
+
+static int scratch_dense(Scratch *s, int32_t n_docs) {
+    if (s->acc) return 0;
+    s->acc = calloc((size_t)n_docs + 1, sizeof(double));
+    s->seen = calloc((size_t)n_docs + 1, 1);
+    return (s->acc && s->seen) ? 0 : -1;
+}
+
+/* First position in [lo, end) whose document is >= target, by binary search. */
+static inline int64_t lower_bound(const int32_t *docs, int64_t lo, int64_t end, int32_t target) {
+    while (lo < end) {
+        int64_t mid = lo + (end - lo) / 2;
+        if (docs[mid] < target)
+            lo = mid + 1;
+        else
+            end = mid;
+    }
+    return lo;
+}
+
+static int cmp_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A lower bound on the final k-th best score, so pruning starts at once instead of after k candidates. From
+ * the posting lists in decreasing order of upper bound, take each list's k documents with the largest
+ * contribution from that term, until at least k distinct documents are collected; score them fully (same
+ * arithmetic and order as the traversal) and return the k-th best of those scores. k real documents score at
+ * least that much, so a document whose upper bound is below it cannot be in the top k. -inf when fewer than k
+ * documents contain a query term. */
+static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Heap *tmp, Scratch *S) {
+    int64_t k = tmp->cap, n = 0;
+    if (k > 16384) return -INFINITY; /* a deep top k: the seed would cost more than it saves */
+    if ((size_t)(m * k) > S->cand_cap) {
+        int32_t *p = realloc(S->cand, m * k * sizeof(int32_t));
+        if (!p) return -INFINITY; /* no seed: still correct, only slower */
+        S->cand = p;
+        S->cand_cap = m * k;
+    }
+    for (size_t j = m; j-- > 0 && n < k;) {
+        int64_t len = cur[j].end - cur[j].pos;
+        if (len <= k) {
+            memcpy(S->cand + n, P->docs + cur[j].pos, len * sizeof(int32_t));
+            n += len;
+        } else {
+            tmp->size = 0;
+            for (int64_t p = cur[j].pos; p < cur[j].end; p++) {
+                int32_t d = P->docs[p];
+                heap_offer(tmp, cur[j].w * term_weight(P, tf_at(P, p), P->norm[d]), d);
+            }
+            memcpy(S->cand + n, tmp->d, tmp->size * sizeof(int32_t));
+            n += tmp->size;
+        }
+        if (n >= k && j > 0) { /* count distinct documents so far */
+            qsort(S->cand, n, sizeof(int32_t), cmp_int32);
+            int64_t u = 0;
+            for (int64_t i = 0; i < n; i++)
+                if (u == 0 || S->cand[i] != S->cand[u - 1]) S->cand[u++] = S->cand[i];
+            n = u;
+        }
+    }
+    qsort(S->cand, n, sizeof(int32_t), cmp_int32);
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (u == 0 || S->cand[i] != S->cand[u - 1]) S->cand[u++] = S->cand[i];
+    if (u < k) return -INFINITY;
+    tmp->size = 0;
+    for (int64_t t = 0; t < u; t++) {
+        int32_t d = S->cand[t];
+        double score = 0.0, L = P->norm[d];
+        for (size_t i = m; i-- > 0;) { /* the traversal's order: descending upper bound */
+            int64_t at = lower_bound(P->docs, cur[i].pos, cur[i].end, d);
+            if (at < cur[i].end && P->docs[at] == d) score += cur[i].w * term_weight(P, tf_at(P, at), L);
+        }
+        heap_offer(tmp, score, d);
+    }
+    return tmp->s[0];
+}
+
+/* Add one term's contributions (cursor c, whole list) into the dense accumulator. */
+static inline void accumulate(const Postings *P, const Cursor *c, Scratch *S) {
+    double *acc = S->acc, w = c->w;
+    unsigned char *seen = S->seen;
+    const int32_t *docs = P->docs;
+    const double *norm = P->norm;
+    for (int64_t j = c->pos; j < c->end; j++) {
+        int32_t d = docs[j];
+        acc[d] += w * term_weight(P, tf_at(P, j), norm[d]);
+        seen[d] = 1;
+    }
+}
+
+/* MaxScore (Turtle & Flood 1995). Query terms are sorted by upper bound, ascending; cum[i] bounds the sum of
+ * terms 0..i. Terms [fe, m) are "essential": a document containing none of them has at most cum[fe - 1] and
+ * is skipped. Every document's score is summed in descending order of upper bound (essential terms first),
+ * which is the order the exhaustive path uses too, so all paths agree to the last bit.
+ *
+ * A document is pruned when its bound is below the seed (k documents reach the seed) or, once the heap is
+ * full, when the bound does not beat the worst kept score (documents arrive in index order, so a later one
+ * loses a tie). The essential lists are walked document-at-a-time; the other lists are only probed (galloping
+ * search) for documents whose bound survives. */
+static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tmp, Scratch *S) {
+    double *cum = S->cum;
+    double run = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        run += cur[i].ub;
+        cum[i] = run;
+    }
+    double seed = seed_threshold(P, cur, m, tmp, S);
+    double theta = -INFINITY;
+    size_t fe = 0;
+    while (fe < m && cum[fe] < seed) fe++;
+    if (fe == m) return;
+    const int32_t *docs = P->docs;
+    for (;;) {
+        if (h->size == h->cap) theta = h->s[0];
+        while (fe < m && (cum[fe] < seed || cum[fe] <= theta)) fe++;
+        if (fe == m) break;
+        int32_t d = INT32_MAX;
+        for (size_t i = fe; i < m; i++)
+            if (cur[i].pos < cur[i].end && docs[cur[i].pos] < d) d = docs[cur[i].pos];
+        if (d == INT32_MAX) break;
+        double partial = 0.0, L = P->norm[d];
+        for (size_t i = m; i-- > fe;) {
+            if (cur[i].pos < cur[i].end && docs[cur[i].pos] == d) {
+                partial += cur[i].w * term_weight(P, tf_at(P, cur[i].pos), L);
+                cur[i].pos++;
+            }
+        }
+        int rejected = 0;
+        for (size_t k = fe; k-- > 0;) {
+            double bound = partial + cum[k];
+            if (bound < seed || bound <= theta) {
+                rejected = 1;
+                break;
+            }
+            cur[k].pos = gallop(docs, cur[k].pos, cur[k].end, d);
+            if (cur[k].pos < cur[k].end && docs[cur[k].pos] == d)
+                partial += cur[k].w * term_weight(P, tf_at(P, cur[k].pos), L);
+        }
+        if (!rejected) heap_offer(h, partial, d);
+    }
+}
+
+/* Every posting of every query term, term-at-a-time in descending order of upper bound (the order MaxScore
+ * sums in); used when a term weight is negative (no safe pruning) or when documents matching no term are
+ * ranked too (all_docs). */
+static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs) {
+    for (size_t i = m; i-- > 0;) accumulate(P, &cur[i], S);
+    for (int32_t d = 0; d < P->n_docs; d++)
+        if (all_docs || S->seen[d]) heap_offer(h, S->acc[d], d);
+    memset(S->acc, 0, (size_t)P->n_docs * sizeof(double));
+    memset(S->seen, 0, (size_t)P->n_docs);
+}
+
+/* search(term_ptr, post_docs, post_tf, tf_size, norm, q_ptr, q_terms, q_weights, q_ub, k, mode, k1, delta,
+ *        strategy) -> (res_ptr int64 bytes [nq+1], res_docs int32 bytes, res_scores float64 bytes)
+ * q_ub is an upper bound of weight * term_weight over the term's postings (used by MaxScore only). */
+static PyObject *search(PyObject *self, PyObject *args) {
+    Py_buffer pb, db, tb, nb, qpb, qtb, qwb, qub;
+    int tf_size, mode, strategy;
+    Py_ssize_t k;
+    double k1, delta;
+    if (!PyArg_ParseTuple(args, "y*y*y*iy*y*y*y*y*nidd" "i", &pb, &db, &tb, &tf_size, &nb, &qpb, &qtb, &qwb, &qub, &k,
+                          &mode, &k1, &delta, &strategy))
+        return NULL;
+    PyObject *result = NULL;
+    Buf out_docs = {0}, out_scores = {0};
+    Scratch S = {0};
+    Heap h = {0}, tmp = {0};
+    PyObject *ptr_out = NULL;
+    int failed = 0;
+    if (check_buffer(&pb, 8, "term_ptr") < 0 || check_buffer(&db, 4, "post_docs") < 0 ||
+        check_buffer(&nb, 8, "norm") < 0 || check_buffer(&qpb, 8, "q_ptr") < 0 || check_buffer(&qtb, 4, "q_terms") < 0 ||
+        check_buffer(&qwb, 8, "q_weights") < 0 || check_buffer(&qub, 8, "q_ub") < 0)
+        goto done;
+    if ((tf_size != 2 && tf_size != 4) || tb.len != db.len / 4 * tf_size) {
+        PyErr_SetString(PyExc_ValueError, "post_tf must be uint16 or int32 and as long as post_docs");
+        goto done;
+    }
+    if (k < 1) {
+        PyErr_SetString(PyExc_ValueError, "k must be >= 1");
+        goto done;
+    }
+    Postings P = {(const int64_t *)pb.buf, (const int32_t *)db.buf, tb.buf, tf_size, (const double *)nb.buf,
+                  (int32_t)(nb.len / 8), mode, k1, delta};
+    Py_ssize_t n_terms = pb.len / 8 - 1, nq = qpb.len / 8 - 1;
+    const int64_t *qp = (const int64_t *)qpb.buf;
+    const int32_t *qt = (const int32_t *)qtb.buf;
+    const double *qw = (const double *)qwb.buf, *qu = (const double *)qub.buf;
+    if (nq < 0 || qp[0] != 0 || qp[nq] != qtb.len / 4 || qwb.len != qtb.len * 2 || qub.len != qtb.len * 2) {
+        PyErr_SetString(PyExc_ValueError, "query arrays disagree");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < qtb.len / 4; i++)
+        if (qt[i] < 0 || qt[i] >= n_terms) {
+            PyErr_SetString(PyExc_ValueError, "query term id out of range");
+            goto done;
+        }
+    int64_t cap = k < P.n_docs ? k : P.n_docs;
+    if (cap < 1) cap = 1;
+    h.s = malloc(cap * sizeof(double));
+    h.d = malloc(cap * sizeof(int32_t));
+    h.cap = cap;
+    tmp.s = malloc(cap * sizeof(double));
+    tmp.d = malloc(cap * sizeof(int32_t));
+    tmp.cap = cap;
+    ptr_out = PyBytes_FromStringAndSize(NULL, (nq + 1) * 8);
+    if (!h.s || !h.d || !tmp.s || !tmp.d || !ptr_out) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *rp = (int64_t *)PyBytes_AS_STRING(ptr_out);
+    rp[0] = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t q = 0; q < nq && !failed; q++) {
+        size_t m = (size_t)(qp[q + 1] - qp[q]);
+        h.size = 0;
+        if (scratch_terms(&S, m ? m : 1) < 0) {
+            failed = 1;
+            break;
+        }
+        int use_maxscore = strategy == STRATEGY_MAXSCORE;
+        for (size_t i = 0; i < m; i++) {
+            int32_t t = qt[qp[q] + i];
+            Cursor c = {t, qw[qp[q] + i], qu[qp[q] + i], P.ptr[t], P.ptr[t + 1]};
+            if (!(c.w >= 0.0)) use_maxscore = 0;
+            S.cur[i] = c;
+        }
+        qsort(S.cur, m, sizeof(Cursor), cursor_cmp);
+        if (use_maxscore) {
+            maxscore(&P, S.cur, m, &h, &tmp, &S);
+        } else {
+            if (scratch_dense(&S, P.n_docs) < 0) {
+                failed = 1;
+                break;
+            }
+            exhaustive(&P, S.cur, m, &h, &S, strategy == STRATEGY_ALL_DOCS);
+        }
+        if (buf_reserve(&out_docs, h.size * sizeof(int32_t)) < 0 ||
+            buf_reserve(&out_scores, h.size * sizeof(double)) < 0) {
+            failed = 1;
+            break;
+        }
+        int64_t got = h.size;
+        heap_drain(&h, (int32_t *)(out_docs.data + out_docs.len), (double *)(out_scores.data + out_scores.len));
+        out_docs.len += got * sizeof(int32_t);
+        out_scores.len += got * sizeof(double);
+        rp[q + 1] = rp[q] + got;
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        PyObject *d = buf_to_bytes(&out_docs), *s = buf_to_bytes(&out_scores);
+        if (d && s) result = PyTuple_Pack(3, ptr_out, d, s);
+        Py_XDECREF(d);
+        Py_XDECREF(s);
+    }
+done:
+    Py_XDECREF(ptr_out);
+    free(out_docs.data);
+    free(out_scores.data);
+    free(h.s);
+    free(h.d);
+    free(tmp.s);
+    free(tmp.d);
+    free(S.acc);
+    free(S.seen);
+    free(S.cur);
+    free(S.cum);
+    free(S.cand);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&tb);
+    PyBuffer_Release(&nb);
+    PyBuffer_Release(&qpb);
+    PyBuffer_Release(&qtb);
+    PyBuffer_Release(&qwb);
+    PyBuffer_Release(&qub);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------------ checksum */
+
+/* A 64-bit multiply-xorshift chain over bytes (8 at a time), continuing from state h. */
+static inline uint64_t hash_more(uint64_t h, const unsigned char *p, size_t n) {
+    h ^= (uint64_t)n * 0x9E3779B97F4A7C15ULL;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    memcpy(&v, p, n);
+    h = (h ^ v ^ ((uint64_t)n << 56)) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+static inline uint64_t finish(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* checksum(ids, texts, start) -> (low, high): the sum modulo 2**128 over documents of a 128-bit hash (two
+ * independent 64-bit chains) of (start + i, UTF-8 id, UTF-8 text). Additive, so checksums of batches add up. */
+static PyObject *checksum(PyObject *self, PyObject *args) {
+    PyObject *ids_in, *texts_in;
+    long long start;
+    if (!PyArg_ParseTuple(args, "OOL", &ids_in, &texts_in, &start)) return NULL;
+    PyObject *ids = PySequence_Fast(ids_in, "ids must be a sequence of str");
+    if (!ids) return NULL;
+    PyObject *texts = PySequence_Fast(texts_in, "texts must be a sequence of str");
+    if (!texts) {
+        Py_DECREF(ids);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(texts);
+    if (PySequence_Fast_GET_SIZE(ids) != n) {
+        PyErr_SetString(PyExc_ValueError, "ids and texts differ in length");
+        goto done;
+    }
+    uint64_t lo = 0, hi = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t idn, tn;
+        const char *id = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(ids, i), &idn);
+        if (!id) goto done;
+        PyObject *text = PySequence_Fast_GET_ITEM(texts, i);
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "document %zd is %.100s, not str", i, Py_TYPE(text)->tp_name);
+            goto done;
+        }
+        const char *t = PyUnicode_AsUTF8AndSize(text, &tn);
+        if (!t) goto done;
+        uint64_t position = (uint64_t)(start + i);
+        uint64_t a = finish(position ^ 0x5EED5EED5EED5EEDULL), b = finish(position + 0x243F6A8885A308D3ULL);
+        a = hash_more(hash_more(a, (const unsigned char *)id, (size_t)idn), (const unsigned char *)t, (size_t)tn);
+        b = hash_more(hash_more(b, (const unsigned char *)t, (size_t)tn), (const unsigned char *)id, (size_t)idn);
+        a = finish(a);
+        b = finish(b ^ 0x13198A2E03707344ULL);
+        uint64_t old = lo;
+        lo += a;
+        hi += b + (lo < old);
+    }
+    result = Py_BuildValue("(KK)", (unsigned long long)lo, (unsigned long long)hi);
+done:
+    Py_DECREF(ids);
+    Py_DECREF(texts);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------------- module */
+
+static PyMethodDef methods[] = {
+    {"tokenize", tokenize, METH_VARARGS, "Word-character runs of many strings, interned: (offsets, ids, tokens)."},
+    {"build_postings", build_postings, METH_VARARGS, "Postings grouped by term and sorted by document."},
+    {"find_terms", find_terms, METH_VARARGS, "Positions of terms in a sorted vocabulary, -(insertion point + 1) when absent."},
+    {"search", search, METH_VARARGS, "Top-k BM25 results per query (MaxScore or exhaustive)."},
+    {"checksum", checksum, METH_VARARGS, "Additive 128-bit checksum of (position, id, text) triples."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bm25", "BM25 tokenising, indexing and search loops.",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__bm25(void) {
+    init_ascii_table();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,144 @@
+"""``stagewise index CORPUS -o INDEX_DIR``"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stagewise.cli.common import user_errors
+
+
+class CorpusFormat(StrEnum):
+    auto = "auto"
+    beir = "beir"
+    jsonl = "jsonl"
+    tsv = "tsv"
+    smart = "smart"
+
+
+def stopwords_option(value: str):
+    """``english`` / ``none``, ``@FILE`` (one word a line) or ``word,word,...``."""
+    from stagewise.errors import InputError
+    from stagewise.retrieval.analysis import STOPWORD_LISTS
+
+    if value in STOPWORD_LISTS:
+        return value
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            words = path.read_text(encoding="utf-8").split()
+        except OSError as exc:
+            raise InputError(path, f"cannot read the stopword file ({exc.strerror})") from None
+        return tuple(w.lower() for w in words)
+    return tuple(w.strip().lower() for w in value.split(",") if w.strip())
+
+
+def progress_bar(label: str):
+    """A rich progress bar on stderr (only on a terminal, gone when done), and its ``(done, total)`` callback."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    progress = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    task = progress.add_task(label, total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return progress, update
+
+
+def index_command(
+    corpus: Annotated[
+        Path,
+        typer.Argument(
+            help="Documents: a BEIR folder (corpus.jsonl), JSONL (_id/id + title/text/contents), "
+            "TSV (id<TAB>text) or a SMART file (.I records); .gz accepted."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Index directory to write (replaced whole).")],
+    fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Corpus format.")] = CorpusFormat.auto,
+    variant: Annotated[
+        str, typer.Option(help="BM25 variant: lucene, robertson, atire, bm25l, bm25+, okapi-rank_bm25.")
+    ] = "lucene",
+    k1: Annotated[float | None, typer.Option(help="Default k1 (variant's default: 1.2; 1.5 for okapi).")] = None,
+    b: Annotated[float | None, typer.Option(help="Default b (0.75).")] = None,
+    delta: Annotated[float | None, typer.Option(help="Default delta of bm25l (0.5) and bm25+ (1.0).")] = None,
+    epsilon: Annotated[float | None, typer.Option(help="IDF floor factor of okapi-rank_bm25 (0.25).")] = None,
+    stemmer: Annotated[str, typer.Option(help="english (Snowball), porter or none.")] = "english",
+    stopwords: Annotated[
+        str, typer.Option(help="english (Lucene's 33 words), none, @FILE (a word a line) or a,b,c.")
+    ] = "english",
+    min_length: Annotated[int, typer.Option(help="Shortest token kept, in characters.")] = 2,
+    lowercase: Annotated[bool, typer.Option("--lowercase/--keep-case", help="Lowercase before tokenising.")] = True,
+    add: Annotated[
+        bool,
+        typer.Option(
+            "--add",
+            help="Append the corpus to the index at --output; only the new documents are analysed, with the "
+            "index's own analyser and scoring.",
+        ),
+    ] = False,
+    id_field: Annotated[str | None, typer.Option(help="JSONL field holding the document id.")] = None,
+    text_field: Annotated[
+        list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
+    ] = None,
+) -> None:
+    """Build a BM25 index: term statistics saved to a directory, memory-mapped by `stagewise search`.
+
+    The variant and parameters given here are the index's defaults; `stagewise search` can change k1, b,
+    delta and even the variant without re-indexing. The analyser settings are stored and applied to queries.
+
+    Examples:
+
+      stagewise index corpus.jsonl -o bm25-index
+
+      stagewise index ../shared/data/cranfield/cran.all.1400 -o cran-index --k1 0.9 --b 0.4 --stemmer porter
+
+      stagewise index more-docs.jsonl -o bm25-index --add
+    """
+    import time
+
+    with user_errors():
+        from stagewise.retrieval.analysis import Analyser
+        from stagewise.retrieval.collections import read_corpus
+        from stagewise.retrieval.index import BM25Index
+
+        started = time.perf_counter()
+        documents = read_corpus(
+            corpus,
+            format=None if fmt is CorpusFormat.auto else fmt.value,
+            id_field=id_field,
+            text_fields=text_field or None,
+        )
+        progress, update = progress_bar("analysing")
+        with progress:
+            if add:
+                if any(v is not None for v in (k1, b, delta, epsilon)) or variant != "lucene":
+                    typer.echo(
+                        "stagewise: note: --add keeps the index's own analyser, variant and parameters", err=True
+                    )
+                index = BM25Index.load(output).add(documents, progress=update)
+            else:
+                analyser = Analyser(
+                    stemmer=stemmer, stopwords=stopwords_option(stopwords), lowercase=lowercase, min_length=min_length
+                )
+                index = BM25Index.build(
+                    documents, analyser=analyser, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon,
+                    progress=update,
+                )  # fmt: skip
+        index.save(output)
+        elapsed = time.perf_counter() - started
+        verb = f"added {len(documents):,} documents; now" if add else "indexed"
+        typer.echo(f"{verb} {index!r} in {elapsed:.2f} s -> {output}", err=True)
