@@ -300,16 +300,23 @@ def _evaluation_order(
     tied = np.flatnonzero((step_query == 0) & (scores[1:] == scores[:-1]))
     if len(tied) == 0:
         return base, None
-    # Rows in a tie group: each tied step joins row i and i + 1. A row starts a new group unless the step
-    # before it is tied too. Only these rows move, so the work is proportional to the number of ties.
-    rows = np.union1d(tied, tied + 1)
-    group = np.cumsum(~np.isin(rows - 1, tied))
+    # Rows in a tie group: each tied step joins row i and i + 1; a row starts a new group unless the step before
+    # it is tied. Only these rows move, so the work is proportional to the number of ties.
+    tied_step = np.zeros(n, dtype=bool)
+    tied_step[tied] = True
+    in_group = tied_step.copy()
+    in_group[tied + 1] = True
+    rows = np.flatnonzero(in_group)
+    continues = np.zeros(len(rows), dtype=bool)
+    continues[1:] = tied_step[rows[1:] - 1]
+    group = np.cumsum(~continues)
     source_rows = rows if base is None else base[rows]
-    raw = docs.raw(source_rows)
-    same_group = group[:-1] == group[1:]
-    if all(a > b for a, b, same in zip(raw[:-1], raw[1:], same_group, strict=True) if same):
+    ties = pl.DataFrame({"g": group, "d": docs.take(source_rows).binary_series(), "r": rows})
+    in_order = ties.select(
+        ((pl.col("g") != pl.col("g").shift(-1)) | (pl.col("d") > pl.col("d").shift(-1))).fill_null(True).all()
+    ).item()
+    if in_order:
         return base, None
-    ties = pl.DataFrame({"g": group, "d": pl.Series(raw, dtype=pl.Binary), "r": rows})
     reordered = ties.sort(["g", "d"], descending=[False, True], maintain_order=True)["r"].to_numpy()
     order = np.arange(n, dtype=np.int64) if base is None else base.copy()
     order[rows] = order[reordered]

@@ -96,6 +96,17 @@ class StringColumn:
         order[rows] = sources
         return self.take(order)
 
+    def binary_series(self) -> pl.Series:
+        """The raw bytes as a polars Binary Series: byte order, as trec_eval's ``strcmp`` compares."""
+        try:
+            import pyarrow as pa
+        except ImportError:
+            return pl.Series(self.raw(np.arange(len(self))), dtype=pl.Binary)
+        array = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), len(self), [None, pa.py_buffer(self.offsets), pa.py_buffer(self.data)]
+        )
+        return pl.Series(pl.from_arrow(array))
+
     def series(self) -> pl.Series:
         """The column as a polars String Series (zero-copy through pyarrow when it is installed)."""
         if self._series is None:
