@@ -28,6 +28,7 @@ _EXPORTS = {
     "write_run": "stagewise.data.writers",
     "validate": "stagewise.data.validate",
     "evaluate_rag": "stagewise.rag.diagnose",
+    "compare": "stagewise.stats",
     "StagewiseError": "stagewise.errors",
     "InputError": "stagewise.errors",
 }
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.metrics.measures import Measure
     from stagewise.metrics.result import EvalResult
     from stagewise.rag.diagnose import evaluate_rag
+    from stagewise.stats import compare
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,16 @@ import sys
 
 import typer
 
-from stagewise.cli import demo_cmd, eval_cmd, index_cmd, rag_cmd, search_cmd, trec_eval_cmd, validate_cmd
+from stagewise.cli import (
+    compare_cmd,
+    demo_cmd,
+    eval_cmd,
+    index_cmd,
+    rag_cmd,
+    search_cmd,
+    trec_eval_cmd,
+    validate_cmd,
+)
 
 app = typer.Typer(
     name="stagewise",
@@ -21,6 +30,7 @@ app = typer.Typer(
 )
 app.command("eval")(eval_cmd.eval_command)
 app.command("validate")(validate_cmd.validate_command)
+app.command("compare")(compare_cmd.compare_command)
 app.command(
     "trec_eval",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},

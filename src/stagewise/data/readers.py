@@ -272,7 +272,7 @@ def read_run(
     (1, 2)
     """
     if isinstance(source, Run):
-        return source
+        return source if name is None or name == source.name else source.renamed(name)
     frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
     if isinstance(frame, trec.Parsed):
         return Run.from_columns(

@@ -228,6 +228,14 @@ class Run:
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={self.n_queries}, rows={len(self)})"
 
+    def renamed(self, name: str) -> Run:
+        """The same run under another name (the arrays are shared, not copied)."""
+        twin = object.__new__(Run)
+        for slot in Run.__slots__:
+            object.__setattr__(twin, slot, getattr(self, slot))
+        twin.name = name
+        return twin
+
     def within_query_rank(self) -> np.ndarray:
         """1-based rank of each stored row within its query (trec_eval's order)."""
         return np.arange(len(self), dtype=np.int64) - np.repeat(self.offsets[:-1], np.diff(self.offsets)) + 1

@@ -10,7 +10,7 @@ import numpy as np
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_run
 from stagewise.data.run import Run
-from stagewise.errors import StagewiseError
+from stagewise.errors import MetricError, StagewiseError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.metrics.measures import Measure, aggregate, compute
 from stagewise.metrics.result import EvalResult, RunScores
@@ -34,12 +34,12 @@ def _as_runs(runs: Any) -> list[Run]:
     else:
         loaded = [read_run(runs)]
     seen: dict[str, int] = {}
+    named = []
     for run in loaded:  # the same file name twice (a/run.txt, b/run.txt) must stay two rows
         count = seen.get(run.name, 0)
         seen[run.name] = count + 1
-        if count:
-            run.name = f"{run.name}#{count + 1}"
-    return loaded
+        named.append(run.renamed(f"{run.name}#{count + 1}") if count else run)
+    return named
 
 
 def evaluate(
@@ -85,7 +85,7 @@ def evaluate(
     loaded = _as_runs(runs)
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
-        raise ValueError("give at least one metric")
+        raise MetricError("give at least one metric, such as ndcg@10 or map")
     parsed = [(name, Measure.parse(name)) for name in names]
     base = Conventions(
         relevance_level=relevance_level,

@@ -108,7 +108,7 @@ class EvalResult:
         if fmt == "json":
             return json.dumps(self.to_json(per_query), indent=2) + "\n"
         frame = self.to_polars(per_query)
-        notes = self._notes()
+        notes = self.notes()
         if fmt == "csv":
             return frame.write_csv()
         if fmt == "markdown":
@@ -123,12 +123,13 @@ class EvalResult:
         """A rich Table (rich is imported lazily); transposed when too wide for ``width`` columns."""
         from stagewise.report import tables
 
-        return tables.rich_table(self.to_polars(per_query), digits, self._title(), self._notes(), width)
+        return tables.rich_table(self.to_polars(per_query), digits, self._title(), self.notes(), width)
 
     def _title(self) -> str:
         return f"stagewise eval · qrels {self.qrels_name}"
 
-    def _notes(self) -> list[str]:
+    def notes(self) -> list[str]:
+        """The conventions and counts a reader needs beside the table, one sentence each."""
         conv = self.conventions
         gains = sorted({m.option("gain") for _, m in self.measures if "gain" in m.spec.options})
         notes = [

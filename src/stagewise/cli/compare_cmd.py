@@ -1,0 +1,238 @@
+"""``stagewise compare QRELS RUN RUN... -m METRIC... [--test t|wilcoxon|randomization|bootstrap|sign]``"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stagewise.cli.common import emit, split_metrics, user_errors
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    latex = "latex"
+
+
+class Test(StrEnum):
+    t = "t"
+    wilcoxon = "wilcoxon"
+    randomization = "randomization"
+    fisher = "fisher"
+    bootstrap = "bootstrap"
+    sign = "sign"
+
+    __test__ = False  # not a pytest class
+
+
+class Correction(StrEnum):
+    none = "none"
+    bonferroni = "bonferroni"
+    holm = "holm"
+    bh = "bh"
+
+
+class Alternative(StrEnum):
+    two_sided = "two-sided"
+    greater = "greater"
+    less = "less"
+
+
+class Exact(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+class Family(StrEnum):
+    metric = "metric"
+    all = "all"
+
+
+class Interval(StrEnum):
+    t = "t"
+    bootstrap = "bootstrap"
+
+
+class Ties(StrEnum):
+    docid = "docid"
+    input = "input"
+    rank = "rank"
+
+
+class Missing(StrEnum):
+    zero = "zero"
+    skip = "skip"
+    error = "error"
+
+
+def compare_command(
+    qrels: Annotated[
+        str,
+        typer.Argument(help="Judgements: TREC qrels, JSON, JSONL, CSV, TSV or Parquet; '-' reads stdin; .gz accepted."),
+    ],
+    runs: Annotated[
+        list[str],
+        typer.Argument(help="Two or more runs (TREC or the tabular formats); each is a row of the table."),
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            "-m",
+            help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...).",
+        ),
+    ] = None,
+    test: Annotated[
+        Test,
+        typer.Option(
+            "--test",
+            "-t",
+            help="Paired test: t (Student, scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy defaults), "
+            "randomization (Fisher's sign flips; alias fisher), bootstrap (studentized) or sign (binomial).",
+        ),
+    ] = Test.t,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline", "-b", help="Test every run against this run (its name or path) instead of all pairs."
+        ),
+    ] = None,
+    correction: Annotated[
+        Correction,
+        typer.Option(
+            "--correction",
+            "-c",
+            help="Multiple-comparison correction per family: none, bonferroni, holm or bh (Benjamini-Hochberg).",
+        ),
+    ] = Correction.holm,
+    alpha: Annotated[float, typer.Option(help="Significance level for the adjusted p-values.")] = 0.05,
+    alternative: Annotated[
+        Alternative, typer.Option(help="two-sided, or one-sided: greater (b > a) or less; a is the earlier run.")
+    ] = Alternative.two_sided,
+    permutations: Annotated[
+        int,
+        typer.Option("--permutations", "-B", help="Sign flips (randomization) or resamples (bootstrap)."),
+    ] = 10_000,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the randomization and bootstrap: same seed, same p-values, every call.")
+    ] = 0,
+    exact: Annotated[
+        Exact,
+        typer.Option(
+            help="Randomization: enumerate all 2^n sign assignments always (n <= 24), never, or auto (when 2^n <= B)."
+        ),
+    ] = Exact.auto,
+    tie_tolerance: Annotated[
+        float, typer.Option(help="A per-query difference within this is a tie (win/tie/loss and the sign test).")
+    ] = 1e-9,
+    ci: Annotated[
+        Interval, typer.Option(help="Interval of the mean difference: t (Student) or bootstrap (percentile).")
+    ] = Interval.t,
+    ci_level: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
+    family: Annotated[
+        Family, typer.Option(help="Correct within each metric's pairs (metric) or over all metrics' pairs (all).")
+    ] = Family.metric,
+    pairs: Annotated[
+        bool | None,
+        typer.Option(
+            "--pairs/--no-pairs",
+            help="Show every pair's difference, CI, d_z, W/T/L and p-values "
+            "(default: when at most 10 pairs per metric).",
+        ),
+    ] = None,
+    per_query: Annotated[
+        bool, typer.Option("--per-query", "-q", help="Also show each pair's per-query deltas (b - a), sorted.")
+    ] = False,
+    top: Annotated[
+        int | None, typer.Option(help="With --per-query: only the N largest gains and N largest losses.")
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
+    ] = None,
+    relevance_level: Annotated[
+        int,
+        typer.Option("--relevance-level", "-l", help="A label >= this is relevant for binary metrics (trec_eval -l)."),
+    ] = 1,
+    ties: Annotated[
+        Ties,
+        typer.Option(help="Order of equal scores: docid (descending, trec_eval), input or rank."),
+    ] = Ties.docid,
+    missing: Annotated[
+        Missing,
+        typer.Option(
+            help="A judged query absent from a run: zero (scores 0, trec_eval -c), skip (pairs use the queries "
+            "both runs have) or error."
+        ),
+    ] = Missing.zero,
+    max_ret: Annotated[
+        int | None, typer.Option("--max-ret", "-M", help="Only the first N results of each query count (trec_eval -M).")
+    ] = None,
+    judged_only: Annotated[
+        bool, typer.Option("--judged-only", "-J", help="Drop unjudged results before measuring (trec_eval -J).")
+    ] = False,
+    digits: Annotated[int, typer.Option(help="Decimals of the means in table, markdown and LaTeX output.")] = 4,
+) -> None:
+    """Compare runs with paired significance tests, corrected for multiple comparisons, with effect sizes.
+
+    The table has runs as rows and metrics as columns; the letters after a value name the runs it is
+    significantly better than, and the best value is marked. Every convention is stated under it: test,
+    sidedness, family, correction, number of queries, permutations and seed, tie tolerance.
+
+    JSON (--format json) keeps every pair: metric, a, b, test, statistic, p_value, p_adjusted, correction,
+    mean_diff (= mean(b) - mean(a)), ci_low, ci_high, effect_size (Cohen's d_z), wins, ties, losses.
+
+    Examples:
+
+      stagewise compare qrels.txt bm25.run dense.run hybrid.run -m map -m ndcg@10
+
+      stagewise compare qrels.txt *.run -m ndcg@10 --baseline bm25.run --test randomization --seed 1
+
+      stagewise compare qrels.txt bm25.run dense.run -m ndcg@10 --per-query --top 10
+
+      stagewise compare qrels.txt a.run b.run c.run -c bh --format json -o comparison.json
+    """
+    if metric is None:
+        metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
+    with user_errors():
+        from stagewise.errors import StagewiseError
+        from stagewise.stats import compare
+
+        if len(runs) < 2:
+            raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
+        if top is not None and top < 1:
+            raise StagewiseError(f"--top must be >= 1; got {top}")
+        result = compare(
+            qrels,
+            runs,
+            split_metrics(metric),
+            test=test.value,
+            baseline=baseline,
+            correction=correction.value,
+            alpha=alpha,
+            alternative=alternative.value,
+            permutations=permutations,
+            seed=seed,
+            exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
+            tie_tolerance=tie_tolerance,
+            ci=ci.value,
+            ci_level=ci_level,
+            family=family.value,
+            relevance_level=relevance_level,
+            ties=ties.value,
+            missing=missing.value,
+            max_ret=max_ret,
+            judged_only=judged_only,
+        )
+        if fmt is OutputFormat.table and output is None:
+            from rich.console import Console
+
+            Console().print(result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top))
+            return
+        emit(result.render(fmt.value, digits=digits, show_pairs=pairs, per_query=per_query, top=top), output)

@@ -1,0 +1,455 @@
+"""``compare(qrels, runs, metrics)``: paired tests between runs, corrected per family, with effect sizes.
+
+The work is done on the per-query scores of the metrics engine. Every pair of runs (or every run against a
+baseline) and every metric becomes one row of a matrix of paired differences, and each test runs on all
+rows at once; the multiple-comparison correction is then applied per family (by default, the pairs of one
+metric).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stagewise.errors import StagewiseError, parameter_error
+from stagewise.stats import corrections as C
+from stagewise.stats import resampling as R
+from stagewise.stats.paired import TestOptions, check_options, get_test, run_batched
+from stagewise.stats.result import Comparison, PairResult
+
+DEFAULT_METRICS = ("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
+CI_METHODS = ("t", "bootstrap")
+FAMILY_SCOPES = ("metric", "all")
+
+
+@dataclass
+class ScoreTable:
+    """Per-query scores of several runs: ``values[r][metric]`` is aligned with ``query_ids[r]`` (sorted)."""
+
+    names: list[str]
+    metrics: list[str]
+    query_ids: list[np.ndarray]
+    values: list[dict[str, np.ndarray]]
+    means: dict[str, dict[str, float]]
+    eval_conventions: dict[str, Any] | None = None
+    eval_notes: tuple[str, ...] = ()
+    non_mean_metrics: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------------------------------------- inputs
+def _from_eval(result) -> ScoreTable:
+    metrics = result.metric_names
+    non_mean = tuple(name for name, m in result.measures if m.spec.aggregate != "mean")
+    return ScoreTable(
+        names=[r.name for r in result.runs],
+        metrics=metrics,
+        query_ids=[np.asarray(r.query_ids) for r in result.runs],
+        values=[{m: np.asarray(r.values[m], dtype=np.float64) for m in metrics} for r in result.runs],
+        means=result.means,
+        eval_conventions=result.conventions_report(),
+        eval_notes=tuple(result.notes()),
+        non_mean_metrics=non_mean,
+    )
+
+
+def _from_mapping(scores: Mapping[str, Mapping[str, Any]], metrics: Sequence[str] | None) -> ScoreTable:
+    names = [str(k) for k in scores]
+    if not names:
+        raise StagewiseError("compare needs at least two runs; got none")
+    first = scores[next(iter(scores))]
+    metrics = list(first) if metrics is None else list(metrics)
+    query_ids, values = [], []
+    for name, per_metric in scores.items():
+        ids: np.ndarray | None = None
+        vals: dict[str, np.ndarray] = {}
+        for metric in metrics:
+            if metric not in per_metric:
+                raise StagewiseError(f"run {name!r} has no scores for metric {metric!r}")
+            raw = per_metric[metric]
+            if isinstance(raw, Mapping):
+                keys = np.array([str(q) for q in raw], dtype=object).astype(str)
+                v = np.fromiter((float(x) for x in raw.values()), dtype=np.float64, count=len(raw))
+                order = np.argsort(keys, kind="stable")
+                keys, v = keys[order], v[order]
+            else:
+                v = np.asarray(raw, dtype=np.float64).ravel()
+                keys = np.arange(len(v)).astype(str)
+                order = np.argsort(keys, kind="stable")
+                keys, v = keys[order], v[order]
+            if ids is None:
+                ids = keys
+            elif not np.array_equal(ids, keys):
+                raise StagewiseError(f"run {name!r}: metric {metric!r} covers other queries than {metrics[0]!r}")
+            if not np.all(np.isfinite(v)):
+                raise StagewiseError(f"run {name!r}, metric {metric!r}: scores must be finite numbers")
+            vals[metric] = v
+        query_ids.append(ids if ids is not None else np.array([], dtype=str))
+        values.append(vals)
+    means = {
+        n: {m: float(v[m].mean()) if len(v[m]) else 0.0 for m in metrics} for n, v in zip(names, values, strict=True)
+    }
+    return ScoreTable(names, metrics, query_ids, values, means)
+
+
+def _as_table(scores: Any, metrics: Sequence[str] | None) -> ScoreTable:
+    result_module = sys.modules.get("stagewise.metrics.result")  # not imported: scores cannot be an EvalResult
+    if result_module is not None and isinstance(scores, result_module.EvalResult):
+        table = _from_eval(scores)
+        if metrics is not None:
+            unknown = [m for m in metrics if m not in table.metrics]
+            if unknown:
+                raise StagewiseError(f"metric(s) {', '.join(unknown)} were not evaluated; have {table.metrics}")
+            table.metrics = list(metrics)
+        return table
+    if isinstance(scores, ScoreTable):
+        return scores
+    if isinstance(scores, Mapping):
+        return _from_mapping(scores, metrics)
+    raise StagewiseError(
+        f"compare_scores takes an EvalResult or {{run: {{metric: {{query: value}}}}}}; got {type(scores).__name__}"
+    )
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _resolve_baseline(names: list[str], baseline: str | int | None, given: Sequence[str] | None) -> int | None:
+    if baseline is None:
+        return None
+    if isinstance(baseline, int) and not isinstance(baseline, bool):
+        if not 0 <= baseline < len(names):
+            raise parameter_error("baseline", "compare", f"a run index in 0..{len(names) - 1}", baseline)
+        return baseline
+    if baseline in names:
+        return names.index(baseline)
+    if given is not None and baseline in given:
+        return list(given).index(baseline)
+    raise StagewiseError(f"baseline {baseline!r} is not one of the runs: {', '.join(names)}")
+
+
+def _pairs(count: int, baseline: int | None) -> list[tuple[int, int]]:
+    if baseline is None:
+        return [(i, j) for i in range(count) for j in range(i + 1, count)]
+    return [(baseline, j) for j in range(count) if j != baseline]
+
+
+def _paired(table: ScoreTable, i: int, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Query ids both runs have, and the positions of those queries in run i and run j."""
+    qi, qj = table.query_ids[i], table.query_ids[j]
+    if len(qi) == len(qj) and np.array_equal(qi, qj):
+        pos = np.arange(len(qi))
+        return qi, pos, pos
+    common, pi, pj = np.intersect1d(qi, qj, assume_unique=True, return_indices=True)
+    return common, pi, pj
+
+
+def _effects(diffs: np.ndarray, tol: float, level: float) -> dict[str, np.ndarray]:
+    from scipy.special import stdtrit  # the t quantile scipy.stats.t.ppf uses, without importing scipy.stats
+
+    n = diffs.shape[1]
+    mean = diffs.mean(axis=1)
+    sd = diffs.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dz = np.where(sd > 0, mean / sd, np.copysign(np.inf, mean))
+    dz = np.where((sd == 0) & (mean == 0), 0.0, dz)
+    half = stdtrit(n - 1, 0.5 + level / 2.0) * sd / np.sqrt(n)
+    return {
+        "mean": mean,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+        "dz": dz,
+        "wins": (diffs > tol).sum(axis=1),
+        "losses": (diffs < -tol).sum(axis=1),
+    }
+
+
+def _bootstrap_ci(diffs: np.ndarray, resamples: int, seed: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of the mean difference from the same seeded resamples as the bootstrap test."""
+    low = np.empty(diffs.shape[0])
+    high = np.empty(diffs.shape[0])
+    rows = max(1, (64 * 2**20) // (8 * resamples))  # bound the kept resample means to 64 MB
+    for r0 in range(0, diffs.shape[0], rows):
+        _, means = R.bootstrap(diffs[r0 : r0 + rows], resamples, seed, keep_means=True)
+        q = np.quantile(means, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
+        low[r0 : r0 + rows], high[r0 : r0 + rows] = q[0], q[1]
+    return low, high
+
+
+# ----------------------------------------------------------------------------------------------- compare
+def compare_scores(
+    scores: Any,
+    metrics: Iterable[str] | None = None,
+    *,
+    test: str = "t",
+    baseline: str | int | None = None,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    alternative: str = "two-sided",
+    permutations: int = 10_000,
+    seed: int = 0,
+    exact: bool | None = None,
+    tie_tolerance: float = 1e-9,
+    ci: str = "t",
+    ci_level: float = 0.95,
+    family: str = "metric",
+    run_args: Sequence[str] | None = None,
+) -> Comparison:
+    """Compare runs from per-query scores already computed: an :class:`~stagewise.EvalResult`, or
+    ``{run: {metric: {query_id: value}}}`` (or ``{run: {metric: array}}`` with one value per query, in the
+    same query order for every run). Takes the options of :func:`compare` (``run_args``: the run arguments
+    as the user gave them, so ``baseline`` may name one by its path).
+
+    >>> scores = {"bm25": {"ndcg@10": {"q1": 0.2, "q2": 0.4, "q3": 0.1, "q4": 0.5}},
+    ...           "dense": {"ndcg@10": {"q1": 0.3, "q2": 0.6, "q3": 0.2, "q4": 0.6}}}
+    >>> pair = compare_scores(scores).pairs[0]
+    >>> pair.a, pair.b, round(pair.mean_diff, 3), pair.wins, pair.ties, pair.losses, round(pair.p_value, 4)
+    ('bm25', 'dense', 0.125, 4, 0, 0, 0.0154)
+    """
+    table = _as_table(scores, None if metrics is None else [metrics] if isinstance(metrics, str) else list(metrics))
+    if len(table.names) < 2:
+        raise StagewiseError(f"compare needs at least two runs; got {len(table.names)}")
+    if not table.metrics:
+        raise StagewiseError("give at least one metric")
+    paired_test = get_test(test)
+    correction = C.canonical(correction)
+    opts = TestOptions(
+        alternative=alternative,
+        permutations=permutations,
+        seed=seed,
+        exact=exact,
+        tie_tolerance=float(tie_tolerance),
+    )
+    check_options(opts)
+    if not (isinstance(alpha, int | float) and 0 < alpha < 1):
+        raise parameter_error("alpha", "compare", "a float in (0, 1)", alpha)
+    if not (isinstance(ci_level, int | float) and 0 < ci_level < 1):
+        raise parameter_error("ci_level", "compare", "a float in (0, 1)", ci_level)
+    if ci not in CI_METHODS:
+        raise parameter_error("ci", "compare", f"one of {', '.join(CI_METHODS)}", ci)
+    if family not in FAMILY_SCOPES:
+        raise parameter_error("family", "compare", f"one of {', '.join(FAMILY_SCOPES)}", family)
+    base = _resolve_baseline(table.names, baseline, run_args)
+    pairs = _pairs(len(table.names), base)
+
+    # One row per (metric, pair); rows sharing a query set are tested together.
+    rows: list[tuple[str, int, int]] = [(m, i, j) for m in table.metrics for i, j in pairs]
+    pairing = {(i, j): _paired(table, i, j) for i, j in pairs}
+    for (i, j), (common, _, _) in pairing.items():
+        if len(common) < 2:
+            raise StagewiseError(
+                f"runs {table.names[i]!r} and {table.names[j]!r} share {len(common)} scored quer"
+                f"{'y' if len(common) == 1 else 'ies'}; a paired test needs at least 2"
+            )
+    keys = {pq: "\x00".join(common.tolist()) for pq, (common, _, _) in pairing.items()}
+    groups: dict[str, list[int]] = {}
+    for k, (_, i, j) in enumerate(rows):
+        groups.setdefault(keys[(i, j)], []).append(k)
+
+    total = len(rows)
+    stat, p = np.empty(total), np.empty(total)
+    mean, lo, hi, dz = np.empty(total), np.empty(total), np.empty(total), np.empty(total)
+    wins, losses, nq = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64)
+    methods: set[str] = set()
+    for members in groups.values():
+        a = np.stack([table.values[rows[k][1]][rows[k][0]][pairing[rows[k][1:]][1]] for k in members])
+        b = np.stack([table.values[rows[k][2]][rows[k][0]][pairing[rows[k][1:]][2]] for k in members])
+        s, pv, method = run_batched(paired_test, a, b, opts)
+        methods.add(method)
+        eff = _effects(b - a, opts.tie_tolerance, ci_level)
+        if ci == "bootstrap":
+            eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, permutations, seed, ci_level)
+        idx = np.asarray(members)
+        stat[idx], p[idx] = s, pv
+        mean[idx], lo[idx], hi[idx], dz[idx] = eff["mean"], eff["ci_low"], eff["ci_high"], eff["dz"]
+        wins[idx], losses[idx], nq[idx] = eff["wins"], eff["losses"], a.shape[1]
+
+    # The correction, per family.
+    adjusted = np.empty(total)
+    fam_size = len(pairs) if family == "metric" else total
+    if family == "metric":
+        for metric in table.metrics:
+            idx = np.array([k for k, r in enumerate(rows) if r[0] == metric])
+            adjusted[idx] = C.CORRECTIONS[correction](p[idx])
+    else:
+        adjusted[:] = C.CORRECTIONS[correction](p)
+
+    results = [
+        PairResult(
+            metric=m,
+            a=table.names[i],
+            b=table.names[j],
+            test=paired_test.name,
+            statistic=float(stat[k]),
+            p_value=float(p[k]),
+            p_adjusted=float(adjusted[k]),
+            correction=correction,
+            mean_diff=float(mean[k]),
+            ci_low=float(lo[k]),
+            ci_high=float(hi[k]),
+            effect_size=float(dz[k]),
+            wins=int(wins[k]),
+            ties=int(nq[k] - wins[k] - losses[k]),
+            losses=int(losses[k]),
+            n_queries=int(nq[k]),
+            significant=bool(adjusted[k] < alpha),
+        )
+        for k, (m, i, j) in enumerate(rows)
+    ]
+    seeded = paired_test.seeded or ci == "bootstrap"
+    uses_b = paired_test.name in ("randomization", "bootstrap") or ci == "bootstrap"
+    counts = sorted(set(nq.tolist()))
+    aligned = all(len(pairing[pq][0]) == len(table.query_ids[pq[0]]) == len(table.query_ids[pq[1]]) for pq in pairs)
+    conventions: dict[str, Any] = {
+        "test": paired_test.name,
+        "test_description": paired_test.describe(opts),
+        "test_method": sorted(methods),
+        "alternative": alternative,
+        "family": "all pairs of runs" if base is None else f"each run against the baseline {table.names[base]!r}",
+        "family_scope": "the pairs of one metric" if family == "metric" else "all pairs of all metrics together",
+        "family_size": fam_size,
+        "correction": correction,
+        "correction_description": C.LABELS[correction],
+        "alpha": alpha,
+        "significant_when": "p_adjusted < alpha",
+        "permutations": permutations if uses_b else None,
+        "seed": seed if seeded else None,
+        "tie_tolerance": opts.tie_tolerance,
+        "wins_ties_losses": "win: b - a > tol, loss: b - a < -tol, tie otherwise (per query)",
+        "mean_diff": "mean over the paired queries of b - a",
+        "confidence_interval": (
+            f"{ci_level:.0%} Student t interval of the mean difference (n - 1 degrees of freedom)"
+            if ci == "t"
+            else f"{ci_level:.0%} percentile bootstrap interval of the mean difference "
+            f"({permutations} seeded resamples, seed {seed}, numpy's linear quantiles)"
+        ),
+        "effect_size": "paired Cohen's d_z = mean(b - a) / sd(b - a), sd with n - 1",
+        "n_queries": counts[0] if len(counts) == 1 else {"min": counts[0], "max": counts[-1]},
+        "pairing": "every run has the same queries"
+        if aligned
+        else "each pair uses the queries both runs have scores for",
+    }
+    if table.non_mean_metrics:
+        conventions["note"] = (
+            f"{', '.join(table.non_mean_metrics)}: the table shows the metric's own aggregate (sum or geometric "
+            "mean) while the tests compare arithmetic means of the per-query values"
+        )
+    if table.eval_conventions is not None:
+        conventions["evaluation"] = table.eval_conventions
+    return Comparison(
+        runs=table.names,
+        metrics=table.metrics,
+        means=table.means,
+        pairs=results,
+        conventions=conventions,
+        alpha=alpha,
+        baseline=None if base is None else table.names[base],
+        scores=table,
+        eval_notes=list(table.eval_notes),
+    )
+
+
+def compare(
+    qrels: Any,
+    runs: Any,
+    metrics: str | Iterable[str] = DEFAULT_METRICS,
+    *,
+    test: str = "t",
+    baseline: str | int | None = None,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    alternative: str = "two-sided",
+    permutations: int = 10_000,
+    seed: int = 0,
+    exact: bool | None = None,
+    tie_tolerance: float = 1e-9,
+    ci: str = "t",
+    ci_level: float = 0.95,
+    family: str = "metric",
+    relevance_level: int = 1,
+    ties: str = "docid",
+    missing: str = "zero",
+    max_ret: int | None = None,
+    judged_only: bool = False,
+) -> Comparison:
+    """Evaluate runs and test every pair (or every run against ``baseline``) on every metric.
+
+    Parameters
+    ----------
+    qrels, runs, metrics, relevance_level, ties, missing, max_ret, judged_only
+        As :func:`stagewise.evaluate` (at least two runs). With ``missing="skip"`` runs may score different
+        queries; each pair is then tested on the queries both runs have, and the output says so.
+    test : str, default="t"
+        ``t`` (paired Student's t, scipy.stats.ttest_rel), ``wilcoxon`` (signed-rank, scipy.stats.wilcoxon
+        defaults), ``randomization`` (Fisher's, sign flips; alias ``fisher``), ``bootstrap`` (studentized
+        paired bootstrap) or ``sign`` (exact binomial on wins and losses).
+    baseline : str or int, optional
+        Test every run against this one (its name or index) instead of all pairs.
+    correction : str, default="holm"
+        ``none``, ``bonferroni``, ``holm`` or ``bh`` (Benjamini-Hochberg), applied per family.
+    alpha : float, default=0.05
+        A pair is significant when its adjusted p-value is below ``alpha``.
+    alternative : str, default="two-sided"
+        ``two-sided``, ``greater`` (b better than a) or ``less``; pairs are (a, b) with a before b in
+        ``runs``, or a the baseline.
+    permutations : int, default=10000
+        Sign flips of the randomization test, or resamples of the bootstrap.
+    seed : int, default=0
+        Seed of the randomization and bootstrap streams: the same seed gives the same p-values on every
+        call, with any number of threads and any chunking.
+    exact : bool or None, default=None
+        Randomization test: enumerate all ``2**n`` sign assignments (True), never (False), or when
+        ``2**n <= permutations`` (None).
+    tie_tolerance : float, default=1e-9
+        A per-query difference within this is a tie (win/tie/loss counts and the sign test).
+    ci, ci_level : str, float, default="t", 0.95
+        Interval of the mean difference: Student t, or the percentile bootstrap.
+    family : str, default="metric"
+        Correct within the pairs of each metric (``metric``) or over all pairs of all metrics (``all``).
+
+    Returns
+    -------
+    Comparison
+        ``pairs`` (one :class:`PairResult` per metric and pair), ``means``, the conventions, and renderers
+        (``render``, ``to_json``, ``rich_table``, ``per_query_deltas``).
+
+    Examples
+    --------
+    >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
+    >>> runs = {"A": {"q1": {"d1": 2, "x": 1}, "q2": {"x": 2, "d2": 1}, "q3": {"x": 2, "y": 1, "d3": 0}},
+    ...         "B": {"q1": {"d1": 2, "x": 1}, "q2": {"d2": 2, "x": 1}, "q3": {"d3": 2, "x": 1}}}
+    >>> result = compare(qrels, runs, ["mrr"], test="randomization")
+    >>> p = result.pairs[0]
+    >>> (p.a, p.b, round(p.mean_diff, 4), p.wins, p.ties, p.losses, p.p_value)
+    ('A', 'B', 0.3889, 2, 1, 0, 0.5)
+    """
+    from stagewise.metrics.evaluate import evaluate
+
+    result = evaluate(
+        qrels,
+        runs,
+        metrics,
+        relevance_level=relevance_level,
+        ties=ties,
+        missing=missing,
+        max_ret=max_ret,
+        judged_only=judged_only,
+    )
+    given = [str(r) for r in runs] if isinstance(runs, list | tuple) else None
+    return compare_scores(
+        result,
+        test=test,
+        baseline=baseline,
+        correction=correction,
+        alpha=alpha,
+        alternative=alternative,
+        permutations=permutations,
+        seed=seed,
+        exact=exact,
+        tie_tolerance=tie_tolerance,
+        ci=ci,
+        ci_level=ci_level,
+        family=family,
+        run_args=given,
+    )

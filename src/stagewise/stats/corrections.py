@@ -1,0 +1,111 @@
+"""Multiple-comparison corrections: adjusted p-values for a family of m tests.
+
+Each correction maps the family's raw p-values to adjusted ones, so a comparison is significant at level
+alpha when its adjusted p-value is below alpha. The numbers are those of statsmodels' ``multipletests``.
+
+=============  ===============================================================================  ==========
+name           adjusted p-value, with p_(1) <= ... <= p_(m) the sorted raw p-values              controls
+=============  ===============================================================================  ==========
+``none``       p                                                                                 nothing
+``bonferroni`` min(1, m p)                                                                       FWER
+``holm``       max over j <= i of min(1, (m - j + 1) p_(j))  (Holm 1979, step-down)              FWER
+``bh``         min over j >= i of min(1, m p_(j) / j)  (Benjamini & Hochberg 1995, step-up)      FDR
+=============  ===============================================================================  ==========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from stagewise.errors import parameter_error
+
+
+def none(p: np.ndarray) -> np.ndarray:
+    """No correction: the raw p-values."""
+    return np.asarray(p, dtype=np.float64).copy()
+
+
+def bonferroni(p: np.ndarray) -> np.ndarray:
+    """Bonferroni: ``min(1, m p)``.
+
+    >>> bonferroni([0.01, 0.04, 0.03]).tolist()
+    [0.03, 0.12, 0.09]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    return np.minimum(1.0, p * len(p))
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down: the i-th smallest p becomes ``max_{j <= i} min(1, (m - j + 1) p_(j))``.
+
+    >>> holm([0.01, 0.04, 0.03, 0.005]).tolist()
+    [0.03, 0.06, 0.06, 0.02]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg's step-up: the i-th smallest p becomes ``min_{j >= i} min(1, m p_(j) / j)``.
+
+    >>> benjamini_hochberg([0.01, 0.04, 0.03, 0.005]).tolist()
+    [0.02, 0.04, 0.04, 0.02]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, p[order] * m / np.arange(1, m + 1))
+    out = np.empty(m)
+    out[order] = np.minimum.accumulate(scaled[::-1])[::-1]
+    return out
+
+
+CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "none": none,
+    "bonferroni": bonferroni,
+    "holm": holm,
+    "bh": benjamini_hochberg,
+}
+_ALIASES = {
+    "holm-bonferroni": "holm",
+    "fdr": "bh",
+    "fdr_bh": "bh",
+    "benjamini-hochberg": "bh",
+    "bonf": "bonferroni",
+    "no": "none",
+}
+LABELS = {
+    "none": "none (raw p-values)",
+    "bonferroni": "Bonferroni (family-wise error rate)",
+    "holm": "Holm step-down (family-wise error rate)",
+    "bh": "Benjamini-Hochberg (false discovery rate)",
+}
+
+
+def canonical(name: str) -> str:
+    """The canonical name of a correction (``holm``, ``bh``, ...), accepting the usual spellings."""
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in CORRECTIONS:
+        raise parameter_error("correction", "compare", f"one of {', '.join(CORRECTIONS)}", name)
+    return key
+
+
+def adjust(p, method: str = "holm") -> np.ndarray:
+    """Adjusted p-values of one family under ``method`` (see :data:`CORRECTIONS`).
+
+    >>> adjust([0.01, 0.02, 0.03, 0.04], "bh").tolist()
+    [0.04, 0.04, 0.04, 0.04]
+    """
+    return CORRECTIONS[canonical(method)](np.asarray(p, dtype=np.float64))

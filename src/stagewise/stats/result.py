@@ -1,0 +1,223 @@
+"""The result of :func:`stagewise.stats.compare`: every pair's test, correction and effect size."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+OUTPUT_FORMATS = ("table", "json", "csv", "markdown", "latex")
+
+#: The keys of one pair in the JSON contract, in order (``n_queries`` and ``significant`` follow them).
+PAIR_KEYS = (
+    "metric",
+    "a",
+    "b",
+    "test",
+    "statistic",
+    "p_value",
+    "p_adjusted",
+    "correction",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "effect_size",
+    "wins",
+    "ties",
+    "losses",
+)
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One test of run ``b`` against run ``a`` on one metric; ``mean_diff = mean(b) - mean(a)`` over the
+    ``n_queries`` paired queries, ``effect_size`` the paired Cohen's d_z, ``wins`` the queries where b is
+    better (beyond the tie tolerance)."""
+
+    metric: str
+    a: str
+    b: str
+    test: str
+    statistic: float
+    p_value: float
+    p_adjusted: float
+    correction: str
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    effect_size: float
+    wins: int
+    ties: int
+    losses: int
+    n_queries: int
+    significant: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: non-finite floats (an infinite d_z when every difference is equal) become None."""
+        return {k: _finite(v) for k, v in asdict(self).items()}
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def letters(count: int) -> list[str]:
+    """Run labels a, b, ..., z, aa, ab, ... (bijective base 26)."""
+    out = []
+    for i in range(count):
+        label, k = "", i + 1
+        while k:
+            k, r = divmod(k - 1, 26)
+            label = chr(ord("a") + r) + label
+        out.append(label)
+    return out
+
+
+@dataclass
+class Comparison:
+    """Paired tests between runs on several metrics, with the conventions that produced them.
+
+    ``pairs`` lists one :class:`PairResult` per metric and pair (metric-major, pairs in run order);
+    ``means[run][metric]`` are the evaluation's means; ``labels[run]`` the letter a table uses for a run.
+    """
+
+    runs: list[str]
+    metrics: list[str]
+    means: dict[str, dict[str, float]]
+    pairs: list[PairResult]
+    conventions: dict[str, Any]
+    alpha: float
+    baseline: str | None = None
+    scores: Any = field(default=None, repr=False)
+    eval_notes: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(zip(self.runs, letters(len(self.runs)), strict=True))
+
+    def pair(self, metric: str, a: str, b: str) -> PairResult:
+        """The result for ``metric`` between runs ``a`` and ``b`` (as tested, in either order)."""
+        for p in self.pairs:
+            if p.metric == metric and {p.a, p.b} == {a, b}:
+                return p
+        raise KeyError(f"no comparison of {a!r} and {b!r} on {metric!r}")
+
+    def better_than(self, run: str, metric: str) -> list[str]:
+        """The runs that ``run`` is significantly better than on ``metric`` (adjusted p < alpha)."""
+        out = []
+        for p in self.pairs:
+            if p.metric != metric or not p.significant:
+                continue
+            if p.a == run and p.mean_diff < 0:
+                out.append(p.b)
+            elif p.b == run and p.mean_diff > 0:
+                out.append(p.a)
+        order = {name: i for i, name in enumerate(self.runs)}
+        return sorted(out, key=order.__getitem__)
+
+    def best(self, metric: str) -> list[str]:
+        """The runs with the highest mean on ``metric``."""
+        top = max(self.means[r][metric] for r in self.runs)
+        return [r for r in self.runs if self.means[r][metric] == top]
+
+    # ----------------------------------------------------------------------------------- per-query deltas
+    def per_query_deltas(self, metric: str, a: str, b: str) -> list[dict[str, Any]]:
+        """Each paired query's ``{"query_id", "a", "b", "delta"}`` with ``delta = b - a``, largest gain first
+        (deltas equal to 12 decimals by query id)."""
+        table = self.scores
+        if table is None:
+            raise KeyError("this comparison kept no per-query scores")
+        i, j = table.names.index(a), table.names.index(b)
+        common, pi, pj = np.intersect1d(table.query_ids[i], table.query_ids[j], assume_unique=True, return_indices=True)
+        va = table.values[i][metric][pi]
+        vb = table.values[j][metric][pj]
+        delta = vb - va
+        order = np.lexsort((common, -np.round(delta, 12)))  # float noise (0.3 - 0.2 vs 0.2 - 0.1) is no order
+        return [
+            {"query_id": str(common[k]), "a": float(va[k]), "b": float(vb[k]), "delta": float(delta[k])} for k in order
+        ]
+
+    # --------------------------------------------------------------------------------------------- output
+    def to_json(self, per_query: bool = False, top: int | None = None) -> dict[str, Any]:
+        """The stable JSON contract: ``{"pairs": [...], "means": {run: {metric: mean}}}``, plus
+        ``"conventions"``, ``"labels"`` and, with ``per_query``, ``"per_query"`` (each pair's sorted deltas;
+        ``top`` keeps the ``top`` largest gains and losses)."""
+        out: dict[str, Any] = {
+            "pairs": [p.to_dict() for p in self.pairs],
+            "means": self.means,
+            "labels": self.labels,
+            "conventions": self.conventions,
+        }
+        if per_query:
+            out["per_query"] = [
+                {"metric": p.metric, "a": p.a, "b": p.b, "deltas": _top(self.per_query_deltas(p.metric, p.a, p.b), top)}
+                for p in self.pairs
+            ]
+        return out
+
+    def to_csv(self) -> str:
+        """One row per metric and pair, with every field of :class:`PairResult`."""
+        buf = io.StringIO()
+        names = [*PAIR_KEYS, "n_queries", "significant"]
+        writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+        writer.writeheader()
+        for p in self.pairs:
+            row = p.to_dict()
+            writer.writerow(
+                {k: "" if row[k] is None else repr(row[k]) if isinstance(row[k], float) else row[k] for k in names}
+            )
+        return buf.getvalue()
+
+    def render(
+        self,
+        fmt: str = "table",
+        digits: int = 4,
+        show_pairs: bool | None = None,
+        per_query: bool = False,
+        top: int | None = None,
+    ) -> str:
+        """Text in one of ``table, json, csv, markdown, latex``.
+
+        ``show_pairs`` adds the table of pairs (p-values, intervals, effect sizes) under the comparison
+        table; by default it is shown when there are at most 10 pairs per metric. ``per_query`` adds each
+        pair's per-query deltas (``top``: only the largest gains and losses).
+        """
+        from stagewise.stats import table
+
+        if fmt == "json":
+            return json.dumps(self.to_json(per_query, top), indent=2, allow_nan=False) + "\n"
+        if fmt == "csv":
+            return self.to_csv()
+        if fmt not in OUTPUT_FORMATS:
+            raise ValueError(f"unknown format {fmt!r}; choose one of {OUTPUT_FORMATS}")
+        return table.render_text(self, fmt, digits, self._show_pairs(show_pairs), per_query, top)
+
+    def rich(self, digits: int = 4, show_pairs: bool | None = None, per_query: bool = False, top: int | None = None):
+        """A rich renderable: the comparison table, optionally the pairs and the per-query deltas, and notes."""
+        from stagewise.stats import table
+
+        return table.rich_group(self, digits, self._show_pairs(show_pairs), per_query, top)
+
+    def _show_pairs(self, show: bool | None) -> bool:
+        if show is not None:
+            return show
+        return len(self.pairs) <= 10 * len(self.metrics)
+
+    def __str__(self) -> str:
+        return self.render("table")
+
+    def __rich__(self):
+        return self.rich()
+
+
+def _top(rows: list[dict[str, Any]], top: int | None) -> list[dict[str, Any]]:
+    if top is None or 2 * top >= len(rows):
+        return rows
+    return rows[:top] + rows[len(rows) - top :]

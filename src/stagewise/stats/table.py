@@ -1,0 +1,296 @@
+"""Comparison tables as plain text, markdown, LaTeX and rich. They render a Comparison; they compute nothing.
+
+The comparison table has runs as rows and metrics as columns. Each value is followed by the letters of the
+runs it is significantly better than (adjusted p < alpha), and the best value of each metric is marked:
+``*`` in plain text, bold elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.stats.result import Comparison
+
+TEST_LABELS = {
+    "t": "paired t-test",
+    "wilcoxon": "Wilcoxon signed-rank test",
+    "randomization": "randomization test",
+    "bootstrap": "paired bootstrap test",
+    "sign": "sign test",
+}
+CORRECTION_LABELS = {"none": "no correction", "bonferroni": "Bonferroni", "holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+# ------------------------------------------------------------------------------------------------ content
+def title(comp: Comparison) -> str:
+    conv = comp.conventions
+    qrels = conv.get("evaluation", {}).get("qrels")
+    parts = [
+        "stagewise compare",
+        f"{TEST_LABELS.get(conv['test'], conv['test'])} ({conv['alternative']})",
+        CORRECTION_LABELS[conv["correction"]],
+    ]
+    if qrels:
+        parts.append(f"qrels {qrels}")
+    return " · ".join(parts)
+
+
+def notes(comp: Comparison, with_pairs: bool) -> list[str]:
+    conv = comp.conventions
+    n = conv["n_queries"]
+    n_text = f"n = {n} queries" if isinstance(n, int) else f"n = {n['min']} to {n['max']} queries"
+    scope = "per metric" if conv["family_scope"].startswith("the pairs of one") else "over all metrics"
+    out = [
+        f"test: {conv['test_description']}",
+        f"family: {conv['family']}, {conv['family_size']} comparison{'' if conv['family_size'] == 1 else 's'} "
+        f"{scope}; correction: "
+        f"{conv['correction_description']}; significant when the adjusted p < {comp.alpha:g}",
+        f"letters after a value: the runs it is significantly better than; best value per metric "
+        f"marked; {n_text} ({conv['pairing']})",
+    ]
+    if len(conv["test_method"]) > 1 or conv["test"] == "randomization":
+        out.append(f"p-values from: {'; '.join(conv['test_method'])}")
+    if with_pairs:
+        out.append(
+            f"diff = mean(b) - mean(a); CI: {conv['confidence_interval']}; d_z: {conv['effect_size']}; "
+            f"W/T/L: wins/ties/losses of b, tie when |b - a| <= {conv['tie_tolerance']:g}"
+        )
+    if "note" in conv:
+        out.append(conv["note"])
+    out.extend(comp.eval_notes)
+    return out
+
+
+def _cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[str, bool, str]]]]:
+    labels = comp.labels
+    best = {m: set(comp.best(m)) for m in comp.metrics}
+    rows = []
+    for run in comp.runs:
+        cells = []
+        for metric in comp.metrics:
+            value = f"{comp.means[run][metric]:.{digits}f}"
+            marks = "".join(labels[r] for r in comp.better_than(run, metric))
+            cells.append((value, run in best[metric] and len(comp.runs) > 1, marks))
+        rows.append((labels[run], run, cells))
+    return rows
+
+
+def _p(value: float) -> str:
+    if value != value:  # nan
+        return "nan"
+    return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
+
+
+def _num(value: float, digits: int, signed: bool = False) -> str:
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+PAIR_HEADER = ["metric", "a", "b", "diff", "CI", "d_z", "W/T/L", "stat", "p", "p_adj", "sig"]
+
+
+def pair_rows(comp: Comparison, digits: int) -> list[list[str]]:
+    rows = []
+    for p in comp.pairs:
+        rows.append(
+            [
+                p.metric,
+                p.a,
+                p.b,
+                _num(p.mean_diff, digits, signed=True),
+                f"[{_num(p.ci_low, digits, True)}, {_num(p.ci_high, digits, True)}]",
+                _num(p.effect_size, 2, signed=True),
+                f"{p.wins}/{p.ties}/{p.losses}",
+                _num(p.statistic, digits),
+                _p(p.p_value),
+                _p(p.p_adjusted),
+                "*" if p.significant else "",
+            ]
+        )
+    return rows
+
+
+def delta_blocks(comp: Comparison, digits: int, top: int | None) -> list[tuple[str, list[list[str]]]]:
+    from stagewise.stats.result import _top
+
+    blocks = []
+    tol = comp.conventions["tie_tolerance"]
+    for p in comp.pairs:
+        deltas = comp.per_query_deltas(p.metric, p.a, p.b)
+        up = sum(d["delta"] > tol for d in deltas)
+        down = sum(d["delta"] < -tol for d in deltas)
+        head = (
+            f"{p.metric}: {p.b} - {p.a} per query (n = {len(deltas)}: {up} up, {down} down, "
+            f"{len(deltas) - up - down} tied)"
+        )
+        shown = _top(deltas, top)
+        rows = [
+            [d["query_id"], _num(d["a"], digits), _num(d["b"], digits), _num(d["delta"], digits, True)] for d in shown
+        ]
+        if len(shown) < len(deltas):
+            rows.insert(top or 0, ["...", "", "", ""])
+        blocks.append((head, rows))
+    return blocks
+
+
+# ---------------------------------------------------------------------------------------------- plain text
+def _grid(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def plain(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
+    rows = _cells(comp, digits)
+    width = {m: max(len(c[k][2]) for _, _, c in rows) for k, m in enumerate(comp.metrics)}
+    body = [
+        [
+            label,
+            run,
+            *(
+                f"{v}{'*' if b else ' '} {marks.ljust(width[m])}".rstrip()
+                for (v, b, marks), m in zip(cells, comp.metrics, strict=True)
+            ),
+        ]
+        for label, run, cells in rows
+    ]
+    out = [title(comp), *_grid(["", "run", *comp.metrics], body, set())]
+    if with_pairs:
+        out += ["", *_grid(PAIR_HEADER, pair_rows(comp, digits), {3, 5, 7, 8, 9})]
+    if per_query:
+        for head, drows in delta_blocks(comp, digits, top):
+            out += ["", head, *_grid(["query", "a", "b", "delta"], drows, {1, 2, 3})]
+    out += [f"# {n}" for n in notes(comp, with_pairs)]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ markdown
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
+    head = ["", "run", *comp.metrics]
+    out = [f"**{_md_escape(title(comp))}**", "", "| " + " | ".join(_md_escape(h) for h in head) + " |"]
+    out.append("|:---|:---|" + "---:|" * len(comp.metrics))
+    for label, run, cells in _cells(comp, digits):
+        shown = [f"**{v}**" if b else v for v, b, _ in cells]
+        shown = [f"{s}<sup>{m}</sup>" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
+        out.append("| " + " | ".join([label, _md_escape(run), *shown]) + " |")
+    if with_pairs:
+        out += ["", "| " + " | ".join(PAIR_HEADER) + " |", "|:---|:---|:---|" + "---:|" * (len(PAIR_HEADER) - 3)]
+        out += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in pair_rows(comp, digits)]
+    if per_query:
+        for head_line, drows in delta_blocks(comp, digits, top):
+            out += ["", f"*{_md_escape(head_line)}*", "", "| query | a | b | delta |", "|:---|---:|---:|---:|"]
+            out += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in drows]
+    out.append("")
+    out += [f"- {_md_escape(n)}" for n in notes(comp, with_pairs)]
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------- LaTeX
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "_": r"\_",
+    "%": r"\%",
+    "&": r"\&",
+    "#": r"\#",
+    "$": r"\$",
+    "{": r"\{",
+    "}": r"\}",
+    "^": r"\^{}",
+    "~": r"\~{}",
+}
+
+
+def _tex(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def latex(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
+    out = [
+        f"% {title(comp)}",
+        "% needs \\usepackage{booktabs}",
+        f"\\begin{{tabular}}{{ll{'r' * len(comp.metrics)}}}",
+        "\\toprule",
+        " & run & " + " & ".join(_tex(m) for m in comp.metrics) + " \\\\",
+        "\\midrule",
+    ]
+    for label, run, cells in _cells(comp, digits):
+        shown = [f"\\textbf{{{v}}}" if b else v for v, b, _ in cells]
+        shown = [f"{s}\\textsuperscript{{{m}}}" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
+        out.append(" & ".join([label, _tex(run), *shown]) + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}"]
+    if with_pairs:
+        out += [
+            "",
+            "\\begin{tabular}{lll" + "r" * (len(PAIR_HEADER) - 3) + "}",
+            "\\toprule",
+            " & ".join(_tex(h) for h in PAIR_HEADER) + " \\\\",
+            "\\midrule",
+        ]
+        out += [" & ".join(_tex(c) for c in r) + " \\\\" for r in pair_rows(comp, digits)]
+        out += ["\\bottomrule", "\\end{tabular}"]
+    if per_query:
+        for head_line, drows in delta_blocks(comp, digits, top):
+            out += ["", f"% {head_line}", "\\begin{tabular}{lrrr}", "\\toprule", "query & a & b & delta \\\\"]
+            out += ["\\midrule", *(" & ".join(_tex(c) for c in r) + " \\\\" for r in drows)]
+            out += ["\\bottomrule", "\\end{tabular}"]
+    out += [f"% {n}" for n in notes(comp, with_pairs)]
+    return "\n".join(out) + "\n"
+
+
+def render_text(comp: Comparison, fmt: str, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
+    return {"table": plain, "markdown": markdown, "latex": latex}[fmt](comp, digits, with_pairs, per_query, top)
+
+
+# ---------------------------------------------------------------------------------------------------- rich
+def rich_group(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> Any:
+    """A rich Group: the comparison table (best in bold, letters in cyan), then the optional parts, then notes."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    main = Table()
+    main.add_column("", no_wrap=True, style="dim")
+    main.add_column("run", no_wrap=True)
+    for metric in comp.metrics:
+        main.add_column(metric, no_wrap=True)
+    for label, run, cells in _cells(comp, digits):
+        shown = []
+        for value, best, marks in cells:
+            text = Text(value, style="bold" if best else "")
+            if marks:
+                text.append(" " + marks, style="cyan")
+            shown.append(text)
+        main.add_row(label, run, *shown)
+    parts: list[Any] = [Text(title(comp), style="bold"), main]
+    if with_pairs:
+        pt = Table()
+        for i, h in enumerate(PAIR_HEADER):
+            pt.add_column(h, justify="right" if i >= 3 else "left", no_wrap=True)
+        for r in pair_rows(comp, digits):
+            pt.add_row(*r, style="bold" if r[-1] else "")
+        parts.append(pt)
+    if per_query:
+        for head_line, drows in delta_blocks(comp, digits, top):
+            parts.append(Text(head_line))
+            dt = Table()
+            dt.add_column("query", no_wrap=True)
+            for h in ("a", "b", "delta"):
+                dt.add_column(h, justify="right", no_wrap=True)
+            for r in drows:
+                dt.add_row(*r)
+            parts.append(dt)
+    parts.append(Text("\n".join(notes(comp, with_pairs)), style="dim"))
+    return Group(*parts)
