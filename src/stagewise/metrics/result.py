@@ -126,13 +126,14 @@ class EvalResult:
         return tables.rich_table(self.to_polars(per_query), digits, self._title(), self.notes(), width)
 
     def _title(self) -> str:
-        return f"stagewise eval · qrels {self.qrels_name}"
+        return "stagewise eval"
 
     def notes(self) -> list[str]:
         """The conventions and counts a reader needs beside the table, one sentence each."""
         conv = self.conventions
         gains = sorted({m.option("gain") for _, m in self.measures if "gain" in m.spec.options})
         notes = [
+            f"qrels {self.qrels_name}",
             f"relevance level {conv.relevance_level} (label >= {conv.relevance_level} is relevant); "
             f"ties: {conv.describe()['ties']}",
         ]
