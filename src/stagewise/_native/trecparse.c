@@ -21,14 +21,22 @@
 
 enum { ERR_FIELDS = 1, ERR_SCORE = 2, ERR_LABEL = 3 };
 
-/* FNV-1a over the query id's length, its bytes, then the doc id's bytes, finished with splitmix64's mixer.
- * The length prefix keeps ("ab", "c") and ("a", "bc") apart. Python's pair_keys computes the same. */
-static inline uint64_t fnv(uint64_t h, const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 0x100000001b3ULL;
+/* A 64-bit hash of (query id, doc id): the query id's length, then both ids eight bytes at a time, each word
+ * multiplied in and folded, finished with splitmix64's mixer. The length keeps ("ab", "c") and ("a", "bc")
+ * apart. hash_pairs below computes the same function for ids that did not come through this parser. */
+static inline uint64_t absorb(uint64_t h, const unsigned char *s, size_t n) {
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
     }
-    return h;
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w ^ ((uint64_t)n << 59)) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 29);
 }
 
 static inline uint64_t mix(uint64_t z) {
@@ -38,10 +46,9 @@ static inline uint64_t mix(uint64_t z) {
 }
 
 static inline uint64_t pair_hash(const char *q, size_t qn, const char *d, size_t dn) {
-    uint64_t len = (uint64_t)qn;
-    uint64_t h = fnv(0xcbf29ce484222325ULL, (const unsigned char *)&len, sizeof len);
-    h = fnv(h, (const unsigned char *)q, qn);
-    h = fnv(h, (const unsigned char *)d, dn);
+    uint64_t h = mix(0x5EED0000ULL + (uint64_t)qn);
+    h = absorb(h, (const unsigned char *)q, qn);
+    h = absorb(h, (const unsigned char *)d, dn);
     return mix(h);
 }
 
@@ -108,7 +115,9 @@ static int parse_long(const char *s, size_t n, int64_t *out) {
     return 0;
 }
 
-static inline int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+static const unsigned char BLANK[256] = {[' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\v'] = 1, ['\f'] = 1};
+
+static inline int is_blank(char c) { return BLANK[(unsigned char)c]; }
 
 static PyObject *error_tuple(int code, Py_ssize_t line, const char *field, size_t n) {
     return Py_BuildValue("(siny#)", "error", code, line, field ? field : "", (Py_ssize_t)(field ? n : 0));
@@ -235,7 +244,7 @@ static int query_code(Parser *ps, const char *q, size_t n, int32_t *code) {
 
 /* Parse the complete lines in [p, end). Returns 0, 1 when the input is bad (ps->error set), -1 on a
  * Python error. */
-static int parse_lines(Parser *ps, const char *p, const char *end) {
+static int parse_lines_into(Parser *ps, const char *p, const char *end, const char **last_tag, size_t *last_tag_len) {
     const int doc_field = 2;
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -278,9 +287,10 @@ static int parse_lines(Parser *ps, const char *p, const char *end) {
             int32_t rank = INT32_MIN; /* not an integer: the rank column is unusable (trec_eval ignores it) */
             if (!parse_long(start[3], len[3], &parsed_rank) && parsed_rank > INT32_MIN && parsed_rank <= INT32_MAX)
                 rank = (int32_t)parsed_rank;
-            if (column_put(&ps->values, &score, sizeof score) || column_put(&ps->ranks, &rank, sizeof rank) ||
-                keep_copy(&ps->tag, &ps->tag_cap, &ps->tag_len, start[5], len[5]))
+            if (column_put(&ps->values, &score, sizeof score) || column_put(&ps->ranks, &rank, sizeof rank))
                 return -1;
+            *last_tag = start[5];
+            *last_tag_len = len[5];
         } else {
             int64_t label;
             if (parse_long(start[vf], len[vf], &label) || label > INT32_MAX || label < INT32_MIN) {
@@ -292,6 +302,16 @@ static int parse_lines(Parser *ps, const char *p, const char *end) {
         }
     }
     return 0;
+}
+
+/* Parse the complete lines in [p, end); the run id of the last line is copied once, at the end. */
+static int parse_lines(Parser *ps, const char *p, const char *end) {
+    const char *last_tag = NULL;
+    size_t last_tag_len = 0;
+    int status = parse_lines_into(ps, p, end, &last_tag, &last_tag_len);
+    if (status == 0 && last_tag && keep_copy(&ps->tag, &ps->tag_cap, &ps->tag_len, last_tag, last_tag_len))
+        return -1;
+    return status;
 }
 
 static PyObject *parser_result(Parser *ps) {
