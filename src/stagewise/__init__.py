@@ -29,6 +29,7 @@ _EXPORTS = {
     "validate": "stagewise.data.validate",
     "evaluate_rag": "stagewise.rag.diagnose",
     "compare": "stagewise.stats",
+    "fuse": "stagewise.fusion.api",
     "StagewiseError": "stagewise.errors",
     "InputError": "stagewise.errors",
 }
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.data.validate import validate
     from stagewise.data.writers import write_qrels, write_run
     from stagewise.errors import InputError, StagewiseError
+    from stagewise.fusion.api import fuse
     from stagewise.metrics.context import Conventions
     from stagewise.metrics.evaluate import evaluate
     from stagewise.metrics.measures import Measure

@@ -14,6 +14,7 @@ from stagewise.cli import (
     compare_cmd,
     demo_cmd,
     eval_cmd,
+    fuse_cmd,
     index_cmd,
     rag_cmd,
     search_cmd,
@@ -31,6 +32,7 @@ app = typer.Typer(
 app.command("eval")(eval_cmd.eval_command)
 app.command("validate")(validate_cmd.validate_command)
 app.command("compare")(compare_cmd.compare_command)
+app.command("fuse")(fuse_cmd.fuse_command)
 app.command(
     "trec_eval",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},

@@ -1,0 +1,340 @@
+"""Time rank fusion file to file: stagewise beside ranx 0.3.21, on 2 runs x ~7,000 queries x 1,000 docs.
+
+Cases (targets from issue 4):
+
+- RRF (rrf_k = 60) and min-max CombMNZ, file to file: stagewise at least 10x faster than ranx;
+- BordaFuse, file to file: at least 30x faster;
+- RRF of 2 runs x 1,000 queries x 100 docs, in memory (loaded runs in, a fused run out): at most 15 ms.
+
+"File to file" is reading both runs, fusing and writing the fused TREC run: stagewise's ``read_run`` +
+``fuse`` + ``write_fused``; ranx's ``Run.from_file`` + ``fuse`` + ``Run.save``. Every tool and method runs
+in its own fresh subprocess (so peak memory is its own), ranx after one untimed call of each method on tiny
+data in the same process (numba warm: JIT compile time is not counted). A ranx process that exceeds
+``--ranx-timeout`` is stopped; its time is then reported as a lower bound (``>``), which makes the ratio a
+lower bound too. The script prints PASS/MISS for information and always exits 0: a benchmark, not a test.
+
+The runs come from ../shared/bench/gen_msmarco_like.py --runs 2, generated once into --data
+(bench-data/fusion_msmarco_like/, git-ignored).
+
+    .venv/bin/python benchmarks/fusion_speed.py                       # everything (ranx takes ~25 minutes)
+    .venv/bin/python benchmarks/fusion_speed.py --methods rrf --ranx-timeout 600
+    .venv/bin/python benchmarks/fusion_speed.py --skip-ranx            # stagewise only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO / "bench-data" / "fusion_msmarco_like"
+DEFAULT_GENERATOR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "gen_msmarco_like.py"
+RUNS = ("run0.txt", "run1.txt")
+RESULT_MARK = "@@RESULT@@ "
+GB = 1e9
+
+# method label -> (stagewise method, stagewise norm, ranx method, ranx norm, target ratio)
+METHODS = {
+    "rrf": ("rrf", "none", "rrf", None, 10.0),
+    "combmnz-minmax": ("combmnz", "minmax", "mnz", "min-max", 10.0),
+    "bordafuse": ("bordafuse", "none", "bordafuse", None, 30.0),
+}
+IN_MEMORY = {"queries": 1000, "depth": 100, "target_ms": 15.0}
+
+
+def _peak_rss_bytes() -> int:
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+# ----------------------------------------------------------------------------------------------- children
+def child_stagewise(paths: list[str], label: str, out: str, progress: str) -> dict:
+    method, norm = METHODS[label][0], METHODS[label][1]
+    t0 = time.perf_counter()
+    import stagewise
+    from stagewise.fusion import fuse, write_fused
+
+    read_run = stagewise.read_run
+    t_import = time.perf_counter() - t0
+    _progress(progress, "start")
+    t0 = time.perf_counter()
+    runs = [read_run(p) for p in paths]
+    t1 = time.perf_counter()
+    fused = fuse(runs, method, norm=norm)
+    t2 = time.perf_counter()
+    write_fused(fused, out, metadata=False)
+    t3 = time.perf_counter()
+    return {
+        "import_s": t_import,
+        "phases": {"read": t1 - t0, "fuse": t2 - t1, "write": t3 - t2},
+        "e2e_s": t3 - t0,
+        "rows": len(fused),
+        "peak_rss": _peak_rss_bytes(),
+    }
+
+
+def child_ranx(paths: list[str], label: str, out: str, progress: str) -> dict:
+    import warnings
+
+    warnings.filterwarnings("ignore")  # numba type-safety chatter
+    method, norm = METHODS[label][2], METHODS[label][3]
+    t0 = time.perf_counter()
+    import ranx
+
+    t_import = time.perf_counter() - t0
+    # Numba warm: one untimed call of this method on tiny data, so JIT compile time is excluded.
+    t0 = time.perf_counter()
+    tiny = [ranx.Run({"q1": {"a": 0.5, "b": 0.2}, "q2": {"c": 0.3}}), ranx.Run({"q1": {"b": 0.9}, "q2": {"c": 0.1}})]
+    ranx.fuse(tiny, method=method, norm=norm)
+    t_warm = time.perf_counter() - t0
+    _progress(progress, "start")
+    t0 = time.perf_counter()
+    runs = [ranx.Run.from_file(p, kind="trec") for p in paths]
+    t1 = time.perf_counter()
+    _progress(progress, "read", t1 - t0)
+    fused = ranx.fuse(runs, method=method, norm=norm)
+    t2 = time.perf_counter()
+    _progress(progress, "fuse", t2 - t1)
+    fused.save(out, kind="trec")
+    t3 = time.perf_counter()
+    return {
+        "import_s": t_import,
+        "warmup_s": t_warm,
+        "phases": {"read": t1 - t0, "fuse": t2 - t1, "write": t3 - t2},
+        "e2e_s": t3 - t0,
+        "rows": sum(len(v) for v in fused.run.values()),
+        "peak_rss": _peak_rss_bytes(),
+    }
+
+
+def _in_memory_frames(paths: list[str]):
+    """The first IN_MEMORY["queries"] queries of each run, top IN_MEMORY["depth"] each, as polars frames."""
+    import polars as pl
+
+    lines = IN_MEMORY["queries"] * 1000  # the generator writes 1,000 lines per query
+    frames = []
+    for path in paths:
+        frame = pl.read_csv(
+            path,
+            separator=" ",
+            has_header=False,
+            n_rows=lines,
+            new_columns=["query_id", "q0", "doc_id", "rank", "score", "tag"],
+            schema_overrides={"query_id": pl.String, "doc_id": pl.String},
+        )
+        frames.append(frame.filter(pl.col("rank") <= IN_MEMORY["depth"]).select("query_id", "doc_id", "score"))
+    return frames
+
+
+def child_memory(paths: list[str], tool: str, repeat: int) -> dict:
+    """RRF of the two in-memory runs, ``repeat`` times: best and median milliseconds."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    frames = _in_memory_frames(paths)
+    if tool == "stagewise":
+        from stagewise import read_run
+        from stagewise.fusion import fuse
+
+        runs = [read_run(frame, name=f"run{i}") for i, frame in enumerate(frames)]
+
+        def once():
+            return len(fuse(runs, "rrf"))
+
+    else:
+        import ranx
+
+        runs = []
+        for frame in frames:
+            nested: dict = {}
+            for q, d, s in frame.iter_rows():
+                nested.setdefault(q, {})[d] = s
+            runs.append(ranx.Run(nested))
+        ranx.fuse(runs, method="rrf", norm=None)  # warm
+
+        def once():
+            return len(ranx.fuse(runs, method="rrf", norm=None).run)
+
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        once()
+        times.append(time.perf_counter() - t0)
+    return {
+        "best_ms": 1000 * min(times),
+        "median_ms": 1000 * statistics.median(times),
+        "rows_in": sum(f.height for f in frames),
+        "peak_rss": _peak_rss_bytes(),
+    }
+
+
+def _progress(path: str, phase: str, seconds: float | None = None) -> None:
+    """Append a phase mark with its wall-clock time, so a stopped process still tells how far it got."""
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"phase": phase, "at": time.time(), "seconds": seconds}) + "\n")
+
+
+# ----------------------------------------------------------------------------------------------- parent
+def ensure_data(data: Path, generator: Path) -> list[Path]:
+    paths = [data / name for name in RUNS]
+    if all(p.exists() for p in paths):
+        return paths
+    if not generator.exists():
+        sys.exit(f"no cached runs in {data} and no generator at {generator}; pass --data or --generator")
+    data.parent.mkdir(parents=True, exist_ok=True)
+    print(f"generating 2 runs into {data} (once; about 20 s) ...", flush=True)
+    subprocess.run([sys.executable, str(generator), "--runs", "2", "--out", str(data)], check=True)
+    return paths
+
+
+def run_child(args: list[str], timeout: float | None) -> tuple[dict | None, float | None]:
+    """(result, lower bound in seconds when the child was stopped at ``timeout``)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".progress", delete=False) as fh:
+        progress = fh.name
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args, "--progress", progress]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stopped = time.time()
+        marks = [json.loads(line) for line in Path(progress).read_text().splitlines() if line.strip()]
+        start = next((m["at"] for m in marks if m["phase"] == "start"), None)
+        os.unlink(progress)
+        return None, (stopped - start) if start else None
+    os.unlink(progress)
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT_MARK):
+            return json.loads(line[len(RESULT_MARK) :]), None
+    sys.stderr.write(done.stdout + done.stderr)
+    return None, None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with run0.txt and run1.txt")
+    parser.add_argument("--generator", type=Path, default=DEFAULT_GENERATOR)
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--repeat", type=int, default=1, help="fresh stagewise processes per method (median)")
+    parser.add_argument("--memory-repeat", type=int, default=30, help="in-memory RRF repetitions")
+    parser.add_argument("--ranx-timeout", type=float, default=1200.0, help="seconds before a ranx process stops")
+    parser.add_argument("--skip-ranx", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--label", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--progress", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        paths = [str(args.data / name) for name in RUNS]
+        if args.child.startswith("memory-"):
+            result = child_memory(paths, args.child.split("-", 1)[1], args.memory_repeat)
+        elif args.child == "stagewise":
+            result = child_stagewise(paths, args.label, args.out, args.progress)
+        else:
+            result = child_ranx(paths, args.label, args.out, args.progress)
+        print(RESULT_MARK + json.dumps(result), flush=True)
+        return
+
+    paths = ensure_data(args.data, args.generator)
+    size = sum(p.stat().st_size for p in paths) / 1e6
+    print(f"data: {args.data} (2 runs, {size:.0f} MB)")
+    results: dict = {"file_to_file": {}, "in_memory": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label in args.methods:
+            row: dict = {}
+            times = []
+            for i in range(args.repeat):
+                out = str(Path(tmp) / f"sw-{label}-{i}.run")
+                result, _ = run_child(
+                    ["--child", "stagewise", "--label", label, "--out", out, "--data", str(args.data)], None
+                )
+                if result:
+                    times.append(result)
+            if times:
+                row["stagewise"] = sorted(times, key=lambda r: r["e2e_s"])[len(times) // 2]
+            if not args.skip_ranx:
+                out = str(Path(tmp) / f"ranx-{label}.run")
+                result, bound = run_child(
+                    ["--child", "ranx", "--label", label, "--out", out, "--data", str(args.data)], args.ranx_timeout
+                )
+                row["ranx"] = result if result else {"lower_bound_s": bound}
+            results["file_to_file"][label] = row
+            _print_row(label, row)
+        for tool in ("stagewise", *(() if args.skip_ranx else ("ranx",))):
+            result, _ = run_child(
+                ["--child", f"memory-{tool}", "--memory-repeat", str(args.memory_repeat), "--data", str(args.data)],
+                None,
+            )
+            results["in_memory"][tool] = result
+    _summary(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+def _print_row(label: str, row: dict) -> None:
+    sw = row.get("stagewise")
+    if sw:
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in sw["phases"].items())
+        print(
+            f"{label}: stagewise {sw['e2e_s']:.2f} s ({phases}; {sw['rows']:,} rows; peak {sw['peak_rss'] / GB:.2f} GB)"
+        )
+    rx = row.get("ranx")
+    if rx and "e2e_s" in rx:
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in rx["phases"].items())
+        print(f"{label}: ranx      {rx['e2e_s']:.2f} s ({phases}; peak {rx['peak_rss'] / GB:.2f} GB)")
+    elif rx:
+        print(f"{label}: ranx      stopped after {rx['lower_bound_s']:.0f} s of timed work (lower bound)")
+    sys.stdout.flush()
+
+
+def _summary(results: dict) -> None:
+    print("\nfile to file (read both runs, fuse, write TREC):")
+    print(f"  {'method':<16}{'stagewise':>12}{'ranx':>14}{'ratio':>10}{'target':>9}  verdict")
+    for label, row in results["file_to_file"].items():
+        target = METHODS[label][4]
+        sw, rx = row.get("stagewise"), row.get("ranx")
+        if not sw:
+            continue
+        if not rx:
+            print(f"  {label:<16}{sw['e2e_s']:>11.2f}s{'-':>14}{'-':>10}{target:>8.0f}x  (ranx skipped)")
+            continue
+        exact = "e2e_s" in rx
+        ranx_s = rx["e2e_s"] if exact else rx["lower_bound_s"]
+        if ranx_s is None:
+            print(f"  {label:<16}{sw['e2e_s']:>11.2f}s{'?':>14}")
+            continue
+        ratio = ranx_s / sw["e2e_s"]
+        mark = "" if exact else ">"
+        verdict = "PASS" if ratio >= target else ("MISS" if exact else "MISS (bound)")
+        print(
+            f"  {label:<16}{sw['e2e_s']:>11.2f}s{mark + f'{ranx_s:.1f}s':>14}{mark + f'{ratio:.1f}x':>10}"
+            f"{target:>8.0f}x  {verdict}"
+        )
+    memory = results["in_memory"]
+    sw = memory.get("stagewise")
+    if sw:
+        target = IN_MEMORY["target_ms"]
+        verdict = "PASS" if sw["best_ms"] <= target else "MISS"
+        line = (
+            f"\nin memory, RRF of 2 runs x {IN_MEMORY['queries']} queries x {IN_MEMORY['depth']} docs "
+            f"({sw['rows_in']:,} rows in): stagewise best {sw['best_ms']:.1f} ms, median {sw['median_ms']:.1f} ms; "
+            f"target <= {target:.0f} ms: {verdict}"
+        )
+        rx = memory.get("ranx")
+        if rx:
+            line += f"\n  ranx (warm) best {rx['best_ms']:.1f} ms, median {rx['median_ms']:.1f} ms"
+            line += f" ({rx['best_ms'] / sw['best_ms']:.1f}x stagewise's best)"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

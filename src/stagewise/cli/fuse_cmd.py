@@ -1,0 +1,263 @@
+"""``stagewise fuse RUN... --method M -o OUT`` and ``stagewise fuse RUN... --optimize --qrels Q``"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from stagewise.cli.common import user_errors
+
+
+class Queries(StrEnum):
+    union = "union"
+    intersection = "intersection"
+    error = "error"
+
+
+class Missing(StrEnum):
+    zero = "zero"
+    min = "min"
+    ignore = "ignore"
+    native = "native"
+
+
+class Search(StrEnum):
+    auto = "auto"
+    grid = "grid"
+    coordinate = "coordinate"
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def _parse_params(values: list[str]) -> dict[str, Any]:
+    """``-p gamma=0.5 -p window=3`` -> ``{"gamma": 0.5, "window": 3}`` (numbers read as numbers)."""
+    import ast
+
+    from stagewise.errors import ConventionError
+
+    out: dict[str, Any] = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key.strip():
+            raise ConventionError(f"--param takes NAME=VALUE, such as gamma=0.5 (got {value!r})")
+        try:
+            out[key.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            out[key.strip()] = text.strip()
+    return out
+
+
+def _list_methods() -> str:
+    from stagewise.fusion import METHODS, NORMALIZATIONS, method_names, normalization_names
+
+    lines = ["methods (name: what it computes; parameters with defaults; [learns from --qrels]):"]
+    for name in method_names():
+        info = METHODS[name]
+        params = ", ".join(f"{k}={'equal' if p.default is None else p.default}" for k, p in info.params.items())
+        extra = f"; {params}" if params else ""
+        learns = " [learns from --qrels]" if info.supervised else ""
+        lines.append(f"  {name}: {info.summary}{extra}{learns}")
+    lines.append("normalisations (--norm):")
+    for name in normalization_names():
+        lines.append(f"  {name}: {NORMALIZATIONS[name].summary}")
+    return "\n".join(lines) + "\n"
+
+
+def fuse_command(
+    runs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Runs to fuse (TREC, or the tabular formats); weights follow this order."),
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method",
+            "-m",
+            help="Fusion method, optionally with parameters: rrf, combsum, combmnz, wsum, bordafuse, condorcet, "
+            "posfuse, 'rrf(rrf_k=20)'... (--list-methods shows all).",
+        ),
+    ] = "rrf",
+    rrf_k: Annotated[
+        float | None,
+        typer.Option("--rrf-k", help="RRF's constant (default 60); not the cutoff k of recall@k."),
+    ] = None,
+    weights: Annotated[
+        str | None, typer.Option("--weights", "-w", help="One weight per run, comma-separated: 0.7,0.3.")
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="Method parameter NAME=VALUE, repeatable: gamma=0.5, phi=0.9, window=3."),
+    ] = None,
+    norm: Annotated[
+        str | None,
+        typer.Option(
+            "--norm",
+            "-n",
+            help="Score normalisation: none, minmax, minmax_inverted, max, sum, zscore, rank, borda "
+            "(default: minmax for score methods, none for rank methods).",
+        ),
+    ] = None,
+    depth: Annotated[
+        int | None, typer.Option("--depth", "-d", min=1, help="Each run contributes its first N results per query.")
+    ] = None,
+    queries: Annotated[
+        Queries, typer.Option(help="Queries only some runs have: union (fuse what there is), intersection, error.")
+    ] = Queries.union,
+    missing: Annotated[
+        Missing | None,
+        typer.Option(
+            help="What a run contributes for a document it did not return: zero, min (its last result's), "
+            "ignore, native (the method's own value). Default: the method's."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the fused run here (atomically); else stdout.")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Name of the fused run, written as its TREC tag.")] = None,
+    meta: Annotated[
+        Path | None,
+        typer.Option(help="Write the fusion metadata (JSON) here; default OUTPUT.meta.json when -o is given."),
+    ] = None,
+    no_meta: Annotated[bool, typer.Option("--no-meta", help="Do not write the metadata file.")] = False,
+    qrels: Annotated[
+        str | None, typer.Option("--qrels", help="Training judgements: for --optimize and the supervised methods.")
+    ] = None,
+    optimize: Annotated[
+        bool, typer.Option("--optimize", help="Tune the weights (or train the method) on --qrels.")
+    ] = False,
+    metric: Annotated[str, typer.Option(help="Objective for --optimize: any metric, e.g. ndcg@10, map.")] = "ndcg@10",
+    step: Annotated[float, typer.Option(help="Spacing of the weight grid; must divide 1.")] = 0.1,
+    search: Annotated[
+        Search, typer.Option(help="Weight search: grid (exact, every point), coordinate (ascent), auto.")
+    ] = Search.auto,
+    folds: Annotated[int | None, typer.Option(min=2, help="Cross-validate over K folds of the judged queries.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the fold assignment.")] = 0,
+    relevance_level: Annotated[
+        int, typer.Option("--relevance-level", "-l", help="A label >= this is relevant when training.")
+    ] = 1,
+    report_format: Annotated[
+        ReportFormat, typer.Option("--report-format", help="Format of the --optimize report.")
+    ] = ReportFormat.text,
+    list_methods: Annotated[
+        bool, typer.Option("--list-methods", help="List every method and normalisation, then exit.")
+    ] = False,
+) -> None:
+    """Fuse runs into one: RRF, the CombSUM family, Borda, Condorcet and the supervised methods.
+
+    Ties in the fused score go to the higher doc id (trec_eval's order); scores are written at full double
+    precision; the metadata file records the method, its parameters, the normalisation and every policy.
+
+    Examples:
+
+      stagewise fuse bm25.run dense.run --method rrf --rrf-k 60 -o fused.run
+
+      stagewise fuse bm25.run dense.run -m combmnz --norm minmax --depth 100 -o fused.run
+
+      stagewise fuse a.run b.run c.run -m wsum --optimize --qrels train.qrels --metric ndcg@10 --folds 5 -o cv.run
+    """
+    if list_methods:
+        sys.stdout.write(_list_methods())
+        return
+    with user_errors():
+        from stagewise.errors import StagewiseError
+
+        if not runs:
+            raise StagewiseError("give at least one run to fuse (stagewise fuse RUN... --method M -o OUT)")
+        params = _parse_params(param or [])
+        if rrf_k is not None:
+            params["rrf_k"] = rrf_k
+        if weights is not None:
+            params["weights"] = weights
+        common = dict(
+            norm=norm,
+            depth=depth,
+            queries=queries.value,
+            missing=missing.value if missing is not None else None,
+            relevance_level=relevance_level,
+            name=name,
+            **params,
+        )
+        report = None
+        if optimize:
+            if qrels is None:
+                raise StagewiseError("--optimize needs training judgements: give --qrels")
+            report = _optimize(runs, qrels, method, metric, step, search.value, folds, seed, common)
+            fused = report.run
+        else:
+            from stagewise.fusion import fuse
+
+            fused = fuse(runs, method, qrels=qrels, **common)
+        _write(fused, output, False if no_meta else (meta if meta is not None else True))
+        if report is not None:
+            text = report.render(report_format.value)
+            if output is None:
+                typer.echo(text, err=True, nl=False)
+            else:
+                sys.stdout.write(text)
+
+
+def _optimize(runs, qrels, method, metric, step, search, folds, seed, common):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from stagewise.fusion import optimize
+
+    with Progress(
+        TextColumn("optimising {task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        transient=True,
+        console=_stderr_console(),
+    ) as bar:
+        task = bar.add_task(method, total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return optimize(
+            runs,
+            qrels,
+            method,
+            metric=metric,
+            step=step,
+            search=search,
+            folds=folds,
+            seed=seed,
+            progress=progress,
+            **common,
+        )
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _write(fused, output: Path | None, meta: Path | bool) -> None:
+    """The run to ``output`` (or stdout), the metadata to ``meta`` (``True``: beside ``output``), a summary
+    line to stderr."""
+    from stagewise.fusion.writer import trec_frame, write_fused, write_metadata
+
+    info = fused.fusion
+    summary = (
+        f"fused {len(info['runs'])} run(s) with {info['method']}, norm {info['normalization']}: "
+        f"{info['n_queries']} queries, {info['n_results']} results"
+    )
+    if output is None:
+        trec_frame(fused).write_csv(sys.stdout.buffer, separator=" ", include_header=False, quote_style="never")
+        sys.stdout.flush()
+        if isinstance(meta, Path):
+            write_metadata(info, meta)
+        typer.echo(summary, err=True)
+        return
+    meta_path = write_fused(fused, output, metadata=meta)
+    typer.echo(f"{summary} -> {output}" + (f" (metadata: {meta_path})" if meta_path else ""), err=True)

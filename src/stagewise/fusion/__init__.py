@@ -1,0 +1,40 @@
+"""Rank fusion: RRF, the CombSUM family, rank-based and supervised methods, normalisations, weight tuning.
+
+>>> from stagewise.fusion import fuse
+>>> fused = fuse([{"q1": {"a": 2.0, "b": 1.0}}, {"q1": {"b": 5.0, "c": 4.0}}], "rrf")
+>>> fused.doc_ids.to_list()
+['b', 'a', 'c']
+
+Methods live in :data:`METHODS` and normalisations in :data:`NORMALIZATIONS`, each a small pure function
+chosen by name; :class:`FusionMethod` and :class:`Normalization` are the values that name them (``str`` parses
+back). Every fused run records how it was made in ``.fusion``.
+"""
+
+from __future__ import annotations
+
+from stagewise.fusion.api import FusedRun, fuse
+from stagewise.fusion.methods import METHODS, MISSING_POLICIES, FusionMethod, method_names
+from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names
+from stagewise.fusion.optimize import FoldResult, FusionReport, grid_weights, optimize
+from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table
+from stagewise.fusion.writer import write_fused
+
+__all__ = [
+    "METHODS",
+    "MISSING_POLICIES",
+    "NORMALIZATIONS",
+    "QUERY_POLICIES",
+    "FoldResult",
+    "FusedRun",
+    "FusionMethod",
+    "FusionReport",
+    "FusionTable",
+    "Normalization",
+    "build_table",
+    "fuse",
+    "grid_weights",
+    "method_names",
+    "normalization_names",
+    "optimize",
+    "write_fused",
+]

@@ -1,0 +1,226 @@
+"""``fuse(runs, method=...)``: the library's front door for rank fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from stagewise.data.qrels import Qrels
+from stagewise.data.readers import read_qrels
+from stagewise.data.run import Run
+from stagewise.errors import ConventionError, StagewiseError
+from stagewise.fusion.methods import MISSING_POLICIES, FusionMethod, MethodInfo
+from stagewise.fusion.normalize import Normalization
+from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table, load_runs
+
+TIES = "fused score descending, then doc id descending (byte order), the order trec_eval reads a run in"
+INPUT_RANKS = (
+    "a document's rank in a run is its position in the run's order, score descending then doc id descending "
+    "(trec_eval), after the depth cut; a normalisation that reverses the order (minmax_inverted) re-ranks"
+)
+
+
+class FusedRun(Run):
+    """A :class:`~stagewise.data.run.Run` made by fusion. ``fusion`` states how: method and parameters,
+    normalisation, depth, query and missing-document policies, tie order, inputs, training."""
+
+    __slots__ = ("fusion",)
+
+
+def resolve_norm(info: MethodInfo, norm: Any) -> Normalization:
+    """The normalisation to apply: the one given, else min-max for methods that use scores, none otherwise."""
+    if norm is None:
+        return Normalization("minmax" if info.uses_scores else "none")
+    return Normalization.parse(norm)
+
+
+def resolve_missing(info: MethodInfo, normalization: Normalization, missing: str | None) -> str:
+    """The missing-document policy: the one given, else the normalisation's own value for an unranked
+    document (Borda) for methods that use scores, else the method's default."""
+    if info.name in ("condorcet", "weighted_condorcet"):
+        if missing not in (None, "native"):
+            raise ConventionError(
+                f"{info.name} has its own rule for unranked documents (they lose to ranked ones; a run that "
+                "returned neither abstains); leave missing unset"
+            )
+        return "native"
+    if missing is None:
+        if info.uses_scores and normalization.info.unranked is not None:
+            return "native"
+        return info.missing
+    if missing not in MISSING_POLICIES:
+        raise ConventionError(
+            f"unknown missing-document policy {missing!r}; choose one of {', '.join(MISSING_POLICIES)}"
+        )
+    return missing
+
+
+def split_params(info: MethodInfo, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(hyperparameters, trained parameters) from keyword arguments."""
+    trained = {k: v for k, v in params.items() if k in info.trained and v is not None}
+    rest = {k: v for k, v in params.items() if k not in info.trained}
+    return rest, trained
+
+
+def apply(method: FusionMethod, table: FusionTable, missing: str, trained: dict[str, Any] | None = None) -> np.ndarray:
+    """The fused score of every candidate of ``table``."""
+    info = method.info
+    kwargs = dict(method.params)
+    if info.supervised:
+        given = trained or {}
+        for key in info.trained:
+            kwargs[key] = given.get(key)
+    return info.function(table, missing=missing, **kwargs)
+
+
+def describe(
+    method: FusionMethod,
+    normalization: Normalization,
+    *,
+    depth: int | None,
+    queries: str,
+    missing: str,
+    table: FusionTable,
+    trained: dict[str, Any] | None = None,
+    training: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A JSON-ready statement of how a fused run was made."""
+    from stagewise import __version__
+    from stagewise.fusion.train import describe_trained
+
+    info = method.info
+    parameters = {k: (list(v) if isinstance(v, tuple) else v) for k, v in method.params}
+    out: dict[str, Any] = {
+        "method": str(method),
+        "method_name": info.name,
+        "method_formula": info.summary,
+        "parameters": parameters,
+        "normalization": str(normalization),
+        "normalization_formula": normalization.info.summary,
+        "normalization_used": info.uses_scores or normalization.info.reverses,
+        "depth": depth,
+        "queries": queries,
+        "queries_rule": QUERY_POLICIES[queries],
+        "missing": missing,
+        "missing_rule": MISSING_POLICIES[missing],
+        "ties": TIES,
+        "input_ranks": INPUT_RANKS,
+        "runs": list(table.run_names),
+        "n_queries": len(table.query_ids),
+        "n_results": len(table),
+        "stagewise_version": __version__,
+    }
+    if info.name in ("condorcet", "weighted_condorcet"):
+        out["missing_rule"] = "an unranked document loses to a ranked one; a run that returned neither abstains"
+    if trained is not None:
+        out["trained"] = {**(training or {}), "parameters": describe_trained(trained)}
+    return out
+
+
+def fuse(
+    runs: Any,
+    method: str | FusionMethod = "rrf",
+    *,
+    norm: str | Normalization | None = None,
+    depth: int | None = None,
+    queries: str = "union",
+    missing: str | None = None,
+    weights: Sequence[float] | None = None,
+    qrels: Any = None,
+    relevance_level: int = 1,
+    name: str | None = None,
+    **params: Any,
+) -> FusedRun:
+    """Fuse several runs into one.
+
+    Parameters
+    ----------
+    runs : list of Run, paths, DataFrames or dicts, or a ``{name: run}`` mapping
+        The runs to fuse (anything :func:`stagewise.read_run` takes), in the order weights refer to.
+    method : str or FusionMethod, default="rrf"
+        A name from :data:`stagewise.fusion.METHODS`, optionally with parameters: ``rrf``,
+        ``rrf(rrf_k=20)``, ``combmnz``, ``wsum(weights=(0.7,0.3))``, ``posfuse``...
+    norm : str, optional
+        Score normalisation per run and query: none, minmax, minmax_inverted, max, sum, zscore, rank,
+        borda. Default: minmax for methods that use scores, none for rank-based methods.
+    depth : int, optional
+        Each run contributes its first ``depth`` results per query (default: all of them).
+    queries : {"union", "intersection", "error"}, default="union"
+        Queries only some runs have: fused from the runs that have them, dropped, or an error.
+    missing : {"zero", "min", "ignore", "native"}, optional
+        What a run contributes for a document it did not return; default: the method's own (zero for sums,
+        ignore for CombMAX/MIN/MED, the method's value for BordaFuse and BayesFuse, Borda's value under the
+        borda normalisation).
+    weights : sequence of float, optional
+        One weight per run for weighted methods (rrf, wsum, wmnz, mixed, weighted_bordafuse,
+        weighted_condorcet); default all equal.
+    qrels : Qrels, path or dict, optional
+        Training judgements for the supervised methods (posfuse, probfuse, segfuse, slidefuse, mapfuse,
+        bayesfuse). They are fitted on every judged query, so scores measured on the same qrels are
+        in-sample; use :func:`stagewise.fusion.optimize` with ``folds`` for held-out numbers.
+    relevance_level : int, default=1
+        A label >= this counts as relevant when training.
+    name : str, optional
+        The fused run's name (and TREC tag); default the method's name.
+    **params
+        Method parameters (``rrf_k=60``, ``gamma``, ``phi``, ``sigma``, ``window``, ``segments``) or trained
+        parameters (``probs``, ``map_scores``, ``log_odds``).
+
+    Returns
+    -------
+    FusedRun
+        One row per (query, document) any run returned within ``depth``, ordered by fused score descending,
+        then doc id descending. ``.fusion`` records the method, parameters, normalisation and policies.
+
+    Examples
+    --------
+    The lesson's example: A is ranked 1 and 3, B is ranked 2 and 1.
+
+    >>> fused = fuse([{"q": {"A": 3.0, "B": 2.0}}, {"q": {"B": 3.0, "C": 2.0, "A": 1.0}}], "rrf")
+    >>> [(d, round(s, 7)) for d, s in zip(fused.doc_ids, fused.scores.tolist())]
+    [('B', 0.0325225), ('A', 0.0322665), ('C', 0.016129)]
+    >>> fused.fusion["method"], fused.fusion["missing"]
+    ('rrf(rrf_k=60)', 'zero')
+    """
+    loaded = load_runs(runs)
+    base = FusionMethod.parse(method) if isinstance(method, str | FusionMethod) else None
+    if base is None:
+        raise ConventionError(f"method must be a name such as 'rrf' or a FusionMethod, not {type(method).__name__}")
+    hyper, trained = split_params(base.info, params)
+    chosen = FusionMethod.parse(base, weights=weights, **hyper)
+    info = chosen.info
+    normalization = resolve_norm(info, norm)
+    policy = resolve_missing(info, normalization, missing)
+    table = build_table(loaded, norm=normalization, depth=depth, queries=queries)
+    training = None
+    if info.supervised and len(trained) < len(info.trained):
+        if qrels is None:
+            raise StagewiseError(
+                f"{info.name} learns from judgements: give qrels (--qrels) or its trained parameters "
+                f"({', '.join(info.trained)})"
+            )
+        from stagewise.fusion.train import fit
+
+        judgements: Qrels = read_qrels(qrels)
+        trained = fit(chosen, table, judgements, relevance_level=relevance_level)
+        training = {
+            "qrels": judgements.name,
+            "relevance_level": relevance_level,
+            "queries": int(np.isin(table.query_ids, judgements.query_ids).sum()),
+            "in_sample": True,
+        }
+    scores = apply(chosen, table, policy, trained)
+    fused = table.to_run(scores, name=name or info.name, cls=FusedRun)
+    fused.fusion = describe(
+        chosen,
+        normalization,
+        depth=depth,
+        queries=queries,
+        missing=policy,
+        table=table,
+        trained=trained if info.supervised else None,
+        training=training,
+    )
+    return fused
