@@ -5,9 +5,26 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 
 import typer
+
+
+class Ties(StrEnum):
+    """The evaluation's tie conventions, as CLI choices (see stagewise.metrics.context.Conventions)."""
+
+    docid = "docid"
+    input = "input"
+    rank = "rank"
+
+
+class Missing(StrEnum):
+    """What happens to a judged query absent from a run, as CLI choices."""
+
+    zero = "zero"
+    skip = "skip"
+    error = "error"
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import emit, split_metrics, user_errors
+from stagewise.cli.common import Missing, Ties, emit, split_metrics, user_errors
 
 
 class OutputFormat(StrEnum):
@@ -57,18 +57,6 @@ class Family(StrEnum):
 class Interval(StrEnum):
     t = "t"
     bootstrap = "bootstrap"
-
-
-class Ties(StrEnum):
-    docid = "docid"
-    input = "input"
-    rank = "rank"
-
-
-class Missing(StrEnum):
-    zero = "zero"
-    skip = "skip"
-    error = "error"
 
 
 def compare_command(

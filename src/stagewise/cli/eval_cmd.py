@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import emit, read_runs_with_progress, split_metrics, user_errors
+from stagewise.cli.common import Missing, Ties, emit, read_runs_with_progress, split_metrics, user_errors
 
 
 class OutputFormat(StrEnum):
@@ -17,18 +17,6 @@ class OutputFormat(StrEnum):
     csv = "csv"
     markdown = "markdown"
     latex = "latex"
-
-
-class Ties(StrEnum):
-    docid = "docid"
-    input = "input"
-    rank = "rank"
-
-
-class Missing(StrEnum):
-    zero = "zero"
-    skip = "skip"
-    error = "error"
 
 
 def eval_command(
