@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -25,6 +26,25 @@ class Missing(StrEnum):
     zero = "zero"
     skip = "skip"
     error = "error"
+
+
+# Convention options shared by the commands that evaluate runs (eval, compare).
+RelevanceLevelOption = Annotated[
+    int,
+    typer.Option("--relevance-level", "-l", help="A label >= this is relevant for binary metrics (trec_eval -l)."),
+]
+TiesOption = Annotated[
+    Ties,
+    typer.Option(
+        help="Order of equal scores: docid (descending, trec_eval), input (file order) or rank (the rank column)."
+    ),
+]
+MaxRetOption = Annotated[
+    int | None, typer.Option("--max-ret", "-M", help="Only the first N results of each query count (trec_eval -M).")
+]
+JudgedOnlyOption = Annotated[
+    bool, typer.Option("--judged-only", "-J", help="Drop unjudged results before measuring (trec_eval -J).")
+]
 
 
 @contextlib.contextmanager

@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import Missing, Ties, emit, read_runs_with_progress, split_metrics, user_errors
+from stagewise.cli.common import (
+    JudgedOnlyOption,
+    MaxRetOption,
+    Missing,
+    RelevanceLevelOption,
+    Ties,
+    TiesOption,
+    emit,
+    read_runs_with_progress,
+    split_metrics,
+    user_errors,
+)
 
 
 class OutputFormat(StrEnum):
@@ -49,16 +60,8 @@ def eval_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
     ] = None,
-    relevance_level: Annotated[
-        int,
-        typer.Option("--relevance-level", "-l", help="A label >= this is relevant for binary metrics (trec_eval -l)."),
-    ] = 1,
-    ties: Annotated[
-        Ties,
-        typer.Option(
-            help="Order of equal scores: docid (descending, trec_eval), input (file order) or rank (the rank column)."
-        ),
-    ] = Ties.docid,
+    relevance_level: RelevanceLevelOption = 1,
+    ties: TiesOption = Ties.docid,
     missing: Annotated[
         Missing,
         typer.Option(
@@ -66,12 +69,8 @@ def eval_command(
             "trec_eval -c), skip (left out of the mean) or error."
         ),
     ] = Missing.zero,
-    max_ret: Annotated[
-        int | None, typer.Option("--max-ret", "-M", help="Only the first N results of each query count (trec_eval -M).")
-    ] = None,
-    judged_only: Annotated[
-        bool, typer.Option("--judged-only", "-J", help="Drop unjudged results before measuring (trec_eval -J).")
-    ] = False,
+    max_ret: MaxRetOption = None,
+    judged_only: JudgedOnlyOption = False,
     digits: Annotated[int, typer.Option(help="Decimals in table, markdown and LaTeX output.")] = 4,
 ) -> None:
     """Score runs against judgements: one row per run, one column per metric.
