@@ -129,3 +129,11 @@ def raise_on_duplicates(
         expected=f"each document at most once per query in a {what}",
         hint="remove the repeated line, or read the run with duplicates='first' or 'best'",
     )
+
+
+def require_values(columns: tuple[tuple[str, pl.Series], ...], source: str, line_of: LineLookup) -> None:
+    """Raise on the first missing (null) value of any named column, naming its line."""
+    for column, series in columns:
+        if series.null_count():
+            row = int(series.is_null().arg_true()[0])
+            raise InputError(source, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")

@@ -11,6 +11,7 @@ from stagewise.data.columns import (
     no_lines,
     pair_keys,
     raise_on_duplicates,
+    require_values,
     segment_offsets,
     sorted_vocabulary,
 )
@@ -97,10 +98,7 @@ class Qrels:
         query = frame["query_id"].cast(pl.String)
         doc_series = frame["doc_id"].cast(pl.String)
         raw = frame["relevance"]
-        for column, series in (("query_id", query), ("doc_id", doc_series), ("relevance", raw)):
-            if series.null_count():
-                row = int(series.is_null().arg_true()[0])
-                raise InputError(where, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
+        require_values((("query_id", query), ("doc_id", doc_series), ("relevance", raw)), where, line_of)
         labels = _integer_labels(raw, where, line_of)
         first_seen, codes = intern(query)
         docs = StringColumn.from_series(doc_series)

@@ -12,6 +12,7 @@ from stagewise.data.columns import (
     no_lines,
     pair_keys,
     raise_on_duplicates,
+    require_values,
     segment_offsets,
     sorted_vocabulary,
 )
@@ -177,10 +178,7 @@ class Run:
             raise InputError(where, "has no results", expected="at least one (query_id, doc_id, score) row")
         query = frame["query_id"].cast(pl.String)
         doc_series = frame["doc_id"].cast(pl.String)
-        for column, series in (("query_id", query), ("doc_id", doc_series)):
-            if series.null_count():
-                row = int(series.is_null().arg_true()[0])
-                raise InputError(where, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
+        require_values((("query_id", query), ("doc_id", doc_series)), where, line_of)
         scores = frame["score"].cast(pl.Float64).to_numpy()
         finite = np.isfinite(scores)
         if not finite.all():
