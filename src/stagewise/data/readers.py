@@ -16,7 +16,7 @@ from stagewise.data import trec
 from stagewise.data.columns import LineLookup, lines_from, no_lines
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
-from stagewise.errors import InputError
+from stagewise.errors import InputError, StagewiseError
 
 Format = Literal["trec", "json", "jsonl", "csv", "tsv", "parquet"]
 FORMATS: tuple[str, ...] = ("trec", "json", "jsonl", "csv", "tsv", "parquet")
@@ -293,6 +293,35 @@ def read_run(
     return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
 
 
+def _is_single_nested_run(obj: Mapping) -> bool:
+    """True for ``{query: {doc: score}}``; False for ``{name: run}``."""
+    first = next(iter(obj.values()), None)
+    return isinstance(first, Mapping) and not any(isinstance(v, Mapping) for v in first.values())
+
+
+def read_runs(runs: Any) -> list[Run]:
+    """Runs from one source, a list of sources or a ``{name: run}`` mapping (anything :func:`read_run` takes).
+
+    The same name twice (``a/run.txt`` and ``b/run.txt``) becomes ``run.txt`` and ``run.txt#2``, so each run
+    stays its own row. A single ``{query: {doc: score}}`` dict is one run.
+    """
+    if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
+        loaded = [read_run(v, name=str(k)) for k, v in runs.items()]
+    elif isinstance(runs, list | tuple):
+        if not runs:
+            raise StagewiseError("no runs given: pass a run, or a list or {name: run} mapping of runs")
+        loaded = [read_run(item) for item in runs]
+    else:
+        loaded = [read_run(runs)]
+    seen: dict[str, int] = {}
+    named = []
+    for run in loaded:  # the same file name twice (a/run.txt, b/run.txt) must stay two rows
+        count = seen.get(run.name, 0)
+        seen[run.name] = count + 1
+        named.append(run.renamed(f"{run.name}#{count + 1}") if count else run)
+    return named
+
+
 def read_qrels(source: Any, *, format: str | None = None, name: str | None = None) -> Qrels:
     """Read relevance judgements (``qid iter docid label`` in TREC form, or the formats of :func:`read_run`
     with columns ``query_id, doc_id, relevance``).
@@ -339,4 +368,4 @@ def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineL
     return frame.with_columns(values.alias(column))
 
 
-__all__ = ["FORMATS", "lines_from", "read_qrels", "read_run"]
+__all__ = ["FORMATS", "lines_from", "read_qrels", "read_run", "read_runs"]

@@ -171,9 +171,9 @@ class _Part:
 def load_runs(runs: Any) -> list[Run]:
     """Runs from paths, objects, a list of them or a ``{name: run}`` mapping, named as
     :func:`stagewise.evaluate` names them (the same file name twice becomes ``name#2``)."""
-    from stagewise.metrics.evaluate import _as_runs
+    from stagewise.data.readers import read_runs
 
-    return _as_runs(runs)
+    return read_runs(runs)
 
 
 def select_queries(runs: list[Run], policy: str) -> np.ndarray:

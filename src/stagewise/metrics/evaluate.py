@@ -2,44 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from stagewise.data.qrels import Qrels
-from stagewise.data.readers import read_qrels, read_run
-from stagewise.data.run import Run
-from stagewise.errors import MetricError, StagewiseError
+from stagewise.data.readers import read_qrels, read_runs
+from stagewise.errors import MetricError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.metrics.measures import Measure, aggregate, compute
 from stagewise.metrics.result import EvalResult, RunScores
 
 DEFAULT_METRICS = ("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
-
-
-def _is_single_nested_run(obj: Mapping) -> bool:
-    """True for ``{query: {doc: score}}``; False for ``{name: run}``."""
-    first = next(iter(obj.values()), None)
-    return isinstance(first, Mapping) and not any(isinstance(v, Mapping) for v in first.values())
-
-
-def _as_runs(runs: Any) -> list[Run]:
-    if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
-        loaded = [read_run(v, name=str(k)) for k, v in runs.items()]
-    elif isinstance(runs, list | tuple):
-        if not runs:
-            raise StagewiseError("no runs given: pass a run, or a list or {name: run} mapping of runs")
-        loaded = [read_run(item) for item in runs]
-    else:
-        loaded = [read_run(runs)]
-    seen: dict[str, int] = {}
-    named = []
-    for run in loaded:  # the same file name twice (a/run.txt, b/run.txt) must stay two rows
-        count = seen.get(run.name, 0)
-        seen[run.name] = count + 1
-        named.append(run.renamed(f"{run.name}#{count + 1}") if count else run)
-    return named
 
 
 def evaluate(
@@ -82,7 +57,7 @@ def evaluate(
     {'ndcg@3': 0.9502, 'P@2': 0.5, 'mrr': 1.0}
     """
     judgements: Qrels = read_qrels(qrels)
-    loaded = _as_runs(runs)
+    loaded = read_runs(runs)
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
         raise MetricError("give at least one metric, such as ndcg@10 or map")
