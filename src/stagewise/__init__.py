@@ -24,6 +24,7 @@ _EXPORTS = {
     "Run": "stagewise.data.run",
     "read_qrels": "stagewise.data.readers",
     "read_run": "stagewise.data.readers",
+    "read_runs": "stagewise.data.readers",
     "write_qrels": "stagewise.data.writers",
     "write_run": "stagewise.data.writers",
     "validate": "stagewise.data.validate",
@@ -38,7 +39,7 @@ __all__ = [*_EXPORTS, "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.data.qrels import Qrels
-    from stagewise.data.readers import read_qrels, read_run
+    from stagewise.data.readers import read_qrels, read_run, read_runs
     from stagewise.data.run import Run
     from stagewise.data.validate import validate
     from stagewise.data.writers import write_qrels, write_run
