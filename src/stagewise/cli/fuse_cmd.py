@@ -245,7 +245,8 @@ def _stderr_console():
 def _write(fused, output: Path | None, meta: Path | bool) -> None:
     """The run to ``output`` (or stdout), the metadata to ``meta`` (``True``: beside ``output``), a summary
     line to stderr."""
-    from stagewise.fusion.writer import trec_frame, write_fused, write_metadata
+    from stagewise.data.writers import write_trec_run
+    from stagewise.fusion.writer import write_fused, write_metadata
 
     info = fused.fusion
     summary = (
@@ -253,7 +254,7 @@ def _write(fused, output: Path | None, meta: Path | bool) -> None:
         f"{info['n_queries']} queries, {info['n_results']} results"
     )
     if output is None:
-        trec_frame(fused).write_csv(sys.stdout.buffer, separator=" ", include_header=False, quote_style="never")
+        write_trec_run(fused, sys.stdout.buffer)
         sys.stdout.flush()
         if isinstance(meta, Path):
             write_metadata(info, meta)

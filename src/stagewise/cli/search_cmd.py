@@ -64,7 +64,7 @@ def search_command(
 
     with user_errors():
         from stagewise.cli.index_cmd import progress_bar
-        from stagewise.data.writers import run_to_trec_lines, write_run
+        from stagewise.data.writers import write_run, write_trec_run
         from stagewise.retrieval.collections import read_queries
         from stagewise.retrieval.index import BM25Index
 
@@ -79,7 +79,8 @@ def search_command(
             )  # fmt: skip
         run = top.to_run(index, name=name)
         if output is None:
-            sys.stdout.write("".join(line + "\n" for line in run_to_trec_lines(run)))
+            sys.stdout.flush()
+            write_trec_run(run, sys.stdout.buffer)
         else:
             write_run(run, output, format="trec")
         elapsed = time.perf_counter() - started

@@ -12,7 +12,6 @@ a careful line-by-line reader, which either reads the file or names the first ba
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,10 +236,3 @@ def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed,
     frame, line_of = _read(data, source, QRELS_FIELDS, QRELS_FORM)
     frame = _check_labels(frame, line_of, source)
     return frame.select("query_id", "doc_id", "relevance"), line_of
-
-
-def format_score(value: float) -> str:
-    """Shortest text that reads back as the same double (``repr``), so a written run round-trips."""
-    if not math.isfinite(value):
-        raise ValueError(f"cannot write non-finite score {value!r}")
-    return repr(float(value))

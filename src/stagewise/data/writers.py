@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import IO
 
 import polars as pl
 
 from stagewise._io import PathLike, atomic_path, atomic_write
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
-from stagewise.errors import ConventionError
+from stagewise.errors import ConventionError, StagewiseError
 
 WRITE_FORMATS = ("trec", "jsonl", "parquet")
 
@@ -24,23 +25,41 @@ def _format_for(path: PathLike, declared: str | None) -> str:
     return {".jsonl": "jsonl", ".parquet": "parquet"}.get(suffix, "trec")
 
 
-def run_to_trec_lines(run: Run, tag: str | None = None) -> list[str]:
-    """``qid Q0 docid rank score tag`` lines, ranks 1-based in evaluation order, scores as ``repr`` (exact)."""
-    frame = run.to_polars()
+def trec_run_frame(run: Run, tag: str | None = None) -> pl.DataFrame:
+    """``qid Q0 docid rank score tag`` columns in evaluation order, ranks 1-based."""
+    queries = pl.Series("q", run.query_ids.tolist(), dtype=pl.String).cast(pl.Enum(run.query_ids.tolist()))
     tag = tag or run.tag or run.name
-    return [
-        f"{q} Q0 {d} {r} {s!r} {tag}"
-        for q, d, s, r in zip(frame["query_id"], frame["doc_id"], frame["score"].to_list(), frame["rank"], strict=True)
-    ]
+    frame = pl.DataFrame(
+        {
+            "query_id": queries.gather(run.query_codes),
+            "q0": pl.repeat("Q0", len(run), dtype=pl.String, eager=True),
+            "doc_id": run.docs.series(),
+            "rank": run.within_query_rank(),
+            "score": run.scores,
+            "tag": pl.repeat(tag, len(run), dtype=pl.String, eager=True),
+        }
+    )
+    for column in ("query_id", "doc_id", "tag"):
+        if frame[column].cast(pl.String).str.contains(r"\s").any():
+            raise StagewiseError(
+                f"a {column} contains white space, which a TREC run cannot hold; write .jsonl or .parquet instead"
+            )
+    return frame
+
+
+def write_trec_run(run: Run, sink: PathLike | IO[bytes], tag: str | None = None) -> None:
+    """TREC lines to a path or a binary stream in one polars pass. Scores are written in their shortest form
+    that reads back as the same double (what ``repr`` gives, up to exponent spelling)."""
+    trec_run_frame(run, tag).write_csv(sink, separator=" ", include_header=False, quote_style="never")
 
 
 def write_run(run: Run, path: PathLike, *, format: str | None = None, tag: str | None = None) -> None:
-    """Write ``run`` to ``path``; the format follows the extension (``.jsonl``, ``.parquet``, else TREC)."""
+    """Write ``run`` to ``path`` atomically; the format follows the extension (``.jsonl``, ``.parquet``, else
+    TREC)."""
     kind = _format_for(path, format)
     if kind == "trec":
-        with atomic_write(path) as fh:
-            for line in run_to_trec_lines(run, tag):
-                fh.write(line + "\n")
+        with atomic_path(path) as tmp:
+            write_trec_run(run, tmp, tag)
     elif kind == "jsonl":
         _write_jsonl(run.to_polars(), path)
     else:
