@@ -225,7 +225,7 @@ def _load(
         parsed, line_of = parse(Path(source), where)
         return parsed, where, name, line_of
     data = read_bytes(source)
-    if kind in ("json", "jsonl", "csv", "tsv"):
+    if kind in ("json", "csv", "tsv"):  # JSONL is decoded line by line where it is parsed
         trec.decode_text(data, where)  # invalid UTF-8 is an error naming its line
     if kind == "trec":
         parse = trec.parse_run if value_column == "score" else trec.parse_qrels
