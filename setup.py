@@ -1,4 +1,4 @@
-"""Build the C extensions (a TREC file parser; BM25 tokenising, indexing and search); everything else is declared in
+"""Build the C extensions (a TREC file parser; per-query joins and ordering of result lists; BM25 tokenising, indexing and search); everything else is declared in
 pyproject.toml."""
 
 from setuptools import Extension, setup
@@ -8,6 +8,11 @@ setup(
         Extension(
             "stagewise._native._trecparse",
             sources=["src/stagewise/_native/trecparse.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
+        Extension(
+            "stagewise._native._rows",
+            sources=["src/stagewise/_native/rows.c"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
         Extension(

@@ -1,6 +1,7 @@
-"""Compiled helpers, built with the package: ``_trecparse.c`` (reading TREC files) and ``bm25.c`` (BM25
-tokenising, indexing and search). ``parser`` and ``bm25`` are ``None`` when an extension is not built; callers
-then use numpy and polars code that gives the same results more slowly."""
+"""Compiled helpers, built with the package: ``trecparse.c`` (reading TREC files), ``rows.c`` (joining result
+lists on (query, document) and putting them in trec_eval's order) and ``bm25.c`` (BM25 tokenising, indexing and
+search). ``parser``, ``rows`` and ``bm25`` are ``None`` when an extension is not built; callers then use numpy
+and polars code that gives the same results more slowly."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ except ImportError:  # pragma: no cover - exercised only where no C compiler was
     parser = None
 
 try:
+    from stagewise._native import _rows as rows
+except ImportError:  # pragma: no cover
+    rows = None
+
+try:
     from stagewise._native import _bm25 as bm25
 except ImportError:  # pragma: no cover
     bm25 = None
 
-__all__ = ["bm25", "parser"]
+__all__ = ["bm25", "parser", "rows"]

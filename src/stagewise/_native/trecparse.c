@@ -506,21 +506,28 @@ memory:
     return PyErr_NoMemory();
 }
 
-/* take_strings(offsets int64, data, rows int64) -> (offsets bytes, data bytes) of the rows in that order. */
+/* take_strings(offsets int64, data, rows int64[, through int64]) -> (offsets bytes, data bytes) of the rows in
+ * that order; with through, row i is rows[through[i]] (saves the caller a gathered copy of rows). */
 static PyObject *take_strings(PyObject *self, PyObject *args) {
-    Py_buffer ob, db, rb;
-    if (!PyArg_ParseTuple(args, "y*y*y*", &ob, &db, &rb)) return NULL;
-    const int64_t *off = ob.buf, *rows = rb.buf;
+    Py_buffer ob, db, rb, tb = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*|y*", &ob, &db, &rb, &tb)) return NULL;
+    const int64_t *off = ob.buf, *rows = rb.buf, *through = tb.buf;
     const char *data = db.buf;
-    Py_ssize_t n_in = ob.len / (Py_ssize_t)sizeof(int64_t) - 1, n = rb.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n_in = ob.len / (Py_ssize_t)sizeof(int64_t) - 1, n_rows = rb.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n = through ? tb.len / (Py_ssize_t)sizeof(int64_t) : n_rows;
     PyObject *offsets_out = NULL, *data_out = NULL, *result = NULL;
     int64_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (rows[i] < 0 || rows[i] >= n_in) {
+        if (through && (through[i] < 0 || through[i] >= n_rows)) {
             PyErr_SetString(PyExc_IndexError, "row out of range");
             goto done;
         }
-        total += off[rows[i] + 1] - off[rows[i]];
+        int64_t row = through ? rows[through[i]] : rows[i];
+        if (row < 0 || row >= n_in) {
+            PyErr_SetString(PyExc_IndexError, "row out of range");
+            goto done;
+        }
+        total += off[row + 1] - off[row];
     }
     offsets_out = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
     data_out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
@@ -530,8 +537,9 @@ static PyObject *take_strings(PyObject *self, PyObject *args) {
     int64_t at = 0;
     o[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t len = off[rows[i] + 1] - off[rows[i]];
-        memcpy(d + at, data + off[rows[i]], (size_t)len);
+        int64_t row = through ? rows[through[i]] : rows[i];
+        int64_t len = off[row + 1] - off[row];
+        memcpy(d + at, data + off[row], (size_t)len);
         at += len;
         o[i + 1] = at;
     }
@@ -542,6 +550,7 @@ done:
     PyBuffer_Release(&ob);
     PyBuffer_Release(&db);
     PyBuffer_Release(&rb);
+    if (tb.obj) PyBuffer_Release(&tb);
     return result;
 }
 

@@ -76,8 +76,10 @@ def pair_keys(query_per_row: StringColumn, docs: StringColumn) -> np.ndarray:
 
 def segment_offsets(codes: np.ndarray, n_segments: int) -> np.ndarray:
     """Start of each code's block in rows sorted by code, plus the end: ``offsets[c]:offsets[c+1]``."""
-    # ``codes`` is sorted, so each boundary is a binary search.
-    return np.searchsorted(codes, np.arange(n_segments + 1), side="left").astype(np.int64)
+    # ``codes`` is sorted, so each boundary is a binary search (in the codes' own dtype: a mixed-dtype search
+    # would first copy ``codes``).
+    dtype = codes.dtype if codes.dtype.itemsize >= 4 else np.int64
+    return np.searchsorted(codes, np.arange(n_segments + 1, dtype=dtype), side="left").astype(np.int64)
 
 
 def duplicate_rows(codes: np.ndarray, keys: np.ndarray, docs: StringColumn) -> list[tuple[int, int]]:

@@ -69,12 +69,16 @@ class StringColumn:
             rows = np.arange(len(self))
         return [b.decode("utf-8") for b in self.raw(rows)]
 
-    def take(self, rows: np.ndarray) -> StringColumn:
-        """A new column of ``rows`` in that order."""
+    def take(self, rows: np.ndarray, through: np.ndarray | None = None) -> StringColumn:
+        """A new column of ``rows`` in that order; with ``through``, of ``rows[through]`` (without making that
+        array)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         if native is not None:
-            offsets, data = native.take_strings(self.offsets, self.data, rows)
+            extra = () if through is None else (np.ascontiguousarray(through, dtype=np.int64),)
+            offsets, data = native.take_strings(self.offsets, self.data, rows, *extra)
             return StringColumn(np.frombuffer(offsets, dtype=np.int64), data)
+        if through is not None:
+            rows = rows[through]
         lengths = self.offsets[rows + 1] - self.offsets[rows]
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])

@@ -1,0 +1,366 @@
+/*
+ * stagewise._native._rows: per-query row operations on result lists.
+ *
+ * Why C: fusing two runs of 1,000 queries x 100 results must take a few milliseconds, and two steps resist
+ * numpy. Joining the runs on (query, document) is a hash join inside each query (numpy can only sort
+ * everything), and putting the fused rows in trec_eval's order (score descending, then doc id descending in
+ * byte order) needs a comparison that falls back to the doc id string on a tie, which RRF produces for nearly
+ * every row. Both work one query at a time, on data that fits in the cache.
+ *
+ * Strings are Arrow-style: int64 offsets (n + 1) into one byte buffer.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------------------------- evaluation order */
+
+typedef struct {
+    const int64_t *off;
+    const unsigned char *data;
+} Strings;
+
+/* Byte-order comparison of two strings, as strcmp orders them (a prefix sorts first). */
+static inline int compare_strings(const Strings *s, int64_t a, int64_t b) {
+    int64_t la = s->off[a + 1] - s->off[a], lb = s->off[b + 1] - s->off[b];
+    int c = memcmp(s->data + s->off[a], s->data + s->off[b], (size_t)(la < lb ? la : lb));
+    if (c) return c;
+    return (la > lb) - (la < lb);
+}
+
+/* The bits of a double, mapped so that unsigned order is descending score order; -0.0 maps as 0.0. */
+static inline uint64_t descending_bits(double x) {
+    x += 0.0;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u ^= (u >> 63) ? ~(uint64_t)0 : (uint64_t)1 << 63; /* ascending order */
+    return ~u;
+}
+
+static int bit_width(uint64_t v) {
+    int b = 0;
+    while (b < 64 && (v >> b)) b++;
+    return b;
+}
+
+/* sort_keys(segments int64 (q + 1), scores float64 (n)) -> (bytearray of n uint64 keys, index bits)
+ *
+ * Why: ordering ~100 results per query by score is a job for one vectorised sort of everything (numpy's
+ * sort of uint64), not for a comparison sort per query, whose branch on random scores is a coin flip. Each
+ * row's key packs its segment (top bits), the top bits of its score in descending order, and its row number
+ * (bottom index-bits bits), so sorting the keys groups rows by segment, orders them by score up to the
+ * truncation, and keeps every key distinct. settle_order finishes the job where the truncation ties.
+ * Returns None when segment and row numbers leave fewer than 16 bits for the score (over 2^48 rows and
+ * segments together); the caller then sorts another way. */
+static PyObject *sort_keys(PyObject *self, PyObject *args) {
+    Py_buffer segb, scb;
+    if (!PyArg_ParseTuple(args, "y*y*", &segb, &scb)) return NULL;
+    const int64_t *seg = segb.buf;
+    const double *score = scb.buf;
+    Py_ssize_t n_seg = segb.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t n = scb.len / (Py_ssize_t)sizeof(double);
+    PyObject *out = NULL, *result = NULL;
+    if (n_seg < 0 || seg[0] != 0 || seg[n_seg] != n) {
+        PyErr_SetString(PyExc_ValueError, "segments must cover the rows");
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < n_seg; q++) {
+        if (seg[q + 1] < seg[q]) {
+            PyErr_SetString(PyExc_ValueError, "segments must not decrease");
+            goto done;
+        }
+    }
+    int index_bits = bit_width((uint64_t)(n > 0 ? n - 1 : 0)), segment_bits = bit_width((uint64_t)(n_seg > 0 ? n_seg - 1 : 0));
+    int score_bits = 64 - index_bits - segment_bits;
+    if (score_bits < 16) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint64_t)); /* writable: sorted in place */
+    if (!out) goto done;
+    uint64_t *key = (uint64_t *)PyByteArray_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = 0; q < n_seg; q++) {
+        uint64_t top = segment_bits ? (uint64_t)q << (64 - segment_bits) : 0;
+        for (int64_t i = seg[q]; i < seg[q + 1]; i++)
+            key[i] = top | (descending_bits(score[i]) >> (64 - score_bits) << index_bits) | (uint64_t)i;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("Oi", out, index_bits);
+done:
+    Py_XDECREF(out);
+    PyBuffer_Release(&segb);
+    PyBuffer_Release(&scb);
+    return result;
+}
+
+/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), str_offsets int64, str_data,
+ *              str_rows int64 (n)) -> None; the keys become the rows (int64) in trec_eval's order, in place.
+ *
+ * Each sorted key gives its row (bottom bits); rows whose keys agree above the row number share a segment and
+ * a truncated score, and are put in order by full score descending, then doc id (string str_rows[row])
+ * descending, by insertion sort: such groups are small (ties, mostly pairs). 0.0 and -0.0 tie. In place
+ * because the keys are dead once read, and a second buffer of n rows costs page faults on every call. */
+static PyObject *settle_order(PyObject *self, PyObject *args) {
+    Py_buffer kb, scb, ob, db, rb;
+    int index_bits;
+    if (!PyArg_ParseTuple(args, "w*iy*y*y*y*", &kb, &index_bits, &scb, &ob, &db, &rb)) return NULL;
+    uint64_t *key = kb.buf;
+    int64_t *order = kb.buf; /* the same buffer: position i is read as a key before it is written as a row */
+    const int64_t *rows = rb.buf;
+    const double *score = scb.buf;
+    Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
+    Py_ssize_t n_str = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Strings s = {ob.buf, db.buf};
+    PyObject *result = NULL;
+    if (index_bits < 0 || index_bits > 63 || scb.len / (Py_ssize_t)sizeof(double) != n ||
+        rb.len / (Py_ssize_t)sizeof(int64_t) != n) {
+        PyErr_SetString(PyExc_ValueError, "one key, score and string row per row");
+        goto done;
+    }
+    uint64_t mask = ((uint64_t)1 << index_bits) - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((Py_ssize_t)(key[i] & mask) >= n || rows[i] < 0 || rows[i] >= n_str) {
+            PyErr_SetString(PyExc_IndexError, "row or string row out of range");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t group = 0;
+    Py_ssize_t start = 0; /* first position of the current group of equal truncated keys */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t high = key[i] >> index_bits;
+        int64_t v = (int64_t)(key[i] & mask);
+        if (i == 0 || high != group) {
+            group = high;
+            start = i;
+            order[i] = v;
+            continue;
+        }
+        double sv = score[v] + 0.0;
+        Py_ssize_t j = i;
+        while (j > start) {
+            double su = score[order[j - 1]] + 0.0;
+            if (su > sv || (su == sv && compare_strings(&s, rows[order[j - 1]], rows[v]) >= 0)) break;
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = v;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&kb);
+    PyBuffer_Release(&scb);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&rb);
+    return result;
+}
+
+/* One part of a join: a run's rows (all, or those listed), their query codes and pair keys. */
+typedef struct {
+    Py_buffer codes, keys, rows; /* rows.buf NULL: every row of the run, in order */
+    int64_t base;                /* the run's first row in the string column */
+    Py_ssize_t n;
+    PyObject *cand;              /* output: each row's candidate (int64 bytes) */
+} Part;
+
+static void release_parts(Part *parts, Py_ssize_t m) {
+    for (Py_ssize_t p = 0; p < m; p++) {
+        if (parts[p].codes.obj) PyBuffer_Release(&parts[p].codes);
+        if (parts[p].keys.obj) PyBuffer_Release(&parts[p].keys);
+        if (parts[p].rows.obj) PyBuffer_Release(&parts[p].rows);
+        Py_XDECREF(parts[p].cand);
+    }
+    free(parts);
+}
+
+static inline int64_t part_row(const Part *part, Py_ssize_t i) {
+    return part->base + (part->rows.buf ? ((const int64_t *)part->rows.buf)[i] : (int64_t)i);
+}
+
+/* join_pairs(parts, str_offsets int64, str_data, rank int32 (writable, zeros))
+ *   parts: a sequence of (codes int32, keys uint64, rows int64 or None, base int), one per run; a part's codes
+ *   never decrease; its row i is string base + rows[i] (base + i when rows is None).
+ *   rank: a column-major (total rows x parts) matrix; rank[c, p] becomes the 1-based position of candidate c
+ *   in part p's list for its query (0 where part p lacks it). Only the first n_candidates rows are written.
+ * -> (n_candidates, (candidate of each row of each part, int64 bytes, ...), query of each candidate int32,
+ *     key of each candidate uint64, string row of each candidate int64)
+ *
+ * Rows of a query, across all parts, are joined on (key, document string) with one small hash table per
+ * query: a key match is confirmed by the strings, so two different documents sharing a key stay apart.
+ * Candidates are numbered by query, then by first appearance (part order, then row order). */
+static PyObject *join_pairs(PyObject *self, PyObject *args) {
+    PyObject *seq;
+    Py_buffer ob, db, rankb;
+    if (!PyArg_ParseTuple(args, "Oy*y*w*", &seq, &ob, &db, &rankb)) return NULL;
+    Py_ssize_t n_str = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Strings s = {ob.buf, db.buf};
+    PyObject *query_b = NULL, *key_b = NULL, *home_b = NULL, *cands = NULL, *result = NULL;
+    Py_ssize_t *cursor = NULL;
+    int64_t *slot_cand = NULL;
+    size_t cap = 0;
+    int64_t n_cand = 0;
+    Py_ssize_t total_rows = 0;
+    Py_ssize_t m = PySequence_Size(seq);
+    Part *parts = m > 0 ? calloc((size_t)m, sizeof *parts) : NULL;
+    if (m < 1 || !parts) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "give at least one part");
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < m; p++) {
+        PyObject *item = PySequence_GetItem(seq, p);
+        if (!item) goto done;
+        PyObject *rows_obj = NULL;
+        long long base = 0;
+        int ok = PyArg_ParseTuple(item, "y*y*OL", &parts[p].codes, &parts[p].keys, &rows_obj, &base);
+        if (ok && rows_obj != Py_None && PyObject_GetBuffer(rows_obj, &parts[p].rows, PyBUF_SIMPLE) < 0) ok = 0;
+        Py_DECREF(item);
+        if (!ok) goto done;
+        Part *part = &parts[p];
+        part->base = base;
+        part->n = part->keys.len / (Py_ssize_t)sizeof(uint64_t);
+        if (part->codes.len / (Py_ssize_t)sizeof(int32_t) != part->n ||
+            (part->rows.buf && part->rows.len / (Py_ssize_t)sizeof(int64_t) != part->n)) {
+            PyErr_SetString(PyExc_ValueError, "one code, key (and row) per row of a part");
+            goto done;
+        }
+        const int32_t *code = part->codes.buf;
+        for (Py_ssize_t i = 0; i < part->n; i++) {
+            int64_t row = part_row(part, i);
+            if (row < 0 || row >= n_str) {
+                PyErr_SetString(PyExc_IndexError, "string row out of range");
+                goto done;
+            }
+            if (i && code[i] < code[i - 1]) {
+                PyErr_SetString(PyExc_ValueError, "query codes must not decrease within a part");
+                goto done;
+            }
+        }
+        part->cand = PyBytes_FromStringAndSize(NULL, part->n * (Py_ssize_t)sizeof(int64_t));
+        if (!part->cand) goto done;
+        total_rows += part->n;
+    }
+    if (rankb.len != total_rows * m * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "rank must hold total rows x parts int32 values");
+        goto done;
+    }
+    /* at most one candidate per row: sized for that, shrunk at the end */
+    query_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(int32_t));
+    key_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(uint64_t));
+    home_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(int64_t));
+    cursor = calloc((size_t)m, sizeof *cursor);
+    if (!query_b || !key_b || !home_b || !cursor) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *home = (int64_t *)PyBytes_AS_STRING(home_b);
+    int32_t *cquery = (int32_t *)PyBytes_AS_STRING(query_b);
+    uint64_t *ckey = (uint64_t *)PyBytes_AS_STRING(key_b);
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        /* the next query: the smallest code under any cursor, and how many rows the parts give it */
+        int have = 0;
+        int32_t q = 0;
+        for (Py_ssize_t p = 0; p < m; p++) {
+            const int32_t *code = parts[p].codes.buf;
+            if (cursor[p] < parts[p].n && (!have || code[cursor[p]] < q)) {
+                q = code[cursor[p]];
+                have = 1;
+            }
+        }
+        if (!have) break;
+        Py_ssize_t total = 0;
+        for (Py_ssize_t p = 0; p < m; p++) {
+            const int32_t *code = parts[p].codes.buf;
+            Py_ssize_t end = cursor[p];
+            while (end < parts[p].n && code[end] == q) end++;
+            total += end - cursor[p];
+        }
+        size_t want = 16;
+        while (want < (size_t)total * 2) want *= 2;
+        if (want > cap) {
+            free(slot_cand);
+            slot_cand = malloc(want * sizeof *slot_cand);
+            if (!slot_cand) {
+                failed = 1;
+                break;
+            }
+            cap = want;
+        }
+        memset(slot_cand, 0xFF, want * sizeof *slot_cand); /* -1: empty */
+        for (Py_ssize_t p = 0; p < m; p++) {
+            const Part *part = &parts[p];
+            const int32_t *code = part->codes.buf;
+            const uint64_t *key = part->keys.buf;
+            int64_t *cand = (int64_t *)PyBytes_AS_STRING(part->cand);
+            int32_t *rank = (int32_t *)rankb.buf + p * total_rows;
+            Py_ssize_t first = cursor[p], i = first;
+            for (; i < part->n && code[i] == q; i++) {
+                int64_t row = part_row(part, i);
+                size_t slot = (size_t)(key[i] ^ (key[i] >> 32)) & (want - 1);
+                int64_t c;
+                while ((c = slot_cand[slot]) >= 0) {
+                    if (ckey[c] == key[i] && compare_strings(&s, home[c], row) == 0) break;
+                    slot = (slot + 1) & (want - 1);
+                }
+                if (c < 0) {
+                    c = n_cand++;
+                    slot_cand[slot] = c;
+                    cquery[c] = q;
+                    ckey[c] = key[i];
+                    home[c] = row;
+                }
+                cand[i] = c;
+                rank[c] = (int32_t)(i - first + 1);
+            }
+            cursor[p] = i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (_PyBytes_Resize(&query_b, n_cand * (Py_ssize_t)sizeof(int32_t)) < 0 ||
+        _PyBytes_Resize(&key_b, n_cand * (Py_ssize_t)sizeof(uint64_t)) < 0 ||
+        _PyBytes_Resize(&home_b, n_cand * (Py_ssize_t)sizeof(int64_t)) < 0)
+        goto done;
+    cands = PyTuple_New(m);
+    if (!cands) goto done;
+    for (Py_ssize_t p = 0; p < m; p++) {
+        PyTuple_SET_ITEM(cands, p, parts[p].cand);
+        parts[p].cand = NULL;
+    }
+    result = Py_BuildValue("LOOOO", (long long)n_cand, cands, query_b, key_b, home_b);
+done:
+    Py_XDECREF(cands);
+    Py_XDECREF(query_b);
+    Py_XDECREF(key_b);
+    Py_XDECREF(home_b);
+    free(cursor);
+    free(slot_cand);
+    if (parts) release_parts(parts, m);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&rankb);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"sort_keys", sort_keys, METH_VARARGS, "Keys whose sort orders rows by segment, then truncated score."},
+    {"settle_order", settle_order, METH_VARARGS,
+     "Sorted keys to rows in place, with truncation ties put in score then doc id order."},
+    {"join_pairs", join_pairs, METH_VARARGS, "Join parts of rows on (query, key, document string)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rows", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__rows(void) { return PyModule_Create(&module); }

@@ -1,0 +1,122 @@
+"""trec_eval's order of result rows: query ascending, score descending, doc id descending (byte order).
+
+Every run stagewise stores is in this order (it is the order trec_eval reads a run in, so ranks and ties agree
+with it); fusion produces new rows that must be put in it, and a reader meets runs that are not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from stagewise._native import rows as native_rows
+from stagewise.data.columns import segment_offsets
+from stagewise.data.strings import StringColumn
+
+
+def evaluation_order(query: np.ndarray, scores: np.ndarray, strings: StringColumn, rows: np.ndarray) -> np.ndarray:
+    """The permutation into trec_eval's order: query ascending, score descending, doc id descending (bytes).
+
+    ``query`` holds each row's query code, ``scores`` its finite score (0.0 and -0.0 tie), and row i's doc id
+    is ``strings[rows[i]]``. Compiled: one sort of packed keys, then ties by doc id in C. Without the
+    extension: a segment sort of the scores within each query (see :func:`segment_sort`), then rows that tie
+    on (query, score) are put in doc id order, pairs by one vectorised string comparison (polars), larger
+    groups by a sort of their members only.
+    """
+    n_queries = int(query.max()) + 1 if len(query) else 0
+    if len(query) > 1 and (query[1:] < query[:-1]).any():  # not grouped by query: group first
+        grouping = _stable_order(query)
+        return grouping[evaluation_order(query[grouping], scores[grouping], strings, rows[grouping])]
+    offsets = segment_offsets(query, n_queries)
+    order = _native_order(offsets, scores, strings, rows) if native_rows is not None else None
+    return order if order is not None else _numpy_order(query, offsets, scores, strings, rows)
+
+
+def _native_order(
+    offsets: np.ndarray, scores: np.ndarray, strings: StringColumn, rows: np.ndarray
+) -> np.ndarray | None:
+    """The compiled path: one vectorised sort of packed (query, truncated score, row) keys, then the rows whose
+    keys tie above the row number are settled by full score and doc id (see ``_native/rows.c``). ``None`` when
+    the keys cannot hold the row and query numbers."""
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    packed = native_rows.sort_keys(offsets, scores)
+    if packed is None:
+        return None
+    buffer, index_bits = packed
+    keys = np.frombuffer(buffer, dtype=np.uint64)
+    keys.sort()
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    native_rows.settle_order(keys, index_bits, scores, strings.offsets, strings.data, rows)  # keys become rows
+    return keys.view(np.int64)
+
+
+def _numpy_order(
+    query: np.ndarray, offsets: np.ndarray, scores: np.ndarray, strings: StringColumn, rows: np.ndarray
+) -> np.ndarray:
+    """The numpy and polars path (no compiler at install): a segment sort of the scores, then the ties."""
+    order = segment_sort(offsets, -scores, np.inf, query)
+    value = scores[order] + 0.0  # the order moves rows within their query only, so query[order] == query
+    tied = (query[1:] == query[:-1]) & (value[1:] == value[:-1])
+    if not tied.any():
+        return order
+    member = np.zeros(len(order), dtype=bool)
+    member[:-1] |= tied
+    member[1:] |= tied
+    positions = np.flatnonzero(member)
+    joined = np.zeros(len(order), dtype=bool)  # joined[i]: row i ties with row i - 1
+    joined[1:] = tied
+    group = np.cumsum((~joined[positions]).view(np.uint8), dtype=np.int64) - 1  # runs of tied neighbours
+    sizes = np.bincount(group)
+    first = positions[np.r_[0, np.cumsum(sizes)[:-1]]]
+    # Pairs, the common case: compare the two ids (polars, byte order) and swap when the second is larger.
+    pair = first[sizes == 2]
+    if len(pair):
+        a, b = order[pair], order[pair + 1]
+        swap = (strings.take(rows[a]).series() < strings.take(rows[b]).series()).to_numpy().astype(np.int64)
+        order[pair] = a + (b - a) * swap  # arithmetic, not a random boolean mask (branches mispredict)
+        order[pair + 1] = b + (a - b) * swap
+    # Larger groups: sort their members by group, then doc id descending.
+    large = (sizes > 2)[group]
+    if large.any():
+        where = positions[large]
+        frame = pl.DataFrame({"g": group[large], "d": strings.take(rows[order[where]]).series()})
+        local = frame.with_row_index("i").sort(["g", "d"], descending=[False, True])["i"].to_numpy()
+        order[where] = order[where[local.astype(np.int64)]]
+    return order
+
+
+def segment_sort(offsets: np.ndarray, values: np.ndarray, pad, segment: np.ndarray | None = None) -> np.ndarray:
+    """A permutation that sorts ``values`` ascending within each segment ``offsets[i]:offsets[i + 1]`` (the
+    segments stay in order; equal values in any order). ``pad`` must sort after every value.
+
+    Short segments of similar length are laid out as the rows of a padded matrix and sorted row by row, which
+    is about twice as fast as one sort of everything; otherwise one quicksort and a stable radix sort of the
+    segment numbers. ``segment`` (each value's segment number), when given, saves recomputing it.
+    """
+    counts = np.diff(offsets)
+    n, k = len(values), len(counts)
+    width = int(counts.max()) if k else 0
+    if segment is None:
+        segment = np.repeat(np.arange(k, dtype=np.int64), counts)
+    if 0 < k * width <= 4 * n + 4096 and not (values == pad).any():
+        matrix = np.full((k, width), pad, dtype=values.dtype)
+        flat = segment * np.int64(width)  # value i goes to row segment[i], column i - offsets[segment[i]]
+        flat += np.arange(n, dtype=np.int64)
+        flat -= offsets[:-1][segment]
+        matrix.ravel()[flat] = values
+        local = np.argsort(matrix, axis=1)
+        local += offsets[:-1, None]
+        return local[np.arange(width) < counts[:, None]]
+    order = np.argsort(values)
+    return order[_stable_order(segment[order])]
+
+
+def _stable_order(values: np.ndarray) -> np.ndarray:
+    """A stable argsort of non-negative integers: radix sort, 16 bits per pass."""
+    values = np.asarray(values, dtype=np.int64)
+    order = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
+    shift = 16
+    while len(values) and int(values.max()) >> shift:
+        order = order[np.argsort(((values[order] >> shift) & 0xFFFF).astype(np.uint16), kind="stable")]
+        shift += 16
+    return order

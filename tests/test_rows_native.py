@@ -1,0 +1,171 @@
+"""The compiled row operations (``_native/rows.c``) against their numpy fallbacks and a plain Python reference:
+trec_eval's order of rows, the join of runs on (query, document), and gathering strings through an order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stagewise import read_run
+from stagewise._native import rows as native_rows
+from stagewise.data import order as order_module
+from stagewise.data.strings import StringColumn
+from stagewise.fusion import fuse
+from stagewise.fusion import join as join_module
+from stagewise.fusion.join import concatenate, cut, join
+
+pytestmark = pytest.mark.skipif(native_rows is None, reason="the C extension _rows was not built")
+
+# Few distinct values, so that ties (and -0.0 against 0.0) are common; ids that share prefixes and lengths.
+SCORES = st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.0, 1e-300, 0.1 + 0.2, 0.3, 1e300, -1e-300])
+IDS = st.text(alphabet="ab\u00e9", min_size=0, max_size=10)
+
+
+def reference_order(query, scores, docs: list[bytes]) -> list[int]:
+    """trec_eval's order with plain Python: query ascending, score descending, doc id bytes descending."""
+
+    def key(i):
+        return (int(query[i]), -(scores[i] + 0.0), [-b for b in docs[i]] + [1])
+
+    return sorted(range(len(query)), key=key)
+
+
+@st.composite
+def rows_to_order(draw):
+    n = draw(st.integers(0, 60))
+    query = np.array(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), dtype=np.int32)
+    if draw(st.booleans()):
+        query.sort()
+    scores = np.array(draw(st.lists(SCORES, min_size=n, max_size=n)), dtype=np.float64)
+    # Distinct ids within a query, as in every run; rows point into a shuffled string column.
+    ids = draw(st.lists(IDS, min_size=n, max_size=n, unique=True))
+    column = StringColumn.from_strings(ids[::-1])
+    rows = np.arange(n - 1, -1, -1, dtype=np.int64)
+    return query, scores, column, rows, [i.encode() for i in ids]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows_to_order())
+def test_evaluation_order_compiled_and_numpy_equal_the_reference(case):
+    query, scores, column, rows, docs = case
+    expected = reference_order(query, scores, docs)
+    assert order_module.evaluation_order(query, scores, column, rows).tolist() == expected
+    if len(query) and np.all(np.diff(query) >= 0):
+        n_queries = int(query.max()) + 1
+        offsets = order_module.segment_offsets(query, n_queries)
+        assert order_module._native_order(offsets, scores, column, rows).tolist() == expected
+        assert order_module._numpy_order(query, offsets, scores, column, rows).tolist() == expected
+
+
+def test_evaluation_order_separates_scores_equal_in_their_top_bits():
+    """Scores that agree in the bits the packed key keeps are settled by the full score."""
+    base = 1.0
+    close = [base, np.nextafter(base, 2.0), np.nextafter(np.nextafter(base, 2.0), 2.0), base]
+    query = np.zeros(4, dtype=np.int32)
+    column = StringColumn.from_strings(["a", "b", "c", "d"])
+    order = order_module.evaluation_order(query, np.array(close), column, np.arange(4))
+    assert order.tolist() == [2, 1, 3, 0]  # the two 1.0 rows tie: doc id descending puts d (row 3) first
+
+
+@st.composite
+def runs_to_join(draw):
+    def one_run():
+        return draw(
+            st.dictionaries(
+                st.sampled_from(["q1", "q2", "q3"]),
+                st.dictionaries(st.sampled_from(["a", "b", "c", "d", "ab", "é"]), SCORES, min_size=1, max_size=5),
+                min_size=1,
+                max_size=3,
+            )
+        )
+
+    return [read_run(one_run(), name=f"r{i}") for i in range(draw(st.integers(1, 3)))], draw(
+        st.one_of(st.none(), st.integers(1, 4))
+    )
+
+
+def _joined_pairs(parts, joined, strings):
+    """Each part's rows as (query, doc) -> rank, read through the join's candidate mapping."""
+    docs = strings.take(joined.home)
+    out = []
+    for r, cand in enumerate(joined.cand_of):
+        out.append(
+            {
+                (int(joined.query[c]), docs.value(int(c))): int(joined.rank[c, r])
+                for c in np.asarray(cand, dtype=np.int64)
+            }
+        )
+    return out, sorted((int(q), docs.value(i)) for i, q in enumerate(joined.query))
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs_to_join())
+def test_hashed_join_equals_the_sorted_join(case):
+    runs, depth = case
+    query_ids = np.unique(np.concatenate([run.query_ids for run in runs]))
+    parts = [cut(run, query_ids, depth) for run in runs]
+    strings, bases = concatenate([run.docs for run in runs])
+    hashed = join(parts, strings, bases)
+    n, cand_of, query, keys, home = join_module._join_sorted(parts, strings, bases) if len(parts) > 1 else (None,) * 5
+    if n is None:
+        return
+    rank = np.zeros((n, len(parts)), dtype=np.int32)
+    for r, part in enumerate(parts):
+        rank[cand_of[r], r] = join_module.positions(part.codes)
+    sorted_join = join_module.Joined(cand_of, query, keys, home, rank)
+    assert len(hashed) == len(sorted_join)
+    assert _joined_pairs(parts, hashed, strings) == _joined_pairs(parts, sorted_join, strings)
+    # Candidates are grouped by query, ascending.
+    assert np.all(np.diff(hashed.query) >= 0)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_colliding_keys_stay_apart(monkeypatch, compiled):
+    """Two different documents with the same pair key are two candidates, on both paths."""
+    if not compiled:
+        monkeypatch.setattr(join_module, "native_rows", None)
+        monkeypatch.setattr(order_module, "native_rows", None)
+    a, b = read_run({"q": {"a": 2.0, "b": 1.0}}), read_run({"q": {"c": 2.0, "a": 1.0, "b": 0.5}})
+    key = dict(zip(a.docs.values(), a.pair_keys.tolist(), strict=True))
+    b.pair_keys = np.array([key["b"], key["a"], key["b"]], dtype=np.uint64)  # c collides with b
+    fused = fuse([a, b], "combsum", norm="none")
+    assert fused.to_dict()["q"] == {"a": 3.0, "b": 1.5, "c": 2.0}
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_fusion_gives_the_same_run_on_both_paths(monkeypatch, compiled):
+    runs = [
+        {f"q{q}": {f"d{(q * 7 + i) % 23}": float((i * 5) % 4) for i in range(15)} for q in range(12)},
+        {f"q{q}": {f"d{(q * 3 + i) % 29}": float(i % 3) for i in range(18)} for q in range(3, 15)},
+    ]
+    expected = fuse(runs, "rrf")
+    if not compiled:
+        monkeypatch.setattr(join_module, "native_rows", None)
+        monkeypatch.setattr(order_module, "native_rows", None)
+    fused = fuse(runs, "rrf")
+    assert fused.doc_ids.to_list() == expected.doc_ids.to_list()
+    assert fused.scores.tolist() == expected.scores.tolist()
+    assert fused.query_codes.tolist() == expected.query_codes.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(IDS, max_size=20), st.data())
+def test_take_through_an_order(ids, data):
+    column = StringColumn.from_strings(ids)
+    rows = np.array(
+        data.draw(st.lists(st.integers(0, max(len(ids) - 1, 0)), max_size=15)) if ids else [], dtype=np.int64
+    )
+    through = np.array(
+        data.draw(st.lists(st.integers(0, max(len(rows) - 1, 0)), max_size=15)) if len(rows) else [], dtype=np.int64
+    )
+    assert column.take(rows, through=through).values() == [ids[rows[i]] for i in through]
+
+
+def test_take_through_refuses_rows_out_of_range():
+    column = StringColumn.from_strings(["a", "b"])
+    with pytest.raises(IndexError):
+        column.take(np.array([0, 1]), through=np.array([2]))
+    with pytest.raises(IndexError):
+        column.take(np.array([0, 5]), through=np.array([1]))
