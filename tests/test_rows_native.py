@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from stagewise import read_run
 from stagewise._native import rows as native_rows
 from stagewise.data import order as order_module
-from stagewise.data.strings import StringColumn
+from stagewise.data.strings import StringColumn, StringSources
 from stagewise.fusion import fuse
 from stagewise.fusion import join as join_module
-from stagewise.fusion.join import concatenate, cut, join
+from stagewise.fusion.join import cut, join
 
 pytestmark = pytest.mark.skipif(native_rows is None, reason="the C extension _rows was not built")
 
@@ -106,7 +106,8 @@ def test_hashed_join_equals_the_sorted_join(case):
     runs, depth = case
     query_ids = np.unique(np.concatenate([run.query_ids for run in runs]))
     parts = [cut(run, query_ids, depth) for run in runs]
-    strings, bases = concatenate([run.docs for run in runs])
+    strings = StringSources([run.docs for run in runs])
+    bases = strings.bases[:-1]
     hashed = join(parts, strings, bases)
     n, cand_of, query, keys, home = join_module._join_sorted(parts, strings, bases) if len(parts) > 1 else (None,) * 5
     if n is None:

@@ -7,7 +7,9 @@
  * byte order) needs a comparison that falls back to the doc id string on a tie, which RRF produces for nearly
  * every row. Both work one query at a time, on data that fits in the cache.
  *
- * Strings are Arrow-style: int64 offsets (n + 1) into one byte buffer.
+ * Strings are Arrow-style columns, int64 offsets (n + 1) into one byte buffer. A function that reads strings takes
+ * a sequence of (offsets, data) columns read as one ("sources"): column k's row i is row base[k] + i, so the
+ * runs being fused need not be copied into one column first.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -15,20 +17,166 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ----------------------------------------------------------------------------------- evaluation order */
+/* -------------------------------------------------------------------------------------------- strings */
 
 typedef struct {
-    const int64_t *off;
-    const unsigned char *data;
-} Strings;
+    Py_ssize_t m, step;              /* step: the largest power of two below m (0 when m == 1) */
+    Py_buffer *offsets, *data;       /* m each */
+    const int64_t **off;             /* m: the offsets, for reading */
+    const unsigned char **bytes;     /* m: the data, for reading */
+    int64_t *base;                   /* m + 1: column k holds rows base[k]..base[k + 1] */
+} Sources;
+
+static void sources_close(Sources *s) {
+    for (Py_ssize_t k = 0; k < s->m; k++) {
+        if (s->offsets && s->offsets[k].obj) PyBuffer_Release(&s->offsets[k]);
+        if (s->data && s->data[k].obj) PyBuffer_Release(&s->data[k]);
+    }
+    free(s->offsets);
+    free(s->data);
+    free(s->off);
+    free(s->bytes);
+    free(s->base);
+    s->offsets = s->data = NULL;
+    s->off = NULL;
+    s->bytes = NULL;
+    s->base = NULL;
+}
+
+/* Open a sequence of (offsets int64, data) pairs; 0 on success, -1 with an exception set. */
+static int sources_open(Sources *s, PyObject *seq) {
+    memset(s, 0, sizeof *s);
+    Py_ssize_t m = PySequence_Size(seq);
+    if (m < 0) return -1;
+    s->offsets = calloc((size_t)m + 1, sizeof *s->offsets);
+    s->data = calloc((size_t)m + 1, sizeof *s->data);
+    s->off = calloc((size_t)m + 1, sizeof *s->off);
+    s->bytes = calloc((size_t)m + 1, sizeof *s->bytes);
+    s->base = calloc((size_t)m + 1, sizeof *s->base);
+    if (!s->offsets || !s->data || !s->off || !s->bytes || !s->base) {
+        sources_close(s);
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->m = m;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *item = PySequence_GetItem(seq, k);
+        if (!item) goto fail;
+        int ok = PyArg_ParseTuple(item, "y*y*", &s->offsets[k], &s->data[k]);
+        Py_DECREF(item);
+        if (!ok) goto fail;
+        Py_ssize_t rows = s->offsets[k].len / (Py_ssize_t)sizeof(int64_t) - 1;
+        const int64_t *off = s->offsets[k].buf;
+        /* offsets never decrease (StringColumn's invariant); the ends are checked */
+        if (rows < 0 || off[0] < 0 || off[rows] > s->data[k].len) {
+            PyErr_SetString(PyExc_ValueError, "string offsets must hold n + 1 values within the data");
+            goto fail;
+        }
+        s->off[k] = off;
+        s->bytes[k] = s->data[k].buf;
+        s->base[k + 1] = s->base[k] + rows;
+    }
+    s->step = 0;
+    while (s->step * 2 < m) s->step = s->step ? s->step * 2 : 1;
+    if (s->step >= m) s->step /= 2;
+    return 0;
+fail:
+    sources_close(s);
+    return -1;
+}
+
+static inline int64_t sources_rows(const Sources *s) { return s->base[s->m]; }
+
+/* The bytes of global row ``row`` (0 <= row < sources_rows). The column is found by a branch-free binary
+ * search: rows of fused runs alternate between columns at random, and a branch on that would mispredict half
+ * the time. */
+static inline const unsigned char *locate(const Sources *s, int64_t row, int64_t *len) {
+    Py_ssize_t k = 0; /* the last column whose base is <= row (an empty column shares its base with the next) */
+    for (Py_ssize_t step = s->step; step > 0; step >>= 1) {
+        Py_ssize_t next = k + step;
+        k = (next < s->m && s->base[next] <= row) ? next : k;
+    }
+    const int64_t *off = s->off[k];
+    int64_t i = row - s->base[k];
+    *len = off[i + 1] - off[i];
+    return s->bytes[k] + off[i];
+}
 
 /* Byte-order comparison of two strings, as strcmp orders them (a prefix sorts first). */
-static inline int compare_strings(const Strings *s, int64_t a, int64_t b) {
-    int64_t la = s->off[a + 1] - s->off[a], lb = s->off[b + 1] - s->off[b];
-    int c = memcmp(s->data + s->off[a], s->data + s->off[b], (size_t)(la < lb ? la : lb));
+static inline int compare_strings(const Sources *s, int64_t a, int64_t b) {
+    int64_t la, lb;
+    const unsigned char *pa = locate(s, a, &la), *pb = locate(s, b, &lb);
+    if (la >= 8 && lb >= 8) { /* most ids differ in their first eight bytes: compare them as one word */
+        uint64_t wa, wb;
+        memcpy(&wa, pa, 8);
+        memcpy(&wb, pb, 8);
+        if (wa != wb) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            wa = __builtin_bswap64(wa); /* as big-endian words, integer order is byte order */
+            wb = __builtin_bswap64(wb);
+#endif
+            return (wa > wb) - (wa < wb);
+        }
+    }
+    int c = memcmp(pa, pb, (size_t)(la < lb ? la : lb));
     if (c) return c;
     return (la > lb) - (la < lb);
 }
+
+/* gather_strings(sources, rows int64[, through int64]) -> (offsets bytes, data bytes): the strings of ``rows``
+ * in that order; with through, of rows[through[i]] (saves the caller a gathered copy of rows). */
+static PyObject *gather_strings(PyObject *self, PyObject *args) {
+    PyObject *seq;
+    Py_buffer rb, tb = {0};
+    if (!PyArg_ParseTuple(args, "Oy*|y*", &seq, &rb, &tb)) return NULL;
+    Sources src;
+    PyObject *offsets_out = NULL, *data_out = NULL, *result = NULL;
+    if (sources_open(&src, seq) < 0) {
+        PyBuffer_Release(&rb);
+        if (tb.obj) PyBuffer_Release(&tb);
+        return NULL;
+    }
+    const int64_t *rows = rb.buf, *through = tb.buf;
+    Py_ssize_t n_rows = rb.len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t n = through ? tb.len / (Py_ssize_t)sizeof(int64_t) : n_rows;
+    int64_t total = 0, len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (through && (through[i] < 0 || through[i] >= n_rows)) {
+            PyErr_SetString(PyExc_IndexError, "row out of range");
+            goto done;
+        }
+        int64_t row = through ? rows[through[i]] : rows[i];
+        if (row < 0 || row >= sources_rows(&src)) {
+            PyErr_SetString(PyExc_IndexError, "row out of range");
+            goto done;
+        }
+        locate(&src, row, &len);
+        total += len;
+    }
+    offsets_out = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
+    data_out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!offsets_out || !data_out) goto done;
+    int64_t *o = (int64_t *)PyBytes_AS_STRING(offsets_out);
+    char *d = PyBytes_AS_STRING(data_out);
+    int64_t at = 0;
+    o[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *p = locate(&src, through ? rows[through[i]] : rows[i], &len);
+        memcpy(d + at, p, (size_t)len);
+        at += len;
+        o[i + 1] = at;
+    }
+    result = PyTuple_Pack(2, offsets_out, data_out);
+done:
+    Py_XDECREF(offsets_out);
+    Py_XDECREF(data_out);
+    sources_close(&src);
+    PyBuffer_Release(&rb);
+    if (tb.obj) PyBuffer_Release(&tb);
+    return result;
+}
+
+/* ----------------------------------------------------------------------------------- evaluation order */
 
 /* The bits of a double, mapped so that unsigned order is descending score order; -0.0 maps as 0.0. */
 static inline uint64_t descending_bits(double x) {
@@ -97,24 +245,30 @@ done:
     return result;
 }
 
-/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), str_offsets int64, str_data,
- *              str_rows int64 (n)) -> None; the keys become the rows (int64) in trec_eval's order, in place.
+/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), sources, str_rows int64 (n)) -> None; the keys become the rows (int64) in trec_eval's order, in place.
  *
  * Each sorted key gives its row (bottom bits); rows whose keys agree above the row number share a segment and
  * a truncated score, and are put in order by full score descending, then doc id (string str_rows[row])
  * descending, by insertion sort: such groups are small (ties, mostly pairs). 0.0 and -0.0 tie. In place
  * because the keys are dead once read, and a second buffer of n rows costs page faults on every call. */
 static PyObject *settle_order(PyObject *self, PyObject *args) {
-    Py_buffer kb, scb, ob, db, rb;
+    Py_buffer kb, scb, rb;
+    PyObject *seq;
     int index_bits;
-    if (!PyArg_ParseTuple(args, "w*iy*y*y*y*", &kb, &index_bits, &scb, &ob, &db, &rb)) return NULL;
+    if (!PyArg_ParseTuple(args, "w*iy*Oy*", &kb, &index_bits, &scb, &seq, &rb)) return NULL;
+    Sources s;
+    if (sources_open(&s, seq) < 0) {
+        PyBuffer_Release(&kb);
+        PyBuffer_Release(&scb);
+        PyBuffer_Release(&rb);
+        return NULL;
+    }
     uint64_t *key = kb.buf;
     int64_t *order = kb.buf; /* the same buffer: position i is read as a key before it is written as a row */
     const int64_t *rows = rb.buf;
     const double *score = scb.buf;
     Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
-    Py_ssize_t n_str = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
-    Strings s = {ob.buf, db.buf};
+    int64_t n_str = sources_rows(&s);
     PyObject *result = NULL;
     if (index_bits < 0 || index_bits > 63 || scb.len / (Py_ssize_t)sizeof(double) != n ||
         rb.len / (Py_ssize_t)sizeof(int64_t) != n) {
@@ -122,18 +276,17 @@ static PyObject *settle_order(PyObject *self, PyObject *args) {
         goto done;
     }
     uint64_t mask = ((uint64_t)1 << index_bits) - 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if ((Py_ssize_t)(key[i] & mask) >= n || rows[i] < 0 || rows[i] >= n_str) {
-            PyErr_SetString(PyExc_IndexError, "row or string row out of range");
-            goto done;
-        }
-    }
+    int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     uint64_t group = 0;
     Py_ssize_t start = 0; /* first position of the current group of equal truncated keys */
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t high = key[i] >> index_bits;
         int64_t v = (int64_t)(key[i] & mask);
+        if (v >= n || rows[v] < 0 || rows[v] >= n_str) { /* checked as read: the buffer is spent anyway */
+            bad = 1;
+            break;
+        }
         if (i == 0 || high != group) {
             group = high;
             start = i;
@@ -151,13 +304,16 @@ static PyObject *settle_order(PyObject *self, PyObject *args) {
         order[j] = v;
     }
     Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "row or string row out of range");
+        goto done;
+    }
     result = Py_None;
     Py_INCREF(result);
 done:
+    sources_close(&s);
     PyBuffer_Release(&kb);
     PyBuffer_Release(&scb);
-    PyBuffer_Release(&ob);
-    PyBuffer_Release(&db);
     PyBuffer_Release(&rb);
     return result;
 }
@@ -167,7 +323,7 @@ typedef struct {
     Py_buffer codes, keys, rows; /* rows.buf NULL: every row of the run, in order */
     int64_t base;                /* the run's first row in the string column */
     Py_ssize_t n;
-    PyObject *cand;              /* output: each row's candidate (int64 bytes) */
+    PyObject *cand;              /* output: each row's candidate (int32 bytes) */
 } Part;
 
 static void release_parts(Part *parts, Py_ssize_t m) {
@@ -184,23 +340,27 @@ static inline int64_t part_row(const Part *part, Py_ssize_t i) {
     return part->base + (part->rows.buf ? ((const int64_t *)part->rows.buf)[i] : (int64_t)i);
 }
 
-/* join_pairs(parts, str_offsets int64, str_data, rank int32 (writable, zeros))
+/* join_pairs(parts, sources, rank int32 (writable, zeros))
  *   parts: a sequence of (codes int32, keys uint64, rows int64 or None, base int), one per run; a part's codes
  *   never decrease; its row i is string base + rows[i] (base + i when rows is None).
  *   rank: a column-major (total rows x parts) matrix; rank[c, p] becomes the 1-based position of candidate c
  *   in part p's list for its query (0 where part p lacks it). Only the first n_candidates rows are written.
- * -> (n_candidates, (candidate of each row of each part, int64 bytes, ...), query of each candidate int32,
+ * -> (n_candidates, (candidate of each row of each part, int32 bytes, ...), query of each candidate int32,
  *     key of each candidate uint64, string row of each candidate int64)
  *
  * Rows of a query, across all parts, are joined on (key, document string) with one small hash table per
  * query: a key match is confirmed by the strings, so two different documents sharing a key stay apart.
  * Candidates are numbered by query, then by first appearance (part order, then row order). */
 static PyObject *join_pairs(PyObject *self, PyObject *args) {
-    PyObject *seq;
-    Py_buffer ob, db, rankb;
-    if (!PyArg_ParseTuple(args, "Oy*y*w*", &seq, &ob, &db, &rankb)) return NULL;
-    Py_ssize_t n_str = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
-    Strings s = {ob.buf, db.buf};
+    PyObject *seq, *source_seq;
+    Py_buffer rankb;
+    if (!PyArg_ParseTuple(args, "OOw*", &seq, &source_seq, &rankb)) return NULL;
+    Sources s;
+    if (sources_open(&s, source_seq) < 0) {
+        PyBuffer_Release(&rankb);
+        return NULL;
+    }
+    int64_t n_str = sources_rows(&s);
     PyObject *query_b = NULL, *key_b = NULL, *home_b = NULL, *cands = NULL, *result = NULL;
     Py_ssize_t *cursor = NULL;
     int64_t *slot_cand = NULL;
@@ -242,9 +402,13 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
                 goto done;
             }
         }
-        part->cand = PyBytes_FromStringAndSize(NULL, part->n * (Py_ssize_t)sizeof(int64_t));
+        part->cand = PyBytes_FromStringAndSize(NULL, part->n * (Py_ssize_t)sizeof(int32_t));
         if (!part->cand) goto done;
         total_rows += part->n;
+    }
+    if (total_rows >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "more rows than int32 candidate numbers hold");
+        goto done;
     }
     if (rankb.len != total_rows * m * (Py_ssize_t)sizeof(int32_t)) {
         PyErr_SetString(PyExc_ValueError, "rank must hold total rows x parts int32 values");
@@ -299,7 +463,7 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
             const Part *part = &parts[p];
             const int32_t *code = part->codes.buf;
             const uint64_t *key = part->keys.buf;
-            int64_t *cand = (int64_t *)PyBytes_AS_STRING(part->cand);
+            int32_t *cand = (int32_t *)PyBytes_AS_STRING(part->cand);
             int32_t *rank = (int32_t *)rankb.buf + p * total_rows;
             Py_ssize_t first = cursor[p], i = first;
             for (; i < part->n && code[i] == q; i++) {
@@ -317,7 +481,7 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
                     ckey[c] = key[i];
                     home[c] = row;
                 }
-                cand[i] = c;
+                cand[i] = (int32_t)c;
                 rank[c] = (int32_t)(i - first + 1);
             }
             cursor[p] = i;
@@ -347,13 +511,13 @@ done:
     free(cursor);
     free(slot_cand);
     if (parts) release_parts(parts, m);
-    PyBuffer_Release(&ob);
-    PyBuffer_Release(&db);
+    sources_close(&s);
     PyBuffer_Release(&rankb);
     return result;
 }
 
 static PyMethodDef methods[] = {
+    {"gather_strings", gather_strings, METH_VARARGS, "The strings of some rows of one or more columns."},
     {"sort_keys", sort_keys, METH_VARARGS, "Keys whose sort orders rows by segment, then truncated score."},
     {"settle_order", settle_order, METH_VARARGS,
      "Sorted keys to rows in place, with truncation ties put in score then doc id order."},

@@ -506,54 +506,6 @@ memory:
     return PyErr_NoMemory();
 }
 
-/* take_strings(offsets int64, data, rows int64[, through int64]) -> (offsets bytes, data bytes) of the rows in
- * that order; with through, row i is rows[through[i]] (saves the caller a gathered copy of rows). */
-static PyObject *take_strings(PyObject *self, PyObject *args) {
-    Py_buffer ob, db, rb, tb = {0};
-    if (!PyArg_ParseTuple(args, "y*y*y*|y*", &ob, &db, &rb, &tb)) return NULL;
-    const int64_t *off = ob.buf, *rows = rb.buf, *through = tb.buf;
-    const char *data = db.buf;
-    Py_ssize_t n_in = ob.len / (Py_ssize_t)sizeof(int64_t) - 1, n_rows = rb.len / (Py_ssize_t)sizeof(int64_t);
-    Py_ssize_t n = through ? tb.len / (Py_ssize_t)sizeof(int64_t) : n_rows;
-    PyObject *offsets_out = NULL, *data_out = NULL, *result = NULL;
-    int64_t total = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (through && (through[i] < 0 || through[i] >= n_rows)) {
-            PyErr_SetString(PyExc_IndexError, "row out of range");
-            goto done;
-        }
-        int64_t row = through ? rows[through[i]] : rows[i];
-        if (row < 0 || row >= n_in) {
-            PyErr_SetString(PyExc_IndexError, "row out of range");
-            goto done;
-        }
-        total += off[row + 1] - off[row];
-    }
-    offsets_out = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
-    data_out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
-    if (!offsets_out || !data_out) goto done;
-    int64_t *o = (int64_t *)PyBytes_AS_STRING(offsets_out);
-    char *d = PyBytes_AS_STRING(data_out);
-    int64_t at = 0;
-    o[0] = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t row = through ? rows[through[i]] : rows[i];
-        int64_t len = off[row + 1] - off[row];
-        memcpy(d + at, data + off[row], (size_t)len);
-        at += len;
-        o[i + 1] = at;
-    }
-    result = PyTuple_Pack(2, offsets_out, data_out);
-done:
-    Py_XDECREF(offsets_out);
-    Py_XDECREF(data_out);
-    PyBuffer_Release(&ob);
-    PyBuffer_Release(&db);
-    PyBuffer_Release(&rb);
-    if (tb.obj) PyBuffer_Release(&tb);
-    return result;
-}
-
 /* rewrite_rows(offsets int64 (writable), data (writable), rows int64 ascending, sources int64): row rows[i]
  * takes the string that row sources[i] holds now. Every block of consecutive rows must be a permutation of
  * itself (as when tied results are re-ordered), so each block keeps its byte span and nothing moves outside. */
@@ -600,7 +552,6 @@ done:
 
 static PyMethodDef methods[] = {
     {"rewrite_rows", rewrite_rows, METH_VARARGS, "Permute strings within blocks of rows, in place."},
-    {"take_strings", take_strings, METH_VARARGS, "Gather strings stored as offsets + bytes."},
     {"parse_file", parse_file, METH_VARARGS, "Parse a TREC run (kind 0) or qrels (kind 1) file in pieces."},
     {"parse", parse, METH_VARARGS, "Parse TREC run (kind 0) or qrels (kind 1) bytes into column buffers."},
     {"hash_pairs", hash_pairs, METH_VARARGS, "64-bit keys of (query id, doc id) pairs, as parse computes."},

@@ -11,10 +11,12 @@ import polars as pl
 
 from stagewise._native import rows as native_rows
 from stagewise.data.columns import segment_offsets
-from stagewise.data.strings import StringColumn
+from stagewise.data.strings import StringColumn, StringSources
 
 
-def evaluation_order(query: np.ndarray, scores: np.ndarray, strings: StringColumn, rows: np.ndarray) -> np.ndarray:
+def evaluation_order(
+    query: np.ndarray, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
+) -> np.ndarray:
     """The permutation into trec_eval's order: query ascending, score descending, doc id descending (bytes).
 
     ``query`` holds each row's query code, ``scores`` its finite score (0.0 and -0.0 tie), and row i's doc id
@@ -33,7 +35,7 @@ def evaluation_order(query: np.ndarray, scores: np.ndarray, strings: StringColum
 
 
 def _native_order(
-    offsets: np.ndarray, scores: np.ndarray, strings: StringColumn, rows: np.ndarray
+    offsets: np.ndarray, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
 ) -> np.ndarray | None:
     """The compiled path: one vectorised sort of packed (query, truncated score, row) keys, then the rows whose
     keys tie above the row number are settled by full score and doc id (see ``_native/rows.c``). ``None`` when
@@ -46,12 +48,12 @@ def _native_order(
     keys = np.frombuffer(buffer, dtype=np.uint64)
     keys.sort()
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    native_rows.settle_order(keys, index_bits, scores, strings.offsets, strings.data, rows)  # keys become rows
+    native_rows.settle_order(keys, index_bits, scores, strings.buffers(), rows)  # the keys become the rows
     return keys.view(np.int64)
 
 
 def _numpy_order(
-    query: np.ndarray, offsets: np.ndarray, scores: np.ndarray, strings: StringColumn, rows: np.ndarray
+    query: np.ndarray, offsets: np.ndarray, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
 ) -> np.ndarray:
     """The numpy and polars path (no compiler at install): a segment sort of the scores, then the ties."""
     order = segment_sort(offsets, -scores, np.inf, query)

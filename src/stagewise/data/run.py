@@ -51,9 +51,9 @@ class Run:
     """
 
     __slots__ = (
+        "_input_position",
         "docs",
         "duplicates_dropped",
-        "input_position",
         "name",
         "offsets",
         "pair_keys",
@@ -72,7 +72,7 @@ class Run:
         docs: StringColumn,
         scores: np.ndarray,
         ranks: np.ndarray | None,
-        input_position: np.ndarray,
+        input_position: np.ndarray | None,
         keys: np.ndarray,
         *,
         name: str,
@@ -85,7 +85,7 @@ class Run:
         self.docs = docs
         self.scores = scores
         self.ranks = ranks
-        self.input_position = input_position
+        self._input_position = input_position  # None: the rows are in input order
         self.pair_keys = keys
         self.offsets = segment_offsets(query_codes, len(query_ids))
         self.name = name
@@ -225,6 +225,13 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={self.n_queries}, rows={len(self)})"
+
+    @property
+    def input_position(self) -> np.ndarray:
+        """Each row's position in the input (0-based)."""
+        if self._input_position is None:
+            self._input_position = np.arange(len(self), dtype=np.int32 if len(self) < 2**31 else np.int64)
+        return self._input_position
 
     def renamed(self, name: str) -> Run:
         """The same run under another name (the arrays are shared, not copied)."""

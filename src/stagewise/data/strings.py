@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from stagewise._native import parser as native
+from stagewise._native import rows as native_rows
 
 
 class StringColumn:
@@ -73,10 +74,8 @@ class StringColumn:
         """A new column of ``rows`` in that order; with ``through``, of ``rows[through]`` (without making that
         array)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        if native is not None:
-            extra = () if through is None else (np.ascontiguousarray(through, dtype=np.int64),)
-            offsets, data = native.take_strings(self.offsets, self.data, rows, *extra)
-            return StringColumn(np.frombuffer(offsets, dtype=np.int64), data)
+        if native_rows is not None:
+            return _gather(self.buffers(), rows, through)
         if through is not None:
             rows = rows[through]
         lengths = self.offsets[rows + 1] - self.offsets[rows]
@@ -86,6 +85,10 @@ class StringColumn:
         within = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
         positions = np.repeat(self.offsets[rows], lengths) + within
         return StringColumn(offsets, source[positions].tobytes())
+
+    def buffers(self) -> tuple[tuple[np.ndarray, bytes | bytearray], ...]:
+        """The (offsets, data) buffers, as the compiled helpers read string columns."""
+        return ((self.offsets, self.data),)
 
     def permute_within_blocks(self, rows: np.ndarray, sources: np.ndarray) -> StringColumn:
         """Row ``rows[i]`` takes the string of row ``sources[i]``, where each block of consecutive ``rows`` is
@@ -122,3 +125,59 @@ class StringColumn:
                 array = pa.LargeStringArray.from_buffers(len(self), pa.py_buffer(self.offsets), pa.py_buffer(self.data))
                 self._series = pl.Series(pl.from_arrow(array))
         return self._series
+
+
+class StringSources:
+    """Several string columns read as one, without copying them: column k's row i is row ``bases[k] + i``.
+
+    Fusion reads the document ids of all its input runs this way; the compiled helpers accept the columns as
+    they are, and only the numpy fallbacks join them into one column (once, on first need).
+    """
+
+    __slots__ = ("_joined", "bases", "columns")
+
+    def __init__(self, columns: Sequence[StringColumn]) -> None:
+        self.columns = tuple(columns)
+        self.bases = np.zeros(len(self.columns) + 1, dtype=np.int64)
+        np.cumsum([len(c) for c in self.columns], out=self.bases[1:])
+        self._joined: StringColumn | None = None
+
+    def __len__(self) -> int:
+        return int(self.bases[-1])
+
+    def buffers(self) -> tuple[tuple[np.ndarray, bytes | bytearray], ...]:
+        return tuple(buffer for column in self.columns for buffer in column.buffers())
+
+    def take(self, rows: np.ndarray, through: np.ndarray | None = None) -> StringColumn:
+        """A new column of (global) ``rows`` in that order, or of ``rows[through]``."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if native_rows is not None:
+            return _gather(self.buffers(), rows, through)
+        return self.joined().take(rows, through)
+
+    def value(self, row: int) -> str:
+        k = int(np.searchsorted(self.bases, row, side="right")) - 1
+        return self.columns[k].value(row - int(self.bases[k]))
+
+    def joined(self) -> StringColumn:
+        """All columns as one (a copy)."""
+        if self._joined is None:
+            if len(self.columns) == 1:
+                self._joined = self.columns[0]
+            else:
+                pieces = [column.offsets[:-1] - column.offsets[0] for column in self.columns]
+                shift = 0
+                for piece, column in zip(pieces, self.columns, strict=True):
+                    piece += shift
+                    shift += int(column.offsets[-1] - column.offsets[0])
+                offsets = np.concatenate([*pieces, np.array([shift], dtype=np.int64)])
+                data = b"".join(bytes(c.data[c.offsets[0] : c.offsets[-1]]) for c in self.columns)
+                self._joined = StringColumn(offsets, data)
+        return self._joined
+
+
+def _gather(buffers, rows: np.ndarray, through: np.ndarray | None) -> StringColumn:
+    """The compiled gather of ``rows`` (or ``rows[through]``) from one or more columns' buffers."""
+    extra = () if through is None else (np.ascontiguousarray(through, dtype=np.int64),)
+    offsets, data = native_rows.gather_strings(buffers, rows, *extra)
+    return StringColumn(np.frombuffer(offsets, dtype=np.int64), data)

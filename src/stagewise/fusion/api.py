@@ -211,9 +211,7 @@ def fuse(
             "queries": int(np.isin(table.query_ids, judgements.query_ids).sum()),
             "in_sample": True,
         }
-    scores = apply(chosen, table, policy, trained)
-    fused = table.to_run(scores, name=name or info.name, cls=FusedRun)
-    fused.fusion = describe(
+    statement = describe(
         chosen,
         normalization,
         depth=depth,
@@ -223,4 +221,8 @@ def fuse(
         trained=trained if info.supervised else None,
         training=training,
     )
+    scores, rows = apply(chosen, table, policy, trained), table.output_rows()
+    del table  # the rank and score matrices go before the run is built: a lower peak of memory
+    fused = rows.to_run(scores, name=name or info.name, cls=FusedRun, consume=True)
+    fused.fusion = statement
     return fused

@@ -15,7 +15,7 @@ import polars as pl
 
 from stagewise._native import rows as native_rows
 from stagewise.data.run import Run
-from stagewise.data.strings import StringColumn
+from stagewise.data.strings import StringSources
 
 
 @dataclass
@@ -63,10 +63,10 @@ class Joined:
 
     Attributes
     ----------
-    cand_of : list of numpy.ndarray of int64
+    cand_of : list of numpy.ndarray of int32 or int64
         Each part's candidate, row by row.
     query, keys, home : numpy.ndarray
-        Each candidate's query code (int32), pair key (uint64) and row in the concatenated strings (int64).
+        Each candidate's query code (int32), pair key (uint64) and global row in the runs' strings (int64).
     rank : numpy.ndarray of int32, shape (candidates, parts)
         1-based position of each candidate in each part's list for its query; 0 where the part lacks it.
     """
@@ -81,14 +81,14 @@ class Joined:
         return len(self.query)
 
 
-def join(parts: list[Part], strings: StringColumn, bases: np.ndarray) -> Joined:
-    """The candidates of ``parts``, whose document strings are ``strings`` (the runs' columns concatenated,
-    run r's first row at ``bases[r]``)."""
+def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined:
+    """The candidates of ``parts``, whose document strings are ``strings`` (the runs' columns read as one, run
+    r's first row at ``bases[r]``)."""
     if len(parts) == 1:
         part = parts[0]
         rank = positions(part.codes).astype(np.int32).reshape(-1, 1)
         return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys, part.run_rows(), rank)
-    if native_rows is not None:
+    if native_rows is not None and sum(len(part) for part in parts) < 2**31 - 1:
         return _join_hashed(parts, strings, bases)
     n, cand_of, query, keys, home = _join_sorted(parts, strings, bases)
     rank = np.zeros((n, len(parts)), dtype=np.int32, order="F")
@@ -106,7 +106,7 @@ def positions(codes: np.ndarray) -> np.ndarray:
     return np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n]))
 
 
-def _join_hashed(parts: list[Part], strings: StringColumn, bases: np.ndarray) -> Joined:
+def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined:
     """The compiled join: one small hash table per query (``_native/rows.c``), which also writes the ranks."""
     total = sum(len(part) for part in parts)
     rank_buffer = np.zeros(total * len(parts), dtype=np.int32)
@@ -115,14 +115,13 @@ def _join_hashed(parts: list[Part], strings: StringColumn, bases: np.ndarray) ->
             (np.ascontiguousarray(part.codes, dtype=np.int32), part.keys, part.rows, int(bases[r]))
             for r, part in enumerate(parts)
         ],
-        strings.offsets,
-        strings.data,
+        strings.buffers(),
         rank_buffer,
     )
     # Column-major (total x parts), of which the first n rows are candidates: each run's column is contiguous.
     rank = rank_buffer.reshape(len(parts), total).T[:n]
     return Joined(
-        [np.frombuffer(c, dtype=np.int64) for c in cand_of],
+        [np.frombuffer(c, dtype=np.int32) for c in cand_of],
         np.frombuffer(query, dtype=np.int32),
         np.frombuffer(keys, dtype=np.uint64),
         np.frombuffer(home, dtype=np.int64),
@@ -130,7 +129,7 @@ def _join_hashed(parts: list[Part], strings: StringColumn, bases: np.ndarray) ->
     )
 
 
-def _join_sorted(parts: list[Part], strings: StringColumn, bases: np.ndarray):
+def _join_sorted(parts: list[Part], strings: StringSources, bases: np.ndarray):
     """The numpy join: (number of candidates, each part's candidate per row, each candidate's query, pair key and
     global row in ``strings``).
 
@@ -141,7 +140,7 @@ def _join_sorted(parts: list[Part], strings: StringColumn, bases: np.ndarray):
     sizes = [len(part) for part in parts]
     bounds = np.cumsum([0, *sizes])
     keys = np.concatenate([part.keys for part in parts])
-    # Rows of uncut runs are their own global rows (the string columns are concatenated in run order).
+    # Rows of uncut runs are their own global rows (the runs' string columns follow each other in run order).
     uncut = all(part.rows is None for part in parts)
     rows = None if uncut else np.concatenate([bases[r] + part.run_rows() for r, part in enumerate(parts)])
     # One sort of a 64-bit composite, (query code, top half of the key), brings the rows of a pair together.
@@ -192,11 +191,6 @@ def _global(rows: np.ndarray | None, index: np.ndarray) -> np.ndarray:
     return index.astype(np.int64, copy=False) if rows is None else rows[index]
 
 
-def _global(rows: np.ndarray | None, index: np.ndarray) -> np.ndarray:
-    """Global string rows of concatenated-part indices (the identity when no run was cut)."""
-    return index.astype(np.int64, copy=False) if rows is None else rows[index]
-
-
 def _join_on_strings(parts, strings, query, keys, rows, sizes):
     """The join by (query, document string): slower, and exact whatever the keys."""
     frame = pl.DataFrame({"q": query, "d": strings.take(rows).series().cast(pl.Binary)}).with_row_index("i")
@@ -210,19 +204,3 @@ def _join_on_strings(parts, strings, query, keys, rows, sizes):
     bounds = np.cumsum([0, *sizes])
     per_part = [cand_of[bounds[i] : bounds[i + 1]] for i in range(len(parts))]
     return int(candidate[-1]) + 1, per_part, query[order][start], keys[order][start], rows[order][start]
-
-
-def concatenate(columns: list[StringColumn]) -> tuple[StringColumn, np.ndarray]:
-    """All columns as one, and the first row of each in it."""
-    if len(columns) == 1:
-        return columns[0], np.zeros(1, dtype=np.int64)
-    sizes = np.array([len(c) for c in columns], dtype=np.int64)
-    bases = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    shift = 0
-    pieces = []
-    for column in columns:
-        pieces.append(column.offsets[:-1] + shift)
-        shift += int(column.offsets[-1])
-    offsets = np.concatenate([*pieces, np.array([shift], dtype=np.int64)])
-    data = b"".join(c.data for c in columns)
-    return StringColumn(offsets, data), bases

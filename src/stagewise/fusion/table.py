@@ -23,9 +23,9 @@ import polars as pl
 from stagewise.data.columns import segment_offsets
 from stagewise.data.order import evaluation_order
 from stagewise.data.run import Run
-from stagewise.data.strings import StringColumn
+from stagewise.data.strings import StringColumn, StringSources
 from stagewise.errors import ConventionError, StagewiseError
-from stagewise.fusion.join import Part, concatenate, cut, join
+from stagewise.fusion.join import Part, cut, join
 from stagewise.fusion.normalize import Lists, Normalization
 
 QUERY_POLICIES: dict[str, str] = {
@@ -69,7 +69,7 @@ class FusionTable:
     length: np.ndarray
     candidates: np.ndarray
     unranked: np.ndarray | None
-    _strings: StringColumn
+    _strings: StringSources  # the runs' doc ids, read as one column
     _home: np.ndarray  # each candidate's row in _strings
     _score: np.ndarray | None = None
     _normalise: Callable[[], np.ndarray] | None = None  # makes _score when first asked for
@@ -135,29 +135,63 @@ class FusionTable:
         """Candidates whose query is in ``selected`` (a boolean mask over ``query_ids``)."""
         return np.flatnonzero(selected[self.query])
 
+    def output_rows(self) -> CandidateRows:
+        """The rows a fused run is made of, without the per-run columns (which can then be freed)."""
+        return CandidateRows(self.query_ids, self.query, self.keys, self._strings, self._home)
+
     def to_run(self, scores: np.ndarray, *, name: str, cls: type[Run] = Run, tag: str | None = None) -> Run:
+        """A run with one row per candidate and the given fused scores (see :meth:`CandidateRows.to_run`)."""
+        return self.output_rows().to_run(scores, name=name, cls=cls, tag=tag)
+
+
+@dataclass(frozen=True)
+class CandidateRows:
+    """A fusion table's candidates without its per-run columns: what a fused run is made of.
+
+    Holding only these, :func:`stagewise.fuse` lets the table's rank and score matrices go before it builds
+    the run, which keeps the peak memory of a fusion near the size of its output.
+    """
+
+    query_ids: np.ndarray
+    query: np.ndarray
+    keys: np.ndarray
+    strings: StringSources
+    home: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.query)
+
+    def to_run(
+        self, scores: np.ndarray, *, name: str, cls: type[Run] = Run, tag: str | None = None, consume: bool = False
+    ) -> Run:
         """A run with one row per candidate and the given fused scores, stored in evaluation order (query,
-        fused score descending, doc id descending)."""
+        fused score descending, doc id descending). With ``consume``, ``scores`` (a float64 array the caller
+        no longer needs) is reordered in place and becomes the run's: one array fewer at the peak."""
         if len(scores) != len(self):
             raise ValueError(f"{len(scores)} scores for {len(self)} candidates")
+        scores = np.asarray(scores, dtype=np.float64)
         bad = ~np.isfinite(scores)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise StagewiseError(
-                f"fusion gave a non-finite score ({scores[row]!r}) to document {self.docs.value(row)!r} of query "
-                f"{self.query_ids[self.query[row]]!r}; check the weights and parameters"
+                f"fusion gave a non-finite score ({scores[row]!r}) to document "
+                f"{self.strings.value(int(self.home[row]))!r} of query {self.query_ids[self.query[row]]!r}; "
+                "check the weights and parameters"
             )
-        scores = np.asarray(scores, dtype=np.float64)
-        order = evaluation_order(self.query, scores, self._strings, self._home)
-        ordered = scores[order]
+        order = evaluation_order(self.query, scores, self.strings, self.home)
+        if consume and scores.base is None and scores.flags.writeable:  # its own memory, not a view of another
+            scores[:] = scores[order]
+            ordered = scores
+        else:
+            ordered = scores[order]
         ordered += 0.0  # -0.0 becomes 0.0 (the two tie, as in trec_eval)
         return cls(
             self.query_ids,
             self.query[order],
-            self._strings.take(self._home, through=order),
+            self.strings.take(self.home, through=order),
             ordered,
             None,
-            np.arange(len(order), dtype=np.int32 if len(order) < 2**31 else np.int64),
+            None,  # the rows are the run's own input order
             self.keys[order],
             name=name,
             tag=tag,
@@ -177,6 +211,8 @@ def select_queries(runs: list[Run], policy: str) -> np.ndarray:
     if policy not in QUERY_POLICIES:
         raise ConventionError(f"unknown query policy {policy!r}; choose one of {', '.join(QUERY_POLICIES)}")
     ids = [np.asarray(run.query_ids) for run in runs]
+    if all(np.array_equal(ids[0], other) for other in ids[1:]):  # the common case: every policy agrees
+        return ids[0]
     union = ids[0]
     for other in ids[1:]:
         union = np.union1d(union, other)
@@ -200,8 +236,12 @@ def select_queries(runs: list[Run], policy: str) -> np.ndarray:
     return union
 
 
-def _segments(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and length of each run of equal codes in ``codes`` (sorted, non-empty)."""
+def _segments(part: Part) -> tuple[np.ndarray, np.ndarray]:
+    """Start and length of each of the part's lists (its rows grouped by query, at least one)."""
+    if part.rows is None:  # the whole run: its own query offsets (every query it has holds a row)
+        offsets = part.run.offsets
+        return offsets[:-1], np.diff(offsets)
+    codes = part.codes
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     lengths = np.diff(np.r_[starts, len(codes)])
     return starts.astype(np.int64), lengths.astype(np.int64)
@@ -242,8 +282,8 @@ def build_table(
     for run, part in zip(runs, parts, strict=True):
         if len(part) == 0 and queries == "intersection":
             raise StagewiseError(f"run {run.name!r} has no results for the fused queries")
-    strings, bases = concatenate([run.docs for run in runs])
-    joined = join(parts, strings, bases)
+    strings = StringSources([run.docs for run in runs])
+    joined = join(parts, strings, strings.bases[:-1])
     m, q, n = len(runs), len(query_ids), len(joined)
     candidates = np.diff(segment_offsets(joined.query, q))
 
@@ -253,7 +293,7 @@ def build_table(
         if len(part) == 0:
             lists.append(None)
             continue
-        starts, lengths = _segments(part.codes)
+        starts, lengths = _segments(part)
         list_codes = part.codes[starts]
         lists.append(Lists(part.scores(), starts, lengths, candidates[list_codes]))
         length[list_codes, r] = lengths
