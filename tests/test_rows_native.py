@@ -4,6 +4,7 @@ trec_eval's order of rows, the join of runs on (query, document), and gathering 
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -170,3 +171,22 @@ def test_take_through_refuses_rows_out_of_range():
         column.take(np.array([0, 1]), through=np.array([2]))
     with pytest.raises(IndexError):
         column.take(np.array([0, 5]), through=np.array([1]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["q1", "q10", "q2", "é"]), IDS.filter(bool), SCORES), min_size=1, max_size=40
+    ).map(lambda rows: list({(q, d): (q, d, s) for q, d, s in rows}.values())),
+    st.randoms(use_true_random=False),
+)
+def test_a_run_read_in_any_row_order_is_stored_in_trec_eval_order(rows, rnd):
+    rnd.shuffle(rows)
+    frame = pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row")
+    run = read_run(frame)
+    expected = sorted(rows, key=lambda r: (r[0].encode(), -(r[2] + 0.0), [-b for b in r[1].encode()] + [1]))
+    stored = list(zip(run.query_ids[run.query_codes].tolist(), run.doc_ids.to_list(), run.scores.tolist(), strict=True))
+    assert [(q, d) for q, d, _ in stored] == [(q, d) for q, d, _ in expected]
+    assert [s + 0.0 for *_, s in stored] == [s + 0.0 for *_, s in expected]
+    # input_position still points at each row's line in the input
+    assert [rows[p][:2] for p in run.input_position.tolist()] == [(q, d) for q, d, _ in stored]

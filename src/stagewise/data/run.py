@@ -16,6 +16,7 @@ from stagewise.data.columns import (
     segment_offsets,
     sorted_vocabulary,
 )
+from stagewise.data.order import evaluation_order
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
@@ -297,22 +298,18 @@ def _evaluation_order(
     and, when only tied rows move (the input was sorted by query and score), those rows.
 
     Most runs arrive sorted by query and score, so that is checked first; then only tied scores, usually
-    few, are ordered by doc id.
+    few, are ordered by doc id. Other inputs are sorted whole (:func:`stagewise.data.order.evaluation_order`).
     """
     n = len(codes)
     if n <= 1:
         return None, None
     # Neighbour comparisons, not differences: scores near the float limits would overflow a subtraction.
     step_query = np.diff(codes)
-    base: np.ndarray | None = None  # the order by query and score, when the input was not in it
     if not np.all((step_query > 0) | ((step_query == 0) & (scores[1:] <= scores[:-1]))):
-        frame = pl.DataFrame({"q": codes, "s": scores}).with_row_index("i")
-        base = frame.sort(["q", "s"], descending=[False, True], maintain_order=True)["i"].to_numpy().astype(np.int64)
-        codes, scores = codes[base], scores[base]
-        step_query = np.diff(codes)
+        return evaluation_order(codes, scores, docs, np.arange(n, dtype=np.int64)), None
     tied = np.flatnonzero((step_query == 0) & (scores[1:] == scores[:-1]))
     if len(tied) == 0:
-        return base, None
+        return None, None
     # Rows in a tie group: each tied step joins row i and i + 1; a row starts a new group unless the step before
     # it is tied. Only these rows move, so the work is proportional to the number of ties.
     tied_step = np.zeros(n, dtype=bool)
@@ -323,14 +320,13 @@ def _evaluation_order(
     continues = np.zeros(len(rows), dtype=bool)
     continues[1:] = tied_step[rows[1:] - 1]
     group = np.cumsum(~continues)
-    source_rows = rows if base is None else base[rows]
-    ties = pl.DataFrame({"g": group, "d": docs.take(source_rows).binary_series(), "r": rows})
+    ties = pl.DataFrame({"g": group, "d": docs.take(rows).binary_series(), "r": rows})
     in_order = ties.select(
         ((pl.col("g") != pl.col("g").shift(-1)) | (pl.col("d") > pl.col("d").shift(-1))).fill_null(True).all()
     ).item()
     if in_order:
-        return base, None
+        return None, None
     reordered = ties.sort(["g", "d"], descending=[False, True], maintain_order=True)["r"].to_numpy()
-    order = np.arange(n, dtype=np.int64) if base is None else base.copy()
+    order = np.arange(n, dtype=np.int64)
     order[rows] = order[reordered]
-    return order, (rows if base is None else None)
+    return order, rows
