@@ -1,4 +1,4 @@
-"""Shared fixtures: where ../shared's real data lives, skipping cleanly when it is absent."""
+"""Shared fixtures: where ../shared's real data lives (skipping cleanly when it is absent), and both TREC readers."""
 
 from __future__ import annotations
 
@@ -16,3 +16,15 @@ def trec_eval_test() -> Path:
     if not TREC_EVAL_TEST.is_dir():
         pytest.skip(f"trec_eval's test files are not at {TREC_EVAL_TEST} (../shared is absent)")
     return TREC_EVAL_TEST
+
+
+@pytest.fixture(params=["compiled", "polars"])
+def trec_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both TREC readers: the C parser, and the polars one used where no compiler was available at install."""
+    from stagewise.data import trec
+
+    if request.param == "polars":
+        monkeypatch.setattr(trec, "native", None)
+    elif trec.native is None:
+        pytest.skip("the C parser was not built")
+    return request.param

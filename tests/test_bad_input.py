@@ -58,6 +58,7 @@ QRELS_CASES: dict[str, tuple[bytes, tuple[str, ...]]] = {
     "word label": (b"q0 0 dx rel", ("rel", "integer")),
     "nan label": (b"q0 0 dx nan", ("nan", "integer")),
     "label beyond 32 bits": (b"q0 0 dx 99999999999", ("99999999999",)),
+    "label beyond 32 bits, as a decimal": (b"q0 0 dx 3e9", ("3e9",)),
     "duplicate document": (b"q0 0 d1 2", ("d1", "q0")),
     "invalid UTF-8 doc id": (b"q0 0 d\xff 1", ("UTF-8",)),
 }
@@ -122,7 +123,7 @@ def fast_path_calls(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", list(RUN_CASES))
-def test_bad_trec_run_names_file_and_line(tmp_path: Path, case: str, layout: str) -> None:
+def test_bad_trec_run_names_file_and_line(tmp_path: Path, case: str, layout: str, trec_reader: str) -> None:
     bad, words = RUN_CASES[case]
     data, line = _layout(layout, run_line, bad)
     path = tmp_path / "bad.run"
@@ -136,7 +137,7 @@ def test_bad_trec_run_names_file_and_line(tmp_path: Path, case: str, layout: str
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", list(QRELS_CASES))
-def test_bad_trec_qrels_names_file_and_line(tmp_path: Path, case: str, layout: str) -> None:
+def test_bad_trec_qrels_names_file_and_line(tmp_path: Path, case: str, layout: str, trec_reader: str) -> None:
     bad, words = QRELS_CASES[case]
     data, line = _layout(layout, qrels_line, bad)
     path = tmp_path / "bad.qrels"

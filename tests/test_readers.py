@@ -745,3 +745,14 @@ def test_successful_writes_leave_only_the_target(tmp_path: Path) -> None:
         [f"run-{n}" for _, n in WRITE_FORMATS] + [f"qrels-{n}" for _, n in WRITE_FORMATS]
     )
     assert not any(name.startswith(".") or name.endswith(".tmp") for name in os.listdir(tmp_path))
+
+
+def test_trec_labels_written_as_integral_decimals_read_as_integers(tmp_path: Path, trec_reader: str) -> None:
+    """Some tools write qrels labels as 1.0; trec_eval's atol reads them as 1, and so does stagewise (on both
+    readers). A fractional label stays an error (atol would truncate 2.5 to 2 without a word)."""
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 a 1.0\nq1 0 b 2.00\nq1 0 c -1.0\nq1 0 d 0.\nq1 0 e 3\n")
+    assert stagewise.read_qrels(path).to_dict() == {"q1": {"a": 1, "b": 2, "c": -1, "d": 0, "e": 3}}
+    path.write_text("q1 0 a 1.0\nq1 0 b 2.5\n")
+    with pytest.raises(InputError, match=r"qrels.txt:2: relevance label '?2\.5'? is not an integer"):
+        stagewise.read_qrels(path)

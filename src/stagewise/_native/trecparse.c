@@ -115,6 +115,17 @@ static int parse_long(const char *s, size_t n, int64_t *out) {
     return 0;
 }
 
+/* A relevance label: an integer, or a decimal number whose value is an integer ("1.0", as some tools write
+ * qrels). trec_eval reads labels with atol, which would also take "2.5" as 2 and "rel" as 0; here those are
+ * errors. */
+static int parse_label(const char *s, size_t n, int64_t *out) {
+    if (!parse_long(s, n, out)) return 0;
+    double v;
+    if (parse_double(s, n, &v) || v != floor(v) || v > INT32_MAX || v < INT32_MIN) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
 static const unsigned char BLANK[256] = {[' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\v'] = 1, ['\f'] = 1};
 
 static inline int is_blank(char c) { return BLANK[(unsigned char)c]; }
@@ -293,7 +304,7 @@ static int parse_lines_into(Parser *ps, const char *p, const char *end, const ch
             *last_tag_len = len[5];
         } else {
             int64_t label;
-            if (parse_long(start[vf], len[vf], &label) || label > INT32_MAX || label < INT32_MIN) {
+            if (parse_label(start[vf], len[vf], &label) || label > INT32_MAX || label < INT32_MIN) {
                 ps->error = error_tuple(ERR_LABEL, ps->line, start[vf], len[vf]);
                 return ps->error ? 1 : -1;
             }

@@ -139,3 +139,30 @@ def require_values(columns: tuple[tuple[str, pl.Series], ...], source: str, line
         if series.null_count():
             row = int(series.is_null().arg_true()[0])
             raise InputError(source, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
+
+
+def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarray:
+    """Labels as int32: integers, or numbers whose value is an integer (1.0); anything else is an error."""
+    if raw.dtype.is_integer():
+        values = raw.cast(pl.Int64).to_numpy()
+    else:
+        as_float = raw.cast(pl.Float64, strict=False)
+        bad = as_float.is_null() | ~as_float.is_finite() | (as_float != as_float.round(0))
+        if bad.any():
+            row = int(bad.arg_true()[0])
+            raise InputError(
+                where,
+                f"relevance label {raw[row]!r} is not an integer",
+                line=line_of(row),
+                expected="an integer label such as 0, 1, 2 or -1 (1.0 also reads as 1)",
+            )
+        values = as_float.cast(pl.Int64).to_numpy()
+    if values.size and (values.max() > np.iinfo(np.int32).max or values.min() < np.iinfo(np.int32).min):
+        row = int(np.flatnonzero((values > np.iinfo(np.int32).max) | (values < np.iinfo(np.int32).min))[0])
+        raise InputError(
+            where,
+            f"relevance label {raw[row]!r} is out of range",
+            line=line_of(row),
+            expected="a label that fits in 32 bits",
+        )
+    return values.astype(np.int32)

@@ -7,6 +7,7 @@ import polars as pl
 
 from stagewise.data.columns import (
     LineLookup,
+    integer_labels,
     intern,
     no_lines,
     pair_keys,
@@ -99,7 +100,7 @@ class Qrels:
         doc_series = frame["doc_id"].cast(pl.String)
         raw = frame["relevance"]
         require_values((("query_id", query), ("doc_id", doc_series), ("relevance", raw)), where, line_of)
-        labels = _integer_labels(raw, where, line_of)
+        labels = integer_labels(raw, where, line_of)
         first_seen, codes = intern(query)
         docs = StringColumn.from_series(doc_series)
         keys = pair_keys(StringColumn.from_series(query), docs)
@@ -148,29 +149,3 @@ class Qrels:
         """How many judgements carry each label."""
         values, counts = np.unique(self.labels, return_counts=True)
         return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
-
-
-def _integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarray:
-    if raw.dtype.is_integer():
-        values = raw.cast(pl.Int64).to_numpy()
-    else:
-        as_float = raw.cast(pl.Float64, strict=False)
-        bad = as_float.is_null() | ~as_float.is_finite() | (as_float != as_float.round(0))
-        if bad.any():
-            row = int(bad.arg_true()[0])
-            raise InputError(
-                where,
-                f"relevance label {raw[row]!r} is not an integer",
-                line=line_of(row),
-                expected="an integer label such as 0, 1, 2 or -1",
-            )
-        values = as_float.cast(pl.Int64).to_numpy()
-    if values.size and (values.max() > np.iinfo(np.int32).max or values.min() < np.iinfo(np.int32).min):
-        row = int(np.flatnonzero((values > np.iinfo(np.int32).max) | (values < np.iinfo(np.int32).min))[0])
-        raise InputError(
-            where,
-            f"relevance label {values[row]} is out of range",
-            line=line_of(row),
-            expected="a label that fits in 32 bits",
-        )
-    return values.astype(np.int32)

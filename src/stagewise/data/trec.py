@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from stagewise._native import parser as native
-from stagewise.data.columns import LineLookup, lines_from
+from stagewise.data.columns import LineLookup, integer_labels, lines_from
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
@@ -112,18 +112,8 @@ def _check_scores(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.D
 
 
 def _check_labels(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.DataFrame:
-    labels = frame["relevance"].cast(pl.Int64, strict=False)
-    bad = labels.is_null() | (labels > 2**31 - 1) | (labels < -(2**31))
-    if bad.any():
-        row = int(bad.arg_true()[0])
-        value = frame["relevance"][row]
-        raise InputError(
-            source,
-            f"relevance label {value!r} is not an integer",
-            line=line_of(row),
-            expected="an integer label such as 0, 1, 2 or -1",
-        )
-    return frame.with_columns(labels.cast(pl.Int32).alias("relevance"))
+    labels = integer_labels(frame["relevance"], source, line_of)
+    return frame.with_columns(pl.Series("relevance", labels, dtype=pl.Int32))
 
 
 def _read(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[pl.DataFrame, LineLookup]:
@@ -163,7 +153,7 @@ class Parsed:
 _NATIVE_ERRORS = {
     1: ("found {field} field(s)", None),
     2: ("score {field!r} is not a finite number", "a decimal number such as 12.5 or -0.031"),
-    3: ("relevance label {field!r} is not an integer", "an integer label such as 0, 1, 2 or -1"),
+    3: ("relevance label {field!r} is not an integer", "an integer label such as 0, 1, 2 or -1 (1.0 also reads as 1)"),
 }
 
 
