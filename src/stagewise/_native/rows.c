@@ -193,35 +193,36 @@ static int bit_width(uint64_t v) {
     return b;
 }
 
-/* sort_keys(segments int64 (q + 1), scores float64 (n)) -> (bytearray of n uint64 keys, index bits)
+/* sort_keys(query int32 (n), n_queries, scores float64 (n)) -> (bytearray of n uint64 keys, index bits)
  *
  * Why: ordering ~100 results per query by score is a job for one vectorised sort of everything (numpy's
  * sort of uint64), not for a comparison sort per query, whose branch on random scores is a coin flip. Each
- * row's key packs its segment (top bits), the top bits of its score in descending order, and its row number
- * (bottom index-bits bits), so sorting the keys groups rows by segment, orders them by score up to the
- * truncation, and keeps every key distinct. settle_order finishes the job where the truncation ties.
- * Returns None when segment and row numbers leave fewer than 16 bits for the score (over 2^48 rows and
- * segments together); the caller then sorts another way. */
+ * row's key packs its query code (top bits), the top bits of its score in descending order, and its row
+ * number (bottom index-bits bits), so sorting the keys groups rows by query (whatever their input order),
+ * orders them by score up to the truncation, and keeps every key distinct. settle_order finishes the job
+ * where the truncation ties. Returns None when query and row numbers leave fewer than 16 bits for the score
+ * (over 2^48 rows and queries together); the caller then sorts another way. */
 static PyObject *sort_keys(PyObject *self, PyObject *args) {
-    Py_buffer segb, scb;
-    if (!PyArg_ParseTuple(args, "y*y*", &segb, &scb)) return NULL;
-    const int64_t *seg = segb.buf;
+    Py_buffer qb, scb;
+    Py_ssize_t n_queries;
+    if (!PyArg_ParseTuple(args, "y*ny*", &qb, &n_queries, &scb)) return NULL;
+    const int32_t *query = qb.buf;
     const double *score = scb.buf;
-    Py_ssize_t n_seg = segb.len / (Py_ssize_t)sizeof(int64_t) - 1;
     Py_ssize_t n = scb.len / (Py_ssize_t)sizeof(double);
     PyObject *out = NULL, *result = NULL;
-    if (n_seg < 0 || seg[0] != 0 || seg[n_seg] != n) {
-        PyErr_SetString(PyExc_ValueError, "segments must cover the rows");
+    if (qb.len / (Py_ssize_t)sizeof(int32_t) != n || n_queries < 0) {
+        PyErr_SetString(PyExc_ValueError, "one query code per score");
         goto done;
     }
-    for (Py_ssize_t q = 0; q < n_seg; q++) {
-        if (seg[q + 1] < seg[q]) {
-            PyErr_SetString(PyExc_ValueError, "segments must not decrease");
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (query[i] < 0 || query[i] >= n_queries) {
+            PyErr_SetString(PyExc_IndexError, "query code out of range");
             goto done;
         }
     }
-    int index_bits = bit_width((uint64_t)(n > 0 ? n - 1 : 0)), segment_bits = bit_width((uint64_t)(n_seg > 0 ? n_seg - 1 : 0));
-    int score_bits = 64 - index_bits - segment_bits;
+    int index_bits = bit_width((uint64_t)(n > 0 ? n - 1 : 0));
+    int query_bits = bit_width((uint64_t)(n_queries > 0 ? n_queries - 1 : 0));
+    int score_bits = 64 - index_bits - query_bits;
     if (score_bits < 16) {
         result = Py_None;
         Py_INCREF(result);
@@ -231,23 +232,22 @@ static PyObject *sort_keys(PyObject *self, PyObject *args) {
     if (!out) goto done;
     uint64_t *key = (uint64_t *)PyByteArray_AS_STRING(out);
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t q = 0; q < n_seg; q++) {
-        uint64_t top = segment_bits ? (uint64_t)q << (64 - segment_bits) : 0;
-        for (int64_t i = seg[q]; i < seg[q + 1]; i++)
-            key[i] = top | (descending_bits(score[i]) >> (64 - score_bits) << index_bits) | (uint64_t)i;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t top = query_bits ? (uint64_t)query[i] << (64 - query_bits) : 0;
+        key[i] = top | (descending_bits(score[i]) >> (64 - score_bits) << index_bits) | (uint64_t)i;
     }
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("Oi", out, index_bits);
 done:
     Py_XDECREF(out);
-    PyBuffer_Release(&segb);
+    PyBuffer_Release(&qb);
     PyBuffer_Release(&scb);
     return result;
 }
 
 /* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), sources, str_rows int64 (n)) -> None; the keys become the rows (int64) in trec_eval's order, in place.
  *
- * Each sorted key gives its row (bottom bits); rows whose keys agree above the row number share a segment and
+ * Each sorted key gives its row (bottom bits); rows whose keys agree above the row number share a query and
  * a truncated score, and are put in order by full score descending, then doc id (string str_rows[row])
  * descending, by insertion sort: such groups are small (ties, mostly pairs). 0.0 and -0.0 tie. In place
  * because the keys are dead once read, and a second buffer of n rows costs page faults on every call. */
@@ -518,7 +518,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"gather_strings", gather_strings, METH_VARARGS, "The strings of some rows of one or more columns."},
-    {"sort_keys", sort_keys, METH_VARARGS, "Keys whose sort orders rows by segment, then truncated score."},
+    {"sort_keys", sort_keys, METH_VARARGS, "Keys whose sort orders rows by query, then truncated score."},
     {"settle_order", settle_order, METH_VARARGS,
      "Sorted keys to rows in place, with truncation ties put in score then doc id order."},
     {"join_pairs", join_pairs, METH_VARARGS, "Join parts of rows on (query, key, document string)."},

@@ -20,28 +20,31 @@ def evaluation_order(
     """The permutation into trec_eval's order: query ascending, score descending, doc id descending (bytes).
 
     ``query`` holds each row's query code, ``scores`` its finite score (0.0 and -0.0 tie), and row i's doc id
-    is ``strings[rows[i]]``. Compiled: one sort of packed keys, then ties by doc id in C. Without the
-    extension: a segment sort of the scores within each query (see :func:`segment_sort`), then rows that tie
-    on (query, score) are put in doc id order, pairs by one vectorised string comparison (polars), larger
-    groups by a sort of their members only.
+    is ``strings[rows[i]]``; rows need not be grouped by query. Compiled: one sort of packed keys, then ties
+    by doc id in C. Without the extension: a segment sort of the scores within each query (see
+    :func:`segment_sort`), then rows that tie on (query, score) are put in doc id order, pairs by one
+    vectorised string comparison (polars), larger groups by a sort of their members only.
     """
     n_queries = int(query.max()) + 1 if len(query) else 0
+    if native_rows is not None:
+        order = _native_order(query, n_queries, scores, strings, rows)
+        if order is not None:
+            return order
     if len(query) > 1 and (query[1:] < query[:-1]).any():  # not grouped by query: group first
         grouping = _stable_order(query)
-        return grouping[evaluation_order(query[grouping], scores[grouping], strings, rows[grouping])]
-    offsets = segment_offsets(query, n_queries)
-    order = _native_order(offsets, scores, strings, rows) if native_rows is not None else None
-    return order if order is not None else _numpy_order(query, offsets, scores, strings, rows)
+        query, scores, rows = query[grouping], scores[grouping], rows[grouping]
+        return grouping[_numpy_order(query, segment_offsets(query, n_queries), scores, strings, rows)]
+    return _numpy_order(query, segment_offsets(query, n_queries), scores, strings, rows)
 
 
 def _native_order(
-    offsets: np.ndarray, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
+    query: np.ndarray, n_queries: int, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
 ) -> np.ndarray | None:
     """The compiled path: one vectorised sort of packed (query, truncated score, row) keys, then the rows whose
     keys tie above the row number are settled by full score and doc id (see ``_native/rows.c``). ``None`` when
     the keys cannot hold the row and query numbers."""
     scores = np.ascontiguousarray(scores, dtype=np.float64)
-    packed = native_rows.sort_keys(offsets, scores)
+    packed = native_rows.sort_keys(np.ascontiguousarray(query, dtype=np.int32), n_queries, scores)
     if packed is None:
         return None
     buffer, index_bits = packed
