@@ -541,3 +541,26 @@ def test_docstring_examples_run(module: str) -> None:
     mod = importlib.import_module("stagewise.stats" if module == "__init__" else f"stagewise.stats.{module}")
     failures, tried = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert tried > 0 and failures == 0
+
+
+def test_rich_pairs_table_fits_the_terminal_without_cutting_cells():
+    """At 80 columns the pairs table leaves out the statistic and the unadjusted p (and says so) instead of
+    truncating every cell; a wide terminal shows every column."""
+    from rich.console import Console
+
+    rng = np.random.default_rng(4)
+    scores = {
+        f"a_long_run_name_{i}": {"map": {f"q{j}": float(v) for j, v in enumerate(rng.random(30))}} for i in range(3)
+    }
+    result = compare_scores(scores)
+
+    def shown(width: int) -> str:
+        console = Console(width=width, record=True, color_system=None)
+        console.print(result.rich(show_pairs=True))
+        return console.export_text()
+
+    narrow, wide = shown(80), shown(200)
+    assert "…" not in narrow
+    assert "p_adj" in narrow and " stat " not in narrow and "left out at this width" in narrow
+    assert " stat " in wide and "left out" not in wide
+    assert "b - a" in wide  # runs are named by the letters of the table above

@@ -256,41 +256,77 @@ def render_text(comp: Comparison, fmt: str, digits: int, with_pairs: bool, per_q
 
 # ---------------------------------------------------------------------------------------------------- rich
 def rich_group(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> Any:
-    """A rich Group: the comparison table (best in bold, letters in cyan), then the optional parts, then notes."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
+    """A rich renderable: the comparison table (best in bold, letters in cyan), then the optional parts, then
+    notes. It is laid out when printed, for the console's width."""
+    return _RichComparison(comp, digits, with_pairs, per_query, top)
 
-    main = Table()
-    main.add_column("", no_wrap=True, style="dim")
-    main.add_column("run", no_wrap=True)
-    for metric in comp.metrics:
-        main.add_column(metric, no_wrap=True)
-    for label, run, cells in _cells(comp, digits):
-        shown = []
-        for value, best, marks in cells:
-            text = Text(value, style="bold" if best else "")
-            if marks:
-                text.append(" " + marks, style="cyan")
-            shown.append(text)
-        main.add_row(label, run, *shown)
-    parts: list[Any] = [Text(title(comp), style="bold"), main]
-    if with_pairs:
-        pt = Table()
-        for i, h in enumerate(PAIR_HEADER):
-            pt.add_column(h, justify="right" if i >= 3 else "left", no_wrap=True)
-        for r in pair_rows(comp, digits):
-            pt.add_row(*r, style="bold" if r[-1] else "")
-        parts.append(pt)
-    if per_query:
-        for head_line, drows in delta_blocks(comp, digits, top):
-            parts.append(Text(head_line))
-            dt = Table()
-            dt.add_column("query", no_wrap=True)
-            for h in ("a", "b", "delta"):
-                dt.add_column(h, justify="right", no_wrap=True)
-            for r in drows:
-                dt.add_row(*r)
-            parts.append(dt)
-    parts.append(Text("\n".join(notes(comp, with_pairs)), style="dim"))
-    return Group(*parts)
+
+class _RichComparison:
+    def __init__(self, comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> None:
+        self.comp, self.digits, self.with_pairs, self.per_query, self.top = comp, digits, with_pairs, per_query, top
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        yield from self.parts(console, options)
+
+    def parts(self, console: Any, options: Any) -> list[Any]:
+        from rich.measure import Measurement
+        from rich.table import Table
+        from rich.text import Text
+
+        comp, digits = self.comp, self.digits
+        main = Table()
+        main.add_column("", no_wrap=True, style="dim")
+        main.add_column("run", no_wrap=True)
+        for metric in comp.metrics:
+            main.add_column(metric, no_wrap=True)
+        for label, run, cells in _cells(comp, digits):
+            shown = []
+            for value, best, marks in cells:
+                text = Text(value, style="bold" if best else "")
+                if marks:
+                    text.append(" " + marks, style="cyan")
+                shown.append(text)
+            main.add_row(label, run, *shown)
+        parts: list[Any] = [Text(title(comp), style="bold"), main]
+        notes_below = notes(comp, self.with_pairs)
+        if self.with_pairs:
+            pairs = _rich_pairs(comp, digits, narrow=False)
+            natural = Measurement.get(console, options.update_width(10**6), pairs).maximum
+            if natural > options.max_width:  # too wide: leave out two columns rather than squeeze them all
+                pairs = _rich_pairs(comp, digits, narrow=True)
+                notes_below.append(
+                    "the test statistic and the unadjusted p are left out at this width "
+                    "(--format markdown or a wider terminal shows them)"
+                )
+            parts.append(pairs)
+        if self.per_query:
+            for head_line, drows in delta_blocks(comp, digits, self.top):
+                parts.append(Text(head_line))
+                dt = Table()
+                dt.add_column("query", no_wrap=True)
+                for h in ("a", "b", "delta"):
+                    dt.add_column(h, justify="right", no_wrap=True)
+                for r in drows:
+                    dt.add_row(*r)
+                parts.append(dt)
+        parts.append(Text("\n".join(notes_below), style="dim"))
+        return parts
+
+
+def _rich_pairs(comp: Comparison, digits: int, narrow: bool) -> Any:
+    """The pairs table for a terminal: runs by their letters from the table above ("b - a": the difference
+    is b's mean minus a's), in a light frame."""
+    from rich import box
+    from rich.table import Table
+
+    labels = comp.labels
+    header = ["metric", "b - a", *PAIR_HEADER[3:]]
+    hidden = {"stat", "p"} if narrow else set()
+    shown = [i for i, h in enumerate(header) if h not in hidden]
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False)
+    for i in shown:
+        table.add_column(header[i], justify="right" if i >= 2 else "left", no_wrap=True)
+    for pair, row in zip(comp.pairs, pair_rows(comp, digits), strict=True):
+        cells = [row[0], f"{labels[pair.b]} - {labels[pair.a]}", *row[3:]]
+        table.add_row(*(cells[i] for i in shown), style="bold" if row[-1] else "")
+    return table
