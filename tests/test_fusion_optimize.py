@@ -117,6 +117,26 @@ def test_cross_validation_reports_each_fold_and_the_held_out_score():
             pytest.fail(f"no query carries the weights of fold {fold.fold}")
 
 
+def test_each_folds_scores_are_means_over_that_folds_queries():
+    """A fold's train and held-out scores average over its own queries (the others are not counted as 0)."""
+    runs, qrels = _data()
+    report = optimize(runs, qrels, "wsum", metric="mrr", step=0.1, folds=2, seed=3)
+    per_query = evaluate(qrels, report.run, ["mrr"], missing="skip").per_query()[report.run.name]["mrr"]
+    held_out = []
+    for fold in report.folds:
+        queries = [q for q in per_query if fuse(runs, fold.method).to_dict()[q] == report.run.to_dict()[q]]
+        assert fold.test_queries == 2
+        held_out.append(fold.test_score)
+        assert 0.0 <= fold.train_score <= 1.0 and 0.0 <= fold.test_score <= 1.0
+        assert queries  # the fold's weights fused some queries of the returned run
+    # With folds of equal size, the held-out mean over all queries is the mean of the folds' held-out means.
+    assert report.held_out_score == pytest.approx(sum(held_out) / len(held_out))
+    # A fused run lists only the queries it has results for.
+    fold_table = build_table(runs, norm="minmax").take(np.array([0, 1, 2]))
+    fold_run = fold_table.to_run(np.array([3.0, 2.0, 1.0]), name="fold")
+    assert list(fold_run.query_ids) == ["q1"]
+
+
 def test_folds_are_seeded_and_deterministic():
     runs, qrels = _data()
     first = optimize(runs, qrels, "wsum", metric="mrr", step=0.5, folds=2, seed=1).describe()

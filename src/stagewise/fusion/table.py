@@ -185,9 +185,17 @@ class CandidateRows:
         else:
             ordered = scores[order]
         ordered += 0.0  # -0.0 becomes 0.0 (the two tie, as in trec_eval)
+        # The order moves rows within their query only: rows already grouped by query keep their query column.
+        query = self.query if bool((np.diff(self.query) >= 0).all()) else self.query[order]
+        query_ids = self.query_ids
+        if len(query) and np.count_nonzero(np.diff(query)) + 1 < len(query_ids):  # some queries (a fold): only those
+            present = np.zeros(len(query_ids), dtype=bool)
+            present[query] = True
+            query_ids = query_ids[present]
+            query = (np.cumsum(present, dtype=np.int32) - 1)[query]
         return cls(
-            self.query_ids,
-            self.query[order],
+            query_ids,
+            query,
             self.strings.take(self.home, through=order),
             ordered,
             None,
