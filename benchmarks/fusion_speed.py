@@ -164,14 +164,19 @@ def child_memory(paths: list[str], tool: str, repeat: int) -> dict:
         def once():
             return len(ranx.fuse(runs, method="rrf", norm=None).run)
 
+    import resource
+
     times = []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(repeat):
         t0 = time.perf_counter()
         once()
         times.append(time.perf_counter() - t0)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     return {
         "best_ms": 1000 * min(times),
         "median_ms": 1000 * statistics.median(times),
+        "page_faults_per_call": faults / repeat,  # fresh pages the allocator asked the kernel for
         "rows_in": sum(f.height for f in frames),
         "peak_rss": _peak_rss_bytes(),
     }
@@ -323,16 +328,17 @@ def _summary(results: dict) -> None:
     sw = memory.get("stagewise")
     if sw:
         target = IN_MEMORY["target_ms"]
-        verdict = "PASS" if sw["best_ms"] <= target else "MISS"
+        verdict = "PASS" if sw["median_ms"] <= target else "MISS"
         line = (
             f"\nin memory, RRF of 2 runs x {IN_MEMORY['queries']} queries x {IN_MEMORY['depth']} docs "
-            f"({sw['rows_in']:,} rows in): stagewise best {sw['best_ms']:.1f} ms, median {sw['median_ms']:.1f} ms; "
-            f"target <= {target:.0f} ms: {verdict}"
+            f"({sw['rows_in']:,} rows in): stagewise median {sw['median_ms']:.1f} ms, best {sw['best_ms']:.1f} ms "
+            f"({sw.get('page_faults_per_call', 0):,.0f} page faults a call); "
+            f"target median <= {target:.0f} ms: {verdict}"
         )
         rx = memory.get("ranx")
         if rx:
             line += f"\n  ranx (warm) best {rx['best_ms']:.1f} ms, median {rx['median_ms']:.1f} ms"
-            line += f" ({rx['best_ms'] / sw['best_ms']:.1f}x stagewise's best)"
+            line += f" ({rx['median_ms'] / sw['median_ms']:.1f}x stagewise's median)"
         print(line)
 
 
