@@ -756,3 +756,23 @@ def test_trec_labels_written_as_integral_decimals_read_as_integers(tmp_path: Pat
     path.write_text("q1 0 a 1.0\nq1 0 b 2.5\n")
     with pytest.raises(InputError, match=r"qrels.txt:2: relevance label '?2\.5'? is not an integer"):
         stagewise.read_qrels(path)
+
+
+def test_a_file_larger_than_one_read_piece_whose_lines_grow_parses_whole(tmp_path: Path) -> None:
+    """The C reader reads 16 MB pieces and sizes its columns from the first; later, longer lines must still
+    fit (the columns grow) and every row must come through."""
+    path = tmp_path / "big.run"
+    short = [f"q{i // 1000:04d} Q0 d{i} {i % 1000 + 1} {1000 - i % 1000} r\n" for i in range(500_000)]
+    long = [
+        f"q{500 + i // 1000:04d} Q0 document-with-a-much-longer-identifier-{i:09d} {i % 1000 + 1} {1000 - i % 1000} r\n"
+        for i in range(200_000)
+    ]
+    path.write_text("".join(short) + "".join(long))
+    assert path.stat().st_size > 16 << 20
+    run = stagewise.read_run(path)
+    assert len(run) == 700_000 and run.n_queries == 700
+    docs = run.doc_ids
+    assert docs[0] == "d0" and docs[499_999] == "d499999"
+    assert docs[500_000] == "document-with-a-much-longer-identifier-000000000"
+    assert docs[699_999] == "document-with-a-much-longer-identifier-000199999"
+    assert run.scores[699_999] == 1.0 and run.query_ids[run.query_codes[699_999]] == "q0699"
