@@ -161,14 +161,6 @@ static inline int column_put(Column *c, const void *src, Py_ssize_t n) {
     return 0;
 }
 
-/* Grow a column's capacity to ``want`` bytes now (no-op when it already holds that much). */
-static int column_reserve(Column *c, Py_ssize_t want) {
-    if (want <= c->cap) return 0;
-    if (PyByteArray_Resize(c->bytes, want)) return -1;
-    c->cap = want;
-    return 0;
-}
-
 static PyObject *column_close(Column *c) {
     if (PyByteArray_Resize(c->bytes, c->used)) return NULL;
     PyObject *out = c->bytes;
@@ -395,7 +387,7 @@ static PyObject *parse_file(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         status = -1;
     }
-    int at_end = 0, first_piece = 1;
+    int at_end = 0;
     while (status == 0 && !at_end) {
         if (held == cap) { /* a single line longer than the buffer: grow it */
             char *grown = realloc(buf, cap * 2);
@@ -426,15 +418,6 @@ static PyObject *parse_file(PyObject *self, PyObject *args) {
                 }
         if (!last) continue; /* no complete line yet */
         status = parse_lines(&ps, buf, last);
-        if (status == 0 && first_piece && !at_end && size > 0 && last > buf) {
-            /* Size every column for the whole file from the first piece, so none doubles (and copies itself)
-             * later: the file's lines look alike, and 5% more covers the drift. */
-            double scale = 1.05 * (double)size / (double)(last - buf);
-            Column *columns[] = {&ps.qcode, &ps.offsets, &ps.docs, &ps.values, &ps.ranks, &ps.keys};
-            for (size_t k = 0; k < sizeof columns / sizeof *columns && status == 0; k++)
-                if (column_reserve(columns[k], (Py_ssize_t)((double)columns[k]->used * scale) + 4096)) status = -1;
-        }
-        first_piece = 0;
         size_t rest = held - (size_t)(last - buf);
         memmove(buf, last, rest);
         held = rest;
