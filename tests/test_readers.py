@@ -776,3 +776,15 @@ def test_a_file_larger_than_one_read_piece_whose_lines_grow_parses_whole(tmp_pat
     assert docs[500_000] == "document-with-a-much-longer-identifier-000000000"
     assert docs[699_999] == "document-with-a-much-longer-identifier-000199999"
     assert run.scores[699_999] == 1.0 and run.query_ids[run.query_codes[699_999]] == "q0699"
+
+
+def test_reordering_tied_rows_keeps_the_source_and_the_input_positions(tmp_path: Path) -> None:
+    """Ties are put in doc id order in place; the run still names its file, and each row its input line."""
+    path = tmp_path / "ties.run"
+    path.write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 1.0 t\nq1 Q0 c 3 0.5 t\nq2 Q0 x 1 2.0 t\n")
+    run = stagewise.read_run(path)
+    assert run.source == str(path) and isinstance(run.source, str)
+    assert run.doc_ids.to_list() == ["b", "a", "c", "x"]
+    assert run.input_position.tolist() == [1, 0, 2, 3]
+    in_order = stagewise.read_run({"q1": {"a": 2.0, "b": 1.0}})
+    assert in_order.input_position.tolist() == [0, 1]

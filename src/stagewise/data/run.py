@@ -73,7 +73,7 @@ class Run:
         docs: StringColumn,
         scores: np.ndarray,
         ranks: np.ndarray | None,
-        input_position: np.ndarray | None,
+        input_position: np.ndarray | tuple[np.ndarray, np.ndarray] | None,
         keys: np.ndarray,
         *,
         name: str,
@@ -86,7 +86,8 @@ class Run:
         self.docs = docs
         self.scores = scores
         self.ranks = ranks
-        self._input_position = input_position  # None: the rows are in input order
+        # None: the rows are in input order; (rows, sources): so are they, but for rows[i], input row sources[i]
+        self._input_position = input_position
         self.pair_keys = keys
         self.offsets = segment_offsets(query_codes, len(query_ids))
         self.name = name
@@ -131,21 +132,24 @@ class Run:
                 codes, docs, scores, keys = codes[keep], docs.take(keep), scores[keep], keys[keep]
                 ranks = None if ranks is None else ranks[keep]
         query_ids, codes = sorted_vocabulary(first_seen, codes)
-        position = np.arange(len(codes), dtype=np.int32 if len(codes) < 2**31 else np.int64)
+        # Input positions are kept as what differs from the input order (an array of n rows costs memory).
+        position: np.ndarray | tuple[np.ndarray, np.ndarray] | None = None
         order, moved = _evaluation_order(codes, scores, docs)
         if order is not None:
             if moved is None:
-                codes, scores, keys, position = codes[order], scores[order], keys[order], position[order]
+                codes, scores, keys = codes[order], scores[order], keys[order]
+                position = order.astype(np.int32 if len(order) < 2**31 else np.int64)
                 ranks = None if ranks is None else ranks[order]
                 docs = docs.take(order)
             else:  # only tied rows moved, within their query and score: fix those rows in place
-                source = order[moved]
+                moved_from = order[moved]
                 keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
-                keys[moved], scores[moved], position[moved] = keys[source], scores[source], source
+                keys[moved], scores[moved] = keys[moved_from], scores[moved_from]
+                position = (moved, moved_from)
                 if ranks is not None:
                     ranks = _writable(ranks)
-                    ranks[moved] = ranks[source]
-                docs = docs.permute_within_blocks(moved, source)
+                    ranks[moved] = ranks[moved_from]
+                docs = docs.permute_within_blocks(moved, moved_from)
         return cls(
             query_ids,
             codes,
@@ -230,9 +234,14 @@ class Run:
     @property
     def input_position(self) -> np.ndarray:
         """Each row's position in the input (0-based)."""
-        if self._input_position is None:
-            self._input_position = np.arange(len(self), dtype=np.int32 if len(self) < 2**31 else np.int64)
-        return self._input_position
+        kept = self._input_position
+        if kept is None or isinstance(kept, tuple):
+            full = np.arange(len(self), dtype=np.int32 if len(self) < 2**31 else np.int64)
+            if kept is not None:
+                rows, sources = kept
+                full[rows] = sources
+            self._input_position = kept = full
+        return kept
 
     def renamed(self, name: str) -> Run:
         """The same run under another name (the arrays are shared, not copied)."""
