@@ -516,12 +516,138 @@ done:
     return result;
 }
 
+/* match_pairs(small codes int32, small keys uint64, small sources, large codes int32, large keys uint64,
+ *             large sources) -> (large rows int64 bytes, small rows int64 bytes)
+ *
+ * The (large row, small row) pairs of the same query and the same document: a semi-join of, say, judgements
+ * (small) and a run (large). Both sides are grouped by query: the large side's codes never decrease; on the
+ * small side a code of -1 marks a row to skip (a query the large side lacks) and the others never decrease.
+ * Neither side repeats a document within a query (runs and qrels refuse that). Per query, the small side's
+ * keys go in a hash table and the large side's rows probe it; a key match is confirmed by the strings. */
+static PyObject *match_pairs(PyObject *self, PyObject *args) {
+    Py_buffer scb, skb, lcb, lkb;
+    PyObject *small_seq, *large_seq;
+    if (!PyArg_ParseTuple(args, "y*y*Oy*y*O", &scb, &skb, &small_seq, &lcb, &lkb, &large_seq)) return NULL;
+    Sources small, large;
+    int opened = 0;
+    PyObject *large_out = NULL, *small_out = NULL, *result = NULL;
+    int64_t *slot_row = NULL;
+    size_t cap = 0;
+    if (sources_open(&small, small_seq) < 0) goto release;
+    opened = 1;
+    if (sources_open(&large, large_seq) < 0) goto release;
+    opened = 2;
+    const int32_t *scode = scb.buf, *lcode = lcb.buf;
+    const uint64_t *skey = skb.buf, *lkey = lkb.buf;
+    Py_ssize_t n_s = skb.len / (Py_ssize_t)sizeof(uint64_t), n_l = lkb.len / (Py_ssize_t)sizeof(uint64_t);
+    if (scb.len / (Py_ssize_t)sizeof(int32_t) != n_s || lcb.len / (Py_ssize_t)sizeof(int32_t) != n_l ||
+        sources_rows(&small) != n_s || sources_rows(&large) != n_l) {
+        PyErr_SetString(PyExc_ValueError, "one code, key and string per row on each side");
+        goto release;
+    }
+    int32_t last = -1;
+    for (Py_ssize_t i = 0; i < n_s; i++) {
+        if (scode[i] < -1 || (scode[i] >= 0 && scode[i] < last)) {
+            PyErr_SetString(PyExc_ValueError, "small side: codes must be -1 or never decrease");
+            goto release;
+        }
+        if (scode[i] >= 0) last = scode[i];
+    }
+    for (Py_ssize_t j = 1; j < n_l; j++) {
+        if (lcode[j] < lcode[j - 1]) {
+            PyErr_SetString(PyExc_ValueError, "large side: codes must never decrease");
+            goto release;
+        }
+    }
+    /* each small row matches at most one large row: n_s bounds the output */
+    large_out = PyBytes_FromStringAndSize(NULL, n_s * (Py_ssize_t)sizeof(int64_t));
+    small_out = PyBytes_FromStringAndSize(NULL, n_s * (Py_ssize_t)sizeof(int64_t));
+    if (!large_out || !small_out) goto release;
+    int64_t *lrows = (int64_t *)PyBytes_AS_STRING(large_out), *srows = (int64_t *)PyBytes_AS_STRING(small_out);
+    Py_ssize_t found = 0, i = 0, j = 0;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (j < n_l && i < n_s) {
+        int32_t q = lcode[j];
+        Py_ssize_t j_end = j;
+        while (j_end < n_l && lcode[j_end] == q) j_end++;
+        while (i < n_s && scode[i] < q) i++; /* -1 rows and queries the large side lacks */
+        Py_ssize_t i_end = i;
+        while (i_end < n_s && scode[i_end] == q) i_end++;
+        if (i_end > i) {
+            size_t want = 16;
+            while (want < (size_t)(i_end - i) * 2) want *= 2;
+            if (want > cap) {
+                free(slot_row);
+                slot_row = malloc(want * sizeof *slot_row);
+                if (!slot_row) {
+                    failed = 1;
+                    break;
+                }
+                cap = want;
+            }
+            memset(slot_row, 0xFF, want * sizeof *slot_row);
+            for (Py_ssize_t r = i; r < i_end; r++) {
+                size_t slot = (size_t)(skey[r] ^ (skey[r] >> 32)) & (want - 1);
+                while (slot_row[slot] >= 0) slot = (slot + 1) & (want - 1);
+                slot_row[slot] = r;
+            }
+            for (Py_ssize_t r = j; r < j_end; r++) {
+                size_t slot = (size_t)(lkey[r] ^ (lkey[r] >> 32)) & (want - 1);
+                int64_t hit;
+                while ((hit = slot_row[slot]) >= 0) {
+                    if (skey[hit] == lkey[r]) {
+                        int64_t la, lb;
+                        const unsigned char *pa = locate(&small, hit, &la), *pb = locate(&large, r, &lb);
+                        if (la == lb && memcmp(pa, pb, (size_t)la) == 0) {
+                            if (found < n_s) {
+                                lrows[found] = r;
+                                srows[found] = hit;
+                            }
+                            found++;
+                            break;
+                        }
+                    }
+                    slot = (slot + 1) & (want - 1);
+                }
+            }
+        }
+        i = i_end;
+        j = j_end;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    if (found > n_s) {
+        PyErr_SetString(PyExc_ValueError, "a document repeats within a query");
+        goto release;
+    }
+    if (_PyBytes_Resize(&large_out, found * (Py_ssize_t)sizeof(int64_t)) < 0 ||
+        _PyBytes_Resize(&small_out, found * (Py_ssize_t)sizeof(int64_t)) < 0)
+        goto release;
+    result = PyTuple_Pack(2, large_out, small_out);
+release:
+    Py_XDECREF(large_out);
+    Py_XDECREF(small_out);
+    free(slot_row);
+    if (opened >= 1) sources_close(&small);
+    if (opened >= 2) sources_close(&large);
+    PyBuffer_Release(&scb);
+    PyBuffer_Release(&skb);
+    PyBuffer_Release(&lcb);
+    PyBuffer_Release(&lkb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"gather_strings", gather_strings, METH_VARARGS, "The strings of some rows of one or more columns."},
     {"sort_keys", sort_keys, METH_VARARGS, "Keys whose sort orders rows by query, then truncated score."},
     {"settle_order", settle_order, METH_VARARGS,
      "Sorted keys to rows in place, with truncation ties put in score then doc id order."},
     {"join_pairs", join_pairs, METH_VARARGS, "Join parts of rows on (query, key, document string)."},
+    {"match_pairs", match_pairs, METH_VARARGS, "Rows of two sides with the same query and document."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from stagewise._native import rows as native_rows
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
@@ -148,7 +149,6 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
     found = query_ids[pos_clipped] == run.query_ids
     run_to_eval[found] = pos_clipped[found]
 
-    run_rank = _ranks(run, conv)
     run_len = np.diff(run.offsets)
     num_ret = np.zeros(len(query_ids), dtype=np.int64)
     num_ret[run_to_eval[found]] = run_len[found]
@@ -157,7 +157,7 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
 
     run_rows, judgement_rows = _join(qrels, run)
     row_query = run_to_eval[run.query_codes[run_rows]]
-    row_rank = run_rank[run_rows]
+    row_rank = _ranks(run, conv, run_rows)
     row_label = qrels.labels[judgement_rows].astype(np.int64)
     kept = row_query >= 0
     if conv.max_ret is not None:
@@ -190,11 +190,11 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
     )
 
 
-def _ranks(run: Run, conv: Conventions) -> np.ndarray:
-    """1-based rank of every run row (in the run's stored order) under the tie convention."""
+def _ranks(run: Run, conv: Conventions, rows: np.ndarray) -> np.ndarray:
+    """1-based rank of the run's ``rows`` (indices in its stored order) under the tie convention."""
+    if conv.ties == "docid":  # the stored order: a row's rank is its place in its query (no array of every row)
+        return rows - run.offsets[run.query_codes[rows]] + 1
     within = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], np.diff(run.offsets))
-    if conv.ties == "docid":
-        return within + 1
     if conv.ties == "input":
         key = pl.DataFrame({"q": run.query_codes, "s": run.scores, "p": run.input_position}).with_row_index("i")
         ordered = key.sort(["q", "s", "p"], descending=[False, True, False])["i"].to_numpy()
@@ -205,11 +205,24 @@ def _ranks(run: Run, conv: Conventions) -> np.ndarray:
         ordered = key.sort(["q", "r", "p"])["i"].to_numpy()
     rank = np.empty(len(run), dtype=np.int64)
     rank[ordered] = within + 1  # ordered rows are grouped by query exactly like the stored rows
-    return rank
+    return rank[rows]
 
 
 def _join(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray]:
     """(run row, qrels row) of every retrieved document that has a judgement."""
+    if native_rows is not None and len(run.query_ids) and len(qrels.query_ids):
+        # A hash table of each query's judgements, probed by that query's results.
+        pos = np.minimum(np.searchsorted(run.query_ids, qrels.query_ids), len(run.query_ids) - 1)
+        run_code = np.where(run.query_ids[pos] == qrels.query_ids, pos, -1).astype(np.int32)
+        run_rows, judgement_rows = native_rows.match_pairs(
+            run_code[qrels.query_codes],
+            np.ascontiguousarray(qrels.pair_keys, dtype=np.uint64),
+            qrels.docs.buffers(),
+            np.ascontiguousarray(run.query_codes, dtype=np.int32),
+            np.ascontiguousarray(run.pair_keys, dtype=np.uint64),
+            run.docs.buffers(),
+        )
+        return np.frombuffer(run_rows, dtype=np.int64), np.frombuffer(judgement_rows, dtype=np.int64)
     judged = pl.DataFrame({"k": qrels.pair_keys, "j": np.arange(len(qrels), dtype=np.int64)})
     ranked = pl.DataFrame({"k": run.pair_keys}).with_row_index("i")
     pairs = judged.join(ranked, on="k", how="inner")
