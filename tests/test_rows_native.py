@@ -191,3 +191,58 @@ def test_a_run_read_in_any_row_order_is_stored_in_trec_eval_order(rows, rnd):
     assert [s + 0.0 for *_, s in stored] == [s + 0.0 for *_, s in expected]
     # input_position still points at each row's line in the input
     assert [rows[p][:2] for p in run.input_position.tolist()] == [(q, d) for q, d, _ in stored]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["q1", "q2", "q3", "q4"]),
+        st.dictionaries(st.sampled_from(["a", "b", "c", "ab", "é", "d"]), st.integers(-1, 3), min_size=1, max_size=4),
+        min_size=1,
+        max_size=4,
+    ),
+    st.dictionaries(
+        st.sampled_from(["q2", "q3", "q4", "q5"]),
+        st.dictionaries(st.sampled_from(["a", "b", "c", "ab", "é", "e"]), SCORES, min_size=1, max_size=6),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_evaluation_join_compiled_equals_polars(monkeypatch_module, qrels_dict, run_dict):
+    from stagewise import read_qrels
+    from stagewise.metrics import context
+
+    qrels, run = read_qrels(qrels_dict), read_run(run_dict)
+    compiled = set(zip(*(a.tolist() for a in context._join(qrels, run)), strict=True))
+    with monkeypatch_module.context() as patch:
+        patch.setattr(context, "native_rows", None)
+        polars = set(zip(*(a.tolist() for a in context._join(qrels, run)), strict=True))
+    assert compiled == polars
+    expected = {
+        (r, j)
+        for r in range(len(run))
+        for j in range(len(qrels))
+        if run.query_ids[run.query_codes[r]] == qrels.query_ids[qrels.query_codes[j]]
+        and run.docs.value(r) == qrels.docs.value(j)
+    }
+    assert compiled == expected
+
+
+def test_evaluation_join_confirms_keys_by_strings():
+    """A judgement whose pair key collides with another document's is not joined to it."""
+    from stagewise import evaluate, read_qrels
+
+    qrels, run = read_qrels({"q": {"a": 1, "b": 1}}), read_run({"q": {"c": 2.0, "a": 1.0}})
+    key = dict(zip(run.docs.values(), run.pair_keys.tolist(), strict=True))
+    qrels.pair_keys = np.array([key["a"], key["c"]], dtype=np.uint64)  # b's key is c's
+    assert evaluate(qrels, run, ["P@1", "P@2", "num_rel_ret"]).means[run.name] == {
+        "P@1": 0.0,
+        "P@2": 0.5,
+        "num_rel_ret": 1.0,
+    }
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
