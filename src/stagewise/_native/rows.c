@@ -318,6 +318,33 @@ done:
     return result;
 }
 
+/* An open-addressing hash table of int64 entries (-1: empty slot) keyed by 64-bit pair keys, cleared and
+ * reused for each query: at most half full, so probes stay short. */
+typedef struct {
+    int64_t *slot;
+    size_t cap, mask;
+} Slots;
+
+/* Clear the table for ``entries`` entries; 0 on success, -1 when memory runs out. */
+static int slots_reset(Slots *t, Py_ssize_t entries) {
+    size_t want = 16;
+    while (want < (size_t)entries * 2) want *= 2;
+    if (want > t->cap) {
+        free(t->slot);
+        t->slot = malloc(want * sizeof *t->slot);
+        if (!t->slot) {
+            t->cap = 0;
+            return -1;
+        }
+        t->cap = want;
+    }
+    t->mask = want - 1;
+    memset(t->slot, 0xFF, want * sizeof *t->slot);
+    return 0;
+}
+
+static inline size_t slot_of(const Slots *t, uint64_t key) { return (size_t)(key ^ (key >> 32)) & t->mask; }
+
 /* One part of a join: a run's rows (all, or those listed), their query codes and pair keys. */
 typedef struct {
     Py_buffer codes, keys, rows; /* rows.buf NULL: every row of the run, in order */
@@ -363,8 +390,7 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
     int64_t n_str = sources_rows(&s);
     PyObject *query_b = NULL, *key_b = NULL, *home_b = NULL, *cands = NULL, *result = NULL;
     Py_ssize_t *cursor = NULL;
-    int64_t *slot_cand = NULL;
-    size_t cap = 0;
+    Slots table = {NULL, 0, 0};
     int64_t n_cand = 0;
     Py_ssize_t total_rows = 0;
     Py_ssize_t m = PySequence_Size(seq);
@@ -447,18 +473,10 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
             while (end < parts[p].n && code[end] == q) end++;
             total += end - cursor[p];
         }
-        size_t want = 16;
-        while (want < (size_t)total * 2) want *= 2;
-        if (want > cap) {
-            free(slot_cand);
-            slot_cand = malloc(want * sizeof *slot_cand);
-            if (!slot_cand) {
-                failed = 1;
-                break;
-            }
-            cap = want;
+        if (slots_reset(&table, total)) {
+            failed = 1;
+            break;
         }
-        memset(slot_cand, 0xFF, want * sizeof *slot_cand); /* -1: empty */
         for (Py_ssize_t p = 0; p < m; p++) {
             const Part *part = &parts[p];
             const int32_t *code = part->codes.buf;
@@ -468,15 +486,15 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
             Py_ssize_t first = cursor[p], i = first;
             for (; i < part->n && code[i] == q; i++) {
                 int64_t row = part_row(part, i);
-                size_t slot = (size_t)(key[i] ^ (key[i] >> 32)) & (want - 1);
+                size_t slot = slot_of(&table, key[i]);
                 int64_t c;
-                while ((c = slot_cand[slot]) >= 0) {
+                while ((c = table.slot[slot]) >= 0) {
                     if (ckey[c] == key[i] && compare_strings(&s, home[c], row) == 0) break;
-                    slot = (slot + 1) & (want - 1);
+                    slot = (slot + 1) & table.mask;
                 }
                 if (c < 0) {
                     c = n_cand++;
-                    slot_cand[slot] = c;
+                    table.slot[slot] = c;
                     cquery[c] = q;
                     ckey[c] = key[i];
                     home[c] = row;
@@ -509,7 +527,7 @@ done:
     Py_XDECREF(key_b);
     Py_XDECREF(home_b);
     free(cursor);
-    free(slot_cand);
+    free(table.slot);
     if (parts) release_parts(parts, m);
     sources_close(&s);
     PyBuffer_Release(&rankb);
@@ -531,8 +549,7 @@ static PyObject *match_pairs(PyObject *self, PyObject *args) {
     Sources small, large;
     int opened = 0;
     PyObject *large_out = NULL, *small_out = NULL, *result = NULL;
-    int64_t *slot_row = NULL;
-    size_t cap = 0;
+    Slots table = {NULL, 0, 0};
     if (sources_open(&small, small_seq) < 0) goto release;
     opened = 1;
     if (sources_open(&large, large_seq) < 0) goto release;
@@ -575,27 +592,19 @@ static PyObject *match_pairs(PyObject *self, PyObject *args) {
         Py_ssize_t i_end = i;
         while (i_end < n_s && scode[i_end] == q) i_end++;
         if (i_end > i) {
-            size_t want = 16;
-            while (want < (size_t)(i_end - i) * 2) want *= 2;
-            if (want > cap) {
-                free(slot_row);
-                slot_row = malloc(want * sizeof *slot_row);
-                if (!slot_row) {
-                    failed = 1;
-                    break;
-                }
-                cap = want;
+            if (slots_reset(&table, i_end - i)) {
+                failed = 1;
+                break;
             }
-            memset(slot_row, 0xFF, want * sizeof *slot_row);
             for (Py_ssize_t r = i; r < i_end; r++) {
-                size_t slot = (size_t)(skey[r] ^ (skey[r] >> 32)) & (want - 1);
-                while (slot_row[slot] >= 0) slot = (slot + 1) & (want - 1);
-                slot_row[slot] = r;
+                size_t slot = slot_of(&table, skey[r]);
+                while (table.slot[slot] >= 0) slot = (slot + 1) & table.mask;
+                table.slot[slot] = r;
             }
             for (Py_ssize_t r = j; r < j_end; r++) {
-                size_t slot = (size_t)(lkey[r] ^ (lkey[r] >> 32)) & (want - 1);
+                size_t slot = slot_of(&table, lkey[r]);
                 int64_t hit;
-                while ((hit = slot_row[slot]) >= 0) {
+                while ((hit = table.slot[slot]) >= 0) {
                     if (skey[hit] == lkey[r]) {
                         int64_t la, lb;
                         const unsigned char *pa = locate(&small, hit, &la), *pb = locate(&large, r, &lb);
@@ -608,7 +617,7 @@ static PyObject *match_pairs(PyObject *self, PyObject *args) {
                             break;
                         }
                     }
-                    slot = (slot + 1) & (want - 1);
+                    slot = (slot + 1) & table.mask;
                 }
             }
         }
@@ -631,7 +640,7 @@ static PyObject *match_pairs(PyObject *self, PyObject *args) {
 release:
     Py_XDECREF(large_out);
     Py_XDECREF(small_out);
-    free(slot_row);
+    free(table.slot);
     if (opened >= 1) sources_close(&small);
     if (opened >= 2) sources_close(&large);
     PyBuffer_Release(&scb);
