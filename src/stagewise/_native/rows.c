@@ -1,11 +1,11 @@
 /*
  * stagewise._native._rows: per-query row operations on result lists.
  *
- * Why C: fusing two runs of 1,000 queries x 100 results must take a few milliseconds, and two steps resist
- * numpy. Joining the runs on (query, document) is a hash join inside each query (numpy can only sort
- * everything), and putting the fused rows in trec_eval's order (score descending, then doc id descending in
- * byte order) needs a comparison that falls back to the doc id string on a tie, which RRF produces for nearly
- * every row. Both work one query at a time, on data that fits in the cache.
+ * Why C: these steps resist numpy, which can only sort everything. Joining runs on (query, document) for
+ * fusion, and judgements to results for evaluation, is a hash join inside each query, on data that fits in
+ * the cache. Putting fused rows in trec_eval's order (score descending, then doc id descending in byte order)
+ * needs a comparison that falls back to the doc id string on a tie, which RRF produces for nearly every row:
+ * one vectorised sort of packed keys does most of it, and a pass here settles the ties.
  *
  * Strings are Arrow-style columns, int64 offsets (n + 1) into one byte buffer. A function that reads strings takes
  * a sequence of (offsets, data) columns read as one ("sources"): column k's row i is row base[k] + i, so the
