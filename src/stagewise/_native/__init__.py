@@ -1,7 +1,7 @@
-"""Compiled helpers, built with the package: ``trecparse.c`` (reading TREC files), ``rows.c`` (joining result
-lists on (query, document), for fusion and evaluation, and putting them in trec_eval's order) and ``bm25.c`` (BM25 tokenising, indexing and
-search). ``parser``, ``rows`` and ``bm25`` are ``None`` when an extension is not built; callers then use numpy
-and polars code that gives the same results more slowly."""
+"""Compiled helpers, built with the package: ``trecparse.c`` (reading TREC files), ``rows.c`` (joining
+result lists on (query, document), for fusion and evaluation, and putting them in trec_eval's order) and
+``bm25.c`` (BM25 tokenising, indexing and search). ``parser``, ``rows`` and ``bm25`` are ``None`` when an
+extension is not built; callers then use numpy and polars code that gives the same results more slowly."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@
  * needs a comparison that falls back to the doc id string on a tie, which RRF produces for nearly every row:
  * one vectorised sort of packed keys does most of it, and a pass here settles the ties.
  *
- * Strings are Arrow-style columns, int64 offsets (n + 1) into one byte buffer. A function that reads strings takes
- * a sequence of (offsets, data) columns read as one ("sources"): column k's row i is row base[k] + i, so the
- * runs being fused need not be copied into one column first.
+ * Strings are Arrow-style columns, int64 offsets (n + 1) into one byte buffer. A function that reads strings
+ * takes a sequence of (offsets, data) columns read as one ("sources"): column k's row i is row base[k] + i,
+ * so the runs being fused need not be copied into one column first.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
