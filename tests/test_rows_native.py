@@ -246,3 +246,44 @@ def test_evaluation_join_confirms_keys_by_strings():
 def monkeypatch_module():
     with pytest.MonkeyPatch.context() as patch:
         yield patch
+
+
+def test_long_groups_of_tied_scores_are_ordered_by_doc_id():
+    """A deep list with one score (Boolean retrieval, say) is one long group of ties: ordered by doc id
+    descending, in n log n (a merge sort), not an insertion sort's n squared."""
+    n = 5_000
+    ids = [f"doc{i:06d}" for i in np.random.default_rng(1).permutation(n)]
+    column = StringColumn.from_strings(ids)
+    scores = np.where(np.arange(n) % 3 == 0, 1.0, -0.0)
+    scores[::7] = 0.0
+    order = order_module.evaluation_order(np.zeros(n, dtype=np.int32), scores, column, np.arange(n))
+    assert order.tolist() == reference_order(np.zeros(n, dtype=np.int32), scores, [i.encode() for i in ids])
+
+
+def test_match_pairs_skips_rows_marked_minus_one_inside_a_query():
+    """Judgement rows of queries the run lacks are marked -1; the others of a query still all match."""
+    small = StringColumn.from_strings(["x", "y", "z"])
+    large = StringColumn.from_strings(["x", "z"])
+    keys = {d: np.uint64(i + 1) for i, d in enumerate("xyz")}
+    large_rows, small_rows = native_rows.match_pairs(
+        np.array([0, -1, 0], dtype=np.int32),
+        np.array([keys["x"], keys["y"], keys["z"]], dtype=np.uint64),
+        small.buffers(),
+        np.array([0, 0], dtype=np.int32),
+        np.array([keys["x"], keys["z"]], dtype=np.uint64),
+        large.buffers(),
+    )
+    pairs = sorted(
+        zip(np.frombuffer(large_rows, np.int64).tolist(), np.frombuffer(small_rows, np.int64).tolist(), strict=True)
+    )
+    assert pairs == [(0, 0), (1, 2)]
+    one = StringColumn.from_strings(["x"]).buffers()
+    with pytest.raises(ValueError, match="large side"):
+        native_rows.match_pairs(
+            np.array([0], np.int32),
+            np.array([1], np.uint64),
+            one,
+            np.array([-1], np.int32),
+            np.array([1], np.uint64),
+            one,
+        )

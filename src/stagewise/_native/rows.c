@@ -102,21 +102,21 @@ static inline const unsigned char *locate(const Sources *s, int64_t row, int64_t
     return s->bytes[k] + off[i];
 }
 
+/* Eight bytes as a big-endian word, whose integer order is their byte order on any machine (compilers turn
+ * the loop into one load and a byte swap). */
+static inline uint64_t big_endian_word(const unsigned char *p) {
+    uint64_t w = 0;
+    for (int k = 0; k < 8; k++) w = w << 8 | p[k];
+    return w;
+}
+
 /* Byte-order comparison of two strings, as strcmp orders them (a prefix sorts first). */
 static inline int compare_strings(const Sources *s, int64_t a, int64_t b) {
     int64_t la, lb;
     const unsigned char *pa = locate(s, a, &la), *pb = locate(s, b, &lb);
     if (la >= 8 && lb >= 8) { /* most ids differ in their first eight bytes: compare them as one word */
-        uint64_t wa, wb;
-        memcpy(&wa, pa, 8);
-        memcpy(&wb, pb, 8);
-        if (wa != wb) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            wa = __builtin_bswap64(wa); /* as big-endian words, integer order is byte order */
-            wb = __builtin_bswap64(wb);
-#endif
-            return (wa > wb) - (wa < wb);
-        }
+        uint64_t wa = big_endian_word(pa), wb = big_endian_word(pb);
+        if (wa != wb) return (wa > wb) - (wa < wb);
     }
     int c = memcmp(pa, pb, (size_t)(la < lb ? la : lb));
     if (c) return c;
@@ -151,6 +151,10 @@ static PyObject *gather_strings(PyObject *self, PyObject *args) {
             goto done;
         }
         locate(&src, row, &len);
+        if (len < 0) {
+            PyErr_SetString(PyExc_ValueError, "string offsets must not decrease");
+            goto done;
+        }
         total += len;
     }
     offsets_out = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int64_t));
@@ -180,9 +184,9 @@ done:
 
 /* The bits of a double, mapped so that unsigned order is descending score order; -0.0 maps as 0.0. */
 static inline uint64_t descending_bits(double x) {
-    x += 0.0;
     uint64_t u;
     memcpy(&u, &x, sizeof u);
+    if ((u << 1) == 0) u = 0; /* -0.0 as 0.0, in bits (x + 0.0 would not survive -ffast-math) */
     u ^= (u >> 63) ? ~(uint64_t)0 : (uint64_t)1 << 63; /* ascending order */
     return ~u;
 }
@@ -245,12 +249,56 @@ done:
     return result;
 }
 
-/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), sources, str_rows int64 (n)) -> None; the keys become the rows (int64) in trec_eval's order, in place.
+/* The order of rows within a query: score descending (0.0 and -0.0 tie, as IEEE comparison has them), then
+ * doc id descending in byte order. Doc ids are distinct within a query, so the order is total. */
+typedef struct {
+    const double *score;
+    const int64_t *rows; /* each row's string row */
+    const Sources *strings;
+} RowOrder;
+
+static inline int goes_before(const RowOrder *o, int64_t a, int64_t b) {
+    double sa = o->score[a], sb = o->score[b];
+    if (sa != sb) return sa > sb;
+    return compare_strings(o->strings, o->rows[a], o->rows[b]) > 0;
+}
+
+static void insertion_sort(const RowOrder *o, int64_t *a, Py_ssize_t n) {
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t v = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && goes_before(o, v, a[j - 1])) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = v;
+    }
+}
+
+/* Merge sort for long groups of ties (a run with one score for a whole deep list): insertion sort would be
+ * quadratic there. ``tmp`` holds n / 2 + 1 rows. */
+static void merge_sort(const RowOrder *o, int64_t *a, int64_t *tmp, Py_ssize_t n) {
+    if (n <= 32) {
+        insertion_sort(o, a, n);
+        return;
+    }
+    Py_ssize_t h = n / 2;
+    merge_sort(o, a, tmp, h);
+    merge_sort(o, a + h, tmp, n - h);
+    if (!goes_before(o, a[h], a[h - 1])) return; /* the halves are already in order */
+    memcpy(tmp, a, (size_t)h * sizeof *a);
+    Py_ssize_t i = 0, j = h, k = 0;
+    while (i < h && j < n) a[k++] = goes_before(o, a[j], tmp[i]) ? a[j++] : tmp[i++];
+    while (i < h) a[k++] = tmp[i++];
+}
+
+/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), sources, str_rows int64 (n))
+ *   -> None; the keys become the rows (int64) in trec_eval's order, in place.
  *
  * Each sorted key gives its row (bottom bits); rows whose keys agree above the row number share a query and
  * a truncated score, and are put in order by full score descending, then doc id (string str_rows[row])
- * descending, by insertion sort: such groups are small (ties, mostly pairs). 0.0 and -0.0 tie. In place
- * because the keys are dead once read, and a second buffer of n rows costs page faults on every call. */
+ * descending: insertion sort for the usual small groups (ties, mostly pairs), merge sort for long ones. In
+ * place because the keys are dead once read, and a second buffer of n rows costs page faults on every call. */
 static PyObject *settle_order(PyObject *self, PyObject *args) {
     Py_buffer kb, scb, rb;
     PyObject *seq;
@@ -266,9 +314,11 @@ static PyObject *settle_order(PyObject *self, PyObject *args) {
     uint64_t *key = kb.buf;
     int64_t *order = kb.buf; /* the same buffer: position i is read as a key before it is written as a row */
     const int64_t *rows = rb.buf;
-    const double *score = scb.buf;
     Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
     int64_t n_str = sources_rows(&s);
+    RowOrder by = {scb.buf, rows, &s};
+    int64_t *tmp = NULL;
+    Py_ssize_t tmp_cap = 0;
     PyObject *result = NULL;
     if (index_bits < 0 || index_bits > 63 || scb.len / (Py_ssize_t)sizeof(double) != n ||
         rb.len / (Py_ssize_t)sizeof(int64_t) != n) {
@@ -276,34 +326,41 @@ static PyObject *settle_order(PyObject *self, PyObject *args) {
         goto done;
     }
     uint64_t mask = ((uint64_t)1 << index_bits) - 1;
-    int bad = 0;
+    int bad = 0, no_memory = 0;
     Py_BEGIN_ALLOW_THREADS
     uint64_t group = 0;
     Py_ssize_t start = 0; /* first position of the current group of equal truncated keys */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t high = key[i] >> index_bits;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        uint64_t high = i < n ? key[i] >> index_bits : 0;
+        if (i == n || (i > start && high != group)) { /* a group ends at i: settle it */
+            Py_ssize_t g = i - start;
+            if (g > 32 && g / 2 + 1 > tmp_cap) {
+                free(tmp);
+                tmp_cap = g / 2 + 1;
+                tmp = malloc((size_t)tmp_cap * sizeof *tmp);
+                if (!tmp) {
+                    no_memory = 1;
+                    break;
+                }
+            }
+            if (g > 32) merge_sort(&by, order + start, tmp, g);
+            else if (g > 1) insertion_sort(&by, order + start, g);
+            start = i;
+            if (i == n) break;
+        }
         int64_t v = (int64_t)(key[i] & mask);
         if (v >= n || rows[v] < 0 || rows[v] >= n_str) { /* checked as read: the buffer is spent anyway */
             bad = 1;
             break;
         }
-        if (i == 0 || high != group) {
-            group = high;
-            start = i;
-            order[i] = v;
-            continue;
-        }
-        double sv = score[v] + 0.0;
-        Py_ssize_t j = i;
-        while (j > start) {
-            double su = score[order[j - 1]] + 0.0;
-            if (su > sv || (su == sv && compare_strings(&s, rows[order[j - 1]], rows[v]) >= 0)) break;
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = v;
+        group = high;
+        order[i] = v;
     }
     Py_END_ALLOW_THREADS
+    if (no_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
     if (bad) {
         PyErr_SetString(PyExc_IndexError, "row or string row out of range");
         goto done;
@@ -311,6 +368,7 @@ static PyObject *settle_order(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
+    free(tmp);
     sources_close(&s);
     PyBuffer_Release(&kb);
     PyBuffer_Release(&scb);
@@ -396,7 +454,10 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
     Py_ssize_t m = PySequence_Size(seq);
     Part *parts = m > 0 ? calloc((size_t)m, sizeof *parts) : NULL;
     if (m < 1 || !parts) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "give at least one part");
+        if (!PyErr_Occurred()) {
+            if (m >= 1) PyErr_NoMemory();
+            else PyErr_SetString(PyExc_ValueError, "give at least one part");
+        }
         goto done;
     }
     for (Py_ssize_t p = 0; p < m; p++) {
@@ -570,9 +631,9 @@ static PyObject *match_pairs(PyObject *self, PyObject *args) {
         }
         if (scode[i] >= 0) last = scode[i];
     }
-    for (Py_ssize_t j = 1; j < n_l; j++) {
-        if (lcode[j] < lcode[j - 1]) {
-            PyErr_SetString(PyExc_ValueError, "large side: codes must never decrease");
+    for (Py_ssize_t j = 0; j < n_l; j++) {
+        if (lcode[j] < 0 || (j && lcode[j] < lcode[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "large side: codes must be >= 0 and never decrease");
             goto release;
         }
     }
@@ -589,14 +650,15 @@ static PyObject *match_pairs(PyObject *self, PyObject *args) {
         Py_ssize_t j_end = j;
         while (j_end < n_l && lcode[j_end] == q) j_end++;
         while (i < n_s && scode[i] < q) i++; /* -1 rows and queries the large side lacks */
-        Py_ssize_t i_end = i;
-        while (i_end < n_s && scode[i_end] == q) i_end++;
-        if (i_end > i) {
-            if (slots_reset(&table, i_end - i)) {
+        Py_ssize_t i_end = i, count = 0;
+        while (i_end < n_s && (scode[i_end] == q || scode[i_end] == -1)) count += scode[i_end++] == q;
+        if (count) {
+            if (slots_reset(&table, count)) {
                 failed = 1;
                 break;
             }
             for (Py_ssize_t r = i; r < i_end; r++) {
+                if (scode[r] != q) continue;
                 size_t slot = slot_of(&table, skey[r]);
                 while (table.slot[slot] >= 0) slot = (slot + 1) & table.mask;
                 table.slot[slot] = r;

@@ -17,7 +17,11 @@ from stagewise._native import rows as native_rows
 
 
 class StringColumn:
-    """Immutable UTF-8 strings: row ``i`` is ``data[offsets[i]:offsets[i + 1]]``."""
+    """Immutable UTF-8 strings: row ``i`` is ``data[offsets[i]:offsets[i + 1]]``.
+
+    ``offsets`` (int64) never decrease and end within ``data``; the compiled helpers rely on that and check
+    only the ends, so build a column with :meth:`from_strings` or :meth:`from_series` unless its offsets are
+    known to be well formed."""
 
     __slots__ = ("_series", "data", "offsets")
 

@@ -112,7 +112,12 @@ def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -
     rank_buffer = np.zeros(total * len(parts), dtype=np.int32)
     n, cand_of, query, keys, home = native_rows.join_pairs(
         [
-            (np.ascontiguousarray(part.codes, dtype=np.int32), part.keys, part.rows, int(bases[r]))
+            (
+                np.ascontiguousarray(part.codes, dtype=np.int32),
+                np.ascontiguousarray(part.keys, dtype=np.uint64),
+                None if part.rows is None else np.ascontiguousarray(part.rows, dtype=np.int64),
+                int(bases[r]),
+            )
             for r, part in enumerate(parts)
         ],
         strings.buffers(),
