@@ -596,3 +596,18 @@ def test_a_single_run_dict_is_one_run_and_inputs_are_not_renamed():
     run = read_run({"q": {"a": 1.0}}, name="same")
     fused = fuse([run, run], "combsum", norm="none")
     assert fused.fusion["runs"] == ["same", "same#2"] and run.name == "same"
+
+
+def test_fusing_leaves_the_input_runs_untouched(tmp_path):
+    """A fused run takes over arrays the fusion made, never the inputs' (one run, reversed by minmax_inverted;
+    a run read from a TREC file has writable arrays)."""
+    path = tmp_path / "one.run"
+    path.write_text("q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq1 Q0 c 3 1 t\nq2 Q0 x 1 1 t\nq2 Q0 y 2 0.5 t\n")
+    run = read_run(path)
+    assert run.pair_keys.flags.writeable
+    keys, scores, docs = run.pair_keys.copy(), run.scores.copy(), run.doc_ids.to_list()
+    for method, norm in (("combsum", "minmax_inverted"), ("rrf", None), ("combsum", "none")):
+        fuse([run], method, norm=norm)
+        fuse([run, run], method, norm=norm)
+    assert np.array_equal(run.pair_keys, keys) and np.array_equal(run.scores, scores)
+    assert run.doc_ids.to_list() == docs

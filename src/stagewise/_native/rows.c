@@ -503,7 +503,8 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
     }
     /* at most one candidate per row: sized for that, shrunk at the end */
     query_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(int32_t));
-    key_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(uint64_t));
+    /* writable: a fused run can take the keys over and reorder them in place */
+    key_b = PyByteArray_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(uint64_t));
     home_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(int64_t));
     cursor = calloc((size_t)m, sizeof *cursor);
     if (!query_b || !key_b || !home_b || !cursor) {
@@ -512,7 +513,7 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
     }
     int64_t *home = (int64_t *)PyBytes_AS_STRING(home_b);
     int32_t *cquery = (int32_t *)PyBytes_AS_STRING(query_b);
-    uint64_t *ckey = (uint64_t *)PyBytes_AS_STRING(key_b);
+    uint64_t *ckey = (uint64_t *)PyByteArray_AS_STRING(key_b);
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
@@ -572,7 +573,7 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
         goto done;
     }
     if (_PyBytes_Resize(&query_b, n_cand * (Py_ssize_t)sizeof(int32_t)) < 0 ||
-        _PyBytes_Resize(&key_b, n_cand * (Py_ssize_t)sizeof(uint64_t)) < 0 ||
+        PyByteArray_Resize(key_b, n_cand * (Py_ssize_t)sizeof(uint64_t)) < 0 ||
         _PyBytes_Resize(&home_b, n_cand * (Py_ssize_t)sizeof(int64_t)) < 0)
         goto done;
     cands = PyTuple_New(m);

@@ -87,7 +87,8 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
     if len(parts) == 1:
         part = parts[0]
         rank = positions(part.codes).astype(np.int32).reshape(-1, 1)
-        return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys, part.run_rows(), rank)
+        # The keys are copied: a table owns them (a fused run may take them over and reorder them in place).
+        return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys.copy(), part.run_rows(), rank)
     if native_rows is not None and sum(len(part) for part in parts) < 2**31 - 1:
         return _join_hashed(parts, strings, bases)
     n, cand_of, query, keys, home = _join_sorted(parts, strings, bases)

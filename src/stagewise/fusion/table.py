@@ -165,8 +165,9 @@ class CandidateRows:
         self, scores: np.ndarray, *, name: str, cls: type[Run] = Run, tag: str | None = None, consume: bool = False
     ) -> Run:
         """A run with one row per candidate and the given fused scores, stored in evaluation order (query,
-        fused score descending, doc id descending). With ``consume``, ``scores`` (a float64 array the caller
-        no longer needs) is reordered in place and becomes the run's: one array fewer at the peak."""
+        fused score descending, doc id descending). With ``consume`` (the caller needs neither these rows nor
+        ``scores`` again), the scores and the pair keys are reordered in place and become the run's: two arrays
+        fewer at the peak of memory."""
         if len(scores) != len(self):
             raise ValueError(f"{len(scores)} scores for {len(self)} candidates")
         scores = np.asarray(scores, dtype=np.float64)
@@ -185,6 +186,11 @@ class CandidateRows:
         else:
             ordered = scores[order]
         ordered += 0.0  # -0.0 becomes 0.0 (the two tie, as in trec_eval)
+        keys = self.keys
+        if consume and keys.flags.writeable:  # these rows are not used again: their keys become the run's
+            keys[:] = keys[order]
+        else:
+            keys = keys[order]
         # The order moves rows within their query only: rows already grouped by query keep their query column.
         query = self.query if bool((np.diff(self.query) >= 0).all()) else self.query[order]
         query_ids = self.query_ids
@@ -200,7 +206,7 @@ class CandidateRows:
             ordered,
             None,
             None,  # the rows are the run's own input order
-            self.keys[order],
+            keys,
             name=name,
             tag=tag,
         )
