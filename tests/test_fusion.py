@@ -301,9 +301,23 @@ def test_written_scores_read_back_exactly(tmp_path):
     assert lines[0].split()[:4] == ["q", "Q0", fused.doc_ids[0], "1"] and lines[0].split()[5] == "combsum"
 
 
-def test_writer_refuses_white_space_in_ids(tmp_path):
-    with pytest.raises(StagewiseError, match="white space"):
-        write_fused(fuse([{"q": {"a b": 1.0}}], "rrf"), tmp_path / "out.run")
+@pytest.mark.parametrize(
+    ("run", "tag", "column"),
+    [
+        ({"q": {"a b": 1.0}}, None, "doc_id"),
+        ({"q": {"a\tb": 1.0, "c": 0.5}}, None, "doc_id"),
+        ({"q": {"é\u00a0x": 1.0}}, None, "doc_id"),  # no-break space, in non-ASCII ids
+        ({"q 1": {"a": 1.0}}, None, "query_id"),
+        ({"q": {"a": 1.0}}, "my run", "tag"),
+    ],
+)
+def test_writer_refuses_white_space_in_ids(tmp_path, run, tag, column):
+    from stagewise import write_run
+
+    with pytest.raises(StagewiseError, match=f"a {column} contains white space"):
+        write_run(fuse([run], "rrf"), tmp_path / "out.run", tag=tag)
+    assert not (tmp_path / "out.run").exists()
+    write_run(fuse([{"q": {"é-x": 1.0, "b": 0.5}}], "rrf"), tmp_path / "ok.run", tag="fine")
 
 
 def test_writer_other_formats(tmp_path):

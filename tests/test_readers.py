@@ -28,7 +28,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import stagewise
-from stagewise.errors import ConventionError, InputError
+from stagewise.errors import ConventionError, InputError, StagewiseError
 
 # The content every "run" source below encodes, and what the reader must give back.
 RUN_DICT = {
@@ -788,3 +788,13 @@ def test_reordering_tied_rows_keeps_the_source_and_the_input_positions(tmp_path:
     assert run.input_position.tolist() == [1, 0, 2, 3]
     in_order = stagewise.read_run({"q1": {"a": 2.0, "b": 1.0}})
     assert in_order.input_position.tolist() == [0, 1]
+
+
+def test_trec_qrels_writer_round_trips_and_refuses_white_space(tmp_path: Path) -> None:
+    qrels = stagewise.read_qrels({"q1": {"b": 2, "a": 0}, "q10": {"é": -1}, "q2": {"x": 1}})
+    stagewise.write_qrels(qrels, tmp_path / "q.txt")
+    assert stagewise.read_qrels(tmp_path / "q.txt").to_dict() == qrels.to_dict()
+    assert (tmp_path / "q.txt").read_text(encoding="utf-8").splitlines()[0].split() == ["q1", "0", "b", "2"]
+    with pytest.raises(StagewiseError, match="a doc_id contains white space, which a TREC qrels file cannot hold"):
+        stagewise.write_qrels(stagewise.read_qrels({"q": {"a b": 1}}), tmp_path / "bad.txt")
+    assert not (tmp_path / "bad.txt").exists()

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import polars as pl
 
 from stagewise._io import PathLike, atomic_path, atomic_write
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
+from stagewise.data.strings import StringColumn
 from stagewise.errors import ConventionError, StagewiseError
 
 WRITE_FORMATS = ("trec", "jsonl", "parquet")
@@ -27,11 +29,11 @@ def _format_for(path: PathLike, declared: str | None) -> str:
 
 def trec_run_frame(run: Run, tag: str | None = None) -> pl.DataFrame:
     """``qid Q0 docid rank score tag`` columns in evaluation order, ranks 1-based."""
-    queries = pl.Series("q", run.query_ids.tolist(), dtype=pl.String).cast(pl.Enum(run.query_ids.tolist()))
     tag = tag or run.tag or run.name
-    frame = pl.DataFrame(
+    _refuse_white_space(run.query_ids, run.docs, tag, "run")
+    return pl.DataFrame(
         {
-            "query_id": queries.gather(run.query_codes),
+            "query_id": _query_column(run.query_ids, run.query_codes),
             "q0": pl.repeat("Q0", len(run), dtype=pl.String, eager=True),
             "doc_id": run.docs.series(),
             "rank": run.within_query_rank(),
@@ -39,12 +41,41 @@ def trec_run_frame(run: Run, tag: str | None = None) -> pl.DataFrame:
             "tag": pl.repeat(tag, len(run), dtype=pl.String, eager=True),
         }
     )
-    for column in ("query_id", "doc_id", "tag"):
-        if frame[column].cast(pl.String).str.contains(r"\s").any():
+
+
+def _query_column(query_ids: np.ndarray, codes: np.ndarray) -> pl.Series:
+    """Each row's query id, as a categorical column (its strings are stored once)."""
+    vocabulary = query_ids.tolist()
+    return pl.Series("query_id", vocabulary, dtype=pl.String).cast(pl.Enum(vocabulary)).gather(codes)
+
+
+# What splits a TREC line into fields (trec_eval reads fields with scanf's %s, C's isspace).
+ASCII_WHITE_SPACE = b" \t\n\r\x0b\x0c"
+
+
+def _refuse_white_space(query_ids: np.ndarray, docs: StringColumn, tag: str | None, what: str) -> None:
+    """A TREC field cannot hold white space. Query ids and the tag are checked once each, not once a row;
+    all-ASCII doc ids by a byte scan of their buffer (other white space is only in non-ASCII text)."""
+    start, end = (int(docs.offsets[0]), int(docs.offsets[-1])) if len(docs) else (0, 0)
+    data = docs.data if (start, end) == (0, len(docs.data)) else bytes(docs.data[start:end])
+    for column, spoiled in (
+        ("query_id", any(_has_white_space(q) for q in query_ids.tolist())),
+        ("tag", tag is not None and _has_white_space(tag)),
+        (
+            "doc_id",
+            any(byte in data for byte in ASCII_WHITE_SPACE)  # bytes' `in` is a memchr
+            if data.isascii()
+            else bool(docs.series().str.contains(r"\s").any()),
+        ),
+    ):
+        if spoiled:
             raise StagewiseError(
-                f"a {column} contains white space, which a TREC run cannot hold; write .jsonl or .parquet instead"
+                f"a {column} contains white space, which a TREC {what} cannot hold; write .jsonl or .parquet instead"
             )
-    return frame
+
+
+def _has_white_space(text: str) -> bool:
+    return any(ch.isspace() for ch in text)
 
 
 def write_trec_run(run: Run, sink: PathLike | IO[bytes], tag: str | None = None) -> None:
@@ -70,12 +101,21 @@ def write_run(run: Run, path: PathLike, *, format: str | None = None, tag: str |
 def write_qrels(qrels: Qrels, path: PathLike, *, format: str | None = None) -> None:
     """Write ``qrels`` to ``path`` as TREC (``qid 0 docid label``), JSONL or Parquet."""
     kind = _format_for(path, format)
-    frame = qrels.to_polars()
     if kind == "trec":
-        with atomic_write(path) as fh:
-            for q, d, label in frame.iter_rows():
-                fh.write(f"{q} 0 {d} {label}\n")
-    elif kind == "jsonl":
+        _refuse_white_space(qrels.query_ids, qrels.docs, None, "qrels file")
+        lines = pl.DataFrame(
+            {
+                "query_id": _query_column(qrels.query_ids, qrels.query_codes),
+                "iteration": pl.repeat("0", len(qrels), dtype=pl.String, eager=True),
+                "doc_id": qrels.docs.series(),
+                "relevance": qrels.labels,
+            }
+        )
+        with atomic_path(path) as tmp:
+            lines.write_csv(tmp, separator=" ", include_header=False, quote_style="never")
+        return
+    frame = qrels.to_polars()
+    if kind == "jsonl":
         _write_jsonl(frame, path)
     else:
         with atomic_path(path) as tmp:
