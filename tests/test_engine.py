@@ -158,3 +158,10 @@ def test_perfect_ranking_scores_one(world: tuple[dict, dict]) -> None:
             assert result["map"][q] == pytest.approx(1.0)
             assert result["Rprec"][q] == pytest.approx(1.0)
             assert result["ndcg@3"][q] == pytest.approx(1.0)
+
+
+def test_markdown_and_latex_tables_escape_run_names() -> None:
+    """A run name with a pipe or LaTeX's special characters stays one cell (eval and compare share the escapes)."""
+    result = stagewise.evaluate({"q": {"a": 1}}, {"run|x_^~": {"q": {"a": 1.0}}}, ["map"])
+    assert "| run\\|x_^~ | 1.0000 |" in result.render("markdown")
+    assert "run|x\\_\\^{}\\~{} & 1.0000" in result.render("latex")

@@ -31,12 +31,18 @@ def plain(frame: pl.DataFrame, digits: int, notes: list[str], title: str = "") -
 def markdown(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
     header, rows = _cells(frame, digits)
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if n else ":---" for n in numeric) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
+    out = ["| " + " | ".join(markdown_escape(h) for h in header) + " |"]
+    out.append("|" + "|".join("---:" if n else ":---" for n in numeric) + "|")
+    out += ["| " + " | ".join(markdown_escape(c) for c in r) + " |" for r in rows]
     if notes:
         out.append("")
-        out += [f"- {n}" for n in notes]
+        out += [f"- {markdown_escape(n)}" for n in notes]
     return "\n".join(out) + "\n"
+
+
+def markdown_escape(text: str) -> str:
+    """A table cell's text with its pipes escaped (a run named ``a|b`` would split the cell)."""
+    return text.replace("|", "\\|")
 
 
 _LATEX_SPECIAL = {
@@ -48,10 +54,13 @@ _LATEX_SPECIAL = {
     "$": r"\$",
     "{": r"\{",
     "}": r"\}",
+    "^": r"\^{}",
+    "~": r"\~{}",
 }
 
 
-def _latex_escape(text: str) -> str:
+def latex_escape(text: str) -> str:
+    """Text with LaTeX's special characters escaped."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
@@ -62,10 +71,10 @@ def latex(frame: pl.DataFrame, digits: int, notes: list[str]) -> str:
     out = [
         f"\\begin{{tabular}}{{{spec}}}",
         "\\toprule",
-        " & ".join(_latex_escape(h) for h in header) + " \\\\",
+        " & ".join(latex_escape(h) for h in header) + " \\\\",
         "\\midrule",
     ]
-    out += [" & ".join(_latex_escape(c) for c in r) + " \\\\" for r in rows]
+    out += [" & ".join(latex_escape(c) for c in r) + " \\\\" for r in rows]
     out += ["\\bottomrule", "\\end{tabular}"]
     out += [f"% {n}" for n in notes]
     return "\n".join(out) + "\n"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from stagewise.report.tables import latex_escape, markdown_escape
+
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.stats.result import Comparison
 
@@ -174,77 +176,55 @@ def plain(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top:
 
 
 # ------------------------------------------------------------------------------------------------ markdown
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def markdown(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
     head = ["", "run", *comp.metrics]
-    out = [f"**{_md_escape(title(comp))}**", "", "| " + " | ".join(_md_escape(h) for h in head) + " |"]
+    out = [f"**{markdown_escape(title(comp))}**", "", "| " + " | ".join(markdown_escape(h) for h in head) + " |"]
     out.append("|:---|:---|" + "---:|" * len(comp.metrics))
     for label, run, cells in _cells(comp, digits):
         shown = [f"**{v}**" if b else v for v, b, _ in cells]
         shown = [f"{s}<sup>{m}</sup>" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
-        out.append("| " + " | ".join([label, _md_escape(run), *shown]) + " |")
+        out.append("| " + " | ".join([label, markdown_escape(run), *shown]) + " |")
     if with_pairs:
         out += ["", "| " + " | ".join(PAIR_HEADER) + " |", "|:---|:---|:---|" + "---:|" * (len(PAIR_HEADER) - 3)]
-        out += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in pair_rows(comp, digits)]
+        out += ["| " + " | ".join(markdown_escape(c) for c in r) + " |" for r in pair_rows(comp, digits)]
     if per_query:
         for head_line, drows in delta_blocks(comp, digits, top):
-            out += ["", f"*{_md_escape(head_line)}*", "", "| query | a | b | delta |", "|:---|---:|---:|---:|"]
-            out += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in drows]
+            out += ["", f"*{markdown_escape(head_line)}*", "", "| query | a | b | delta |", "|:---|---:|---:|---:|"]
+            out += ["| " + " | ".join(markdown_escape(c) for c in r) + " |" for r in drows]
     out.append("")
-    out += [f"- {_md_escape(n)}" for n in notes(comp, with_pairs)]
+    out += [f"- {markdown_escape(n)}" for n in notes(comp, with_pairs)]
     return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------------------------------- LaTeX
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "_": r"\_",
-    "%": r"\%",
-    "&": r"\&",
-    "#": r"\#",
-    "$": r"\$",
-    "{": r"\{",
-    "}": r"\}",
-    "^": r"\^{}",
-    "~": r"\~{}",
-}
-
-
-def _tex(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
 def latex(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
     out = [
         f"% {title(comp)}",
         "% needs \\usepackage{booktabs}",
         f"\\begin{{tabular}}{{ll{'r' * len(comp.metrics)}}}",
         "\\toprule",
-        " & run & " + " & ".join(_tex(m) for m in comp.metrics) + " \\\\",
+        " & run & " + " & ".join(latex_escape(m) for m in comp.metrics) + " \\\\",
         "\\midrule",
     ]
     for label, run, cells in _cells(comp, digits):
         shown = [f"\\textbf{{{v}}}" if b else v for v, b, _ in cells]
         shown = [f"{s}\\textsuperscript{{{m}}}" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
-        out.append(" & ".join([label, _tex(run), *shown]) + " \\\\")
+        out.append(" & ".join([label, latex_escape(run), *shown]) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     if with_pairs:
         out += [
             "",
             "\\begin{tabular}{lll" + "r" * (len(PAIR_HEADER) - 3) + "}",
             "\\toprule",
-            " & ".join(_tex(h) for h in PAIR_HEADER) + " \\\\",
+            " & ".join(latex_escape(h) for h in PAIR_HEADER) + " \\\\",
             "\\midrule",
         ]
-        out += [" & ".join(_tex(c) for c in r) + " \\\\" for r in pair_rows(comp, digits)]
+        out += [" & ".join(latex_escape(c) for c in r) + " \\\\" for r in pair_rows(comp, digits)]
         out += ["\\bottomrule", "\\end{tabular}"]
     if per_query:
         for head_line, drows in delta_blocks(comp, digits, top):
             out += ["", f"% {head_line}", "\\begin{tabular}{lrrr}", "\\toprule", "query & a & b & delta \\\\"]
-            out += ["\\midrule", *(" & ".join(_tex(c) for c in r) + " \\\\" for r in drows)]
+            out += ["\\midrule", *(" & ".join(latex_escape(c) for c in r) + " \\\\" for r in drows)]
             out += ["\\bottomrule", "\\end{tabular}"]
     out += [f"% {n}" for n in notes(comp, with_pairs)]
     return "\n".join(out) + "\n"
