@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from stagewise import read_run
 from stagewise._native import rows as native_rows
 from stagewise.data import order as order_module
+from stagewise.data.columns import position_in_segment
 from stagewise.data.strings import StringColumn, StringSources
 from stagewise.fusion import fuse
 from stagewise.fusion import join as join_module
@@ -116,7 +117,7 @@ def test_hashed_join_equals_the_sorted_join(case):
         return
     rank = np.zeros((n, len(parts)), dtype=np.int32)
     for r, part in enumerate(parts):
-        rank[cand_of[r], r] = join_module.positions(part.codes)
+        rank[cand_of[r], r] = position_in_segment(part.codes) + 1
     sorted_join = join_module.Joined(cand_of, query, keys, home, rank)
     assert len(hashed) == len(sorted_join)
     assert _joined_pairs(parts, hashed, strings) == _joined_pairs(parts, sorted_join, strings)

@@ -166,3 +166,13 @@ def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarra
             expected="a label that fits in 32 bits",
         )
     return values.astype(np.int32)
+
+
+def position_in_segment(groups: np.ndarray) -> np.ndarray:
+    """0-based position of each element within its run of equal values in a sorted ``groups`` array."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)

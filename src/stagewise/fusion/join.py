@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from stagewise._native import rows as native_rows
+from stagewise.data.columns import position_in_segment
 from stagewise.data.run import Run
 from stagewise.data.strings import StringSources
 
@@ -86,7 +87,7 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
     r's first row at ``bases[r]``)."""
     if len(parts) == 1:
         part = parts[0]
-        rank = positions(part.codes).astype(np.int32).reshape(-1, 1)
+        rank = (position_in_segment(part.codes) + 1).astype(np.int32).reshape(-1, 1)
         # The keys are copied: a table owns them (a fused run may take them over and reorder them in place).
         return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys.copy(), part.run_rows(), rank)
     if native_rows is not None and sum(len(part) for part in parts) < 2**31 - 1:
@@ -94,17 +95,8 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
     n, cand_of, query, keys, home = _join_sorted(parts, strings, bases)
     rank = np.zeros((n, len(parts)), dtype=np.int32, order="F")
     for r, part in enumerate(parts):
-        rank[cand_of[r], r] = positions(part.codes)
+        rank[cand_of[r], r] = position_in_segment(part.codes) + 1
     return Joined(cand_of, query, keys, home, rank)
-
-
-def positions(codes: np.ndarray) -> np.ndarray:
-    """1-based position of each row within its block of equal codes (``codes`` grouped)."""
-    n = len(codes)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    return np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, n]))
 
 
 def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined:

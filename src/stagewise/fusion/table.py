@@ -192,9 +192,12 @@ class CandidateRows:
         else:
             keys = keys[order]
         # The order moves rows within their query only: rows already grouped by query keep their query column.
-        query = self.query if bool((np.diff(self.query) >= 0).all()) else self.query[order]
+        query, steps = self.query, np.diff(self.query)
+        if not bool((steps >= 0).all()):
+            query = query[order]
+            steps = np.diff(query)
         query_ids = self.query_ids
-        if len(query) and np.count_nonzero(np.diff(query)) + 1 < len(query_ids):  # some queries (a fold): only those
+        if len(query) and np.count_nonzero(steps) + 1 < len(query_ids):  # some queries (a fold): only those
             present = np.zeros(len(query_ids), dtype=bool)
             present[query] = True
             query_ids = query_ids[present]

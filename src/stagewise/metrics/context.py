@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from stagewise._native import rows as native_rows
+from stagewise.data.columns import position_in_segment
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
@@ -236,13 +237,3 @@ def _join(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray]:
     )
     same = same_doc & (run.query_ids[run.query_codes[run_rows]] == qrels.query_ids[qrels.query_codes[judgement_rows]])
     return run_rows[same], judgement_rows[same]
-
-
-def position_in_segment(groups: np.ndarray) -> np.ndarray:
-    """0-based position of each element within its run of equal values in a sorted ``groups`` array."""
-    n = len(groups)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)

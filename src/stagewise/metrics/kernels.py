@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import polars as pl
 
-from stagewise.metrics.context import EvalContext, position_in_segment
+from stagewise.data.columns import position_in_segment
+from stagewise.metrics.context import EvalContext
 
 GEO_MEAN_FLOOR = 1e-5  # trec_eval's MIN_GEO_MEAN: a per-query value is floored here before the log
 
