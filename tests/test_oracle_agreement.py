@@ -6,8 +6,9 @@ aggregate, under random conventions: relevance level (trec_eval ``-l``), ``max_r
 ``judged_only`` (``-J``) and ``missing`` zero / skip (``-c`` or not).
 
 The worlds are built to hit trec_eval's quirks: scores drawn mostly from a handful of values (ties, broken by
-doc id descending in byte order, including ``0.0`` against ``-0.0``), doc ids that are prefixes of each other
-or look like numbers (``"1"``, ``"10"``, ``"01"``, ``"1e3"``), a non-ASCII id, graded labels 0..4, negative
+doc id descending in byte order, including ``0.0`` against ``-0.0``, and doubles that tie only as C floats,
+compared under both ``ties="docid"`` (the oracle fed C-float scores: trec_eval 9) and ``"docid-double"``),
+doc ids that are prefixes of each other or look like numbers (``"1"``, ``"10"``, ``"01"``, ``"1e3"``), a non-ASCII id, graded labels 0..4, negative
 labels -1, -2 and -5 (all "in the pool but unjudged"), queries whose judgements are all negative or all
 non-relevant, judged queries absent from the run and queries only in the run.
 
@@ -46,6 +47,8 @@ SCORES = st.one_of(
     st.sampled_from(TIE_SCORES),
     st.sampled_from(TIE_SCORES),
     st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False),
+    # distinct doubles that tie as C floats
+    st.sampled_from((0.1, 0.1 + 1e-12, 16777216.0, 16777217.0, 5.8e-170, 1e300, 2e300)),
 )
 # Repeats weight sampled_from; labels below -1 are fine for the oracle (trec_eval reads any negative as -2).
 LABELS = (0, 0, 1, 1, 2, 3, 4, -1, -2, -5)
@@ -81,6 +84,7 @@ class Conv:
     max_ret: int | None
     judged_only: bool
     missing: str  # "zero" (trec_eval -c) or "skip"
+    ties: str = "docid"  # "docid": scores compared as C floats (trec_eval 9); "docid-double": as doubles (10.0)
 
     @property
     def complete(self) -> bool:
@@ -93,6 +97,7 @@ CONVENTIONS = st.builds(
     max_ret=st.sampled_from((None, 1, 2, 3, 5, 10, 20)),
     judged_only=st.booleans(),
     missing=st.sampled_from(("zero", "skip")),
+    ties=st.sampled_from(("docid", "docid-double")),
 )
 
 
@@ -106,6 +111,7 @@ def _oracle(qrels, run, measures, conv: Conv, **overrides):
         "max_ret": conv.max_ret,
         "complete": conv.complete,
         "judged_only": conv.judged_only,
+        "float_scores": conv.ties == "docid",
     }
     args.update(overrides)
     return evaluate_naive(qrels, _oracle_run(run), measures, **args)
@@ -120,6 +126,7 @@ def _stagewise(qrels, run, metrics, conv: Conv):
         max_ret=conv.max_ret,
         judged_only=conv.judged_only,
         missing=conv.missing,
+        ties=conv.ties,
     )
 
 

@@ -8,13 +8,13 @@ What pytrec_eval does, and how these tests deal with it (checked against pytrec-
 
 * Ties are broken like trec_eval (score descending, then doc id descending in byte order); the tests draw
   scores from a handful of values so ties are frequent, and one test ties every score.
-* pytrec-eval-terrier behaves like trec_eval 9, whose results keep the score as a C ``float`` (trec_eval 10's
-  ``trec_format.h`` has ``double sim``): scores that differ
-  only beyond single precision (``0.1`` and ``0.1 + 1e-12``, ``16777216.0`` and ``16777217.0``, or a tiny
-  ``5.8e-170`` against ``0.0``) tie there and are ordered by doc id. trec_eval 10 (the reference, see
-  docs/trec_eval_semantics.md) and stagewise keep doubles. The random scores are therefore drawn as
-  single-precision values, and such near-ties are compared with the trec_eval 10 oracle instead
-  (``test_scores_tied_only_in_single_precision_follow_trec_eval_10``).
+* pytrec-eval-terrier behaves like trec_eval 9, whose results keep the score as a C ``float``
+  (``TEXT_RESULTS.sim``): scores that differ only beyond single precision (``0.1`` and ``0.1 + 1e-12``,
+  ``16777216.0`` and ``16777217.0``, or a tiny ``5.8e-170`` against ``0.0``) tie there and are ordered by doc
+  id. stagewise's default ``ties="docid"`` does the same, so the random scores mix such near-ties with
+  single-precision values and arbitrary doubles. trec_eval 10.0 keeps doubles; ``ties="docid-double"``
+  follows it and is compared with the naive trec_eval 10 oracle
+  (``test_docid_double_follows_trec_eval_10``).
 * A query that is in the run but not in the qrels is ignored; a judged query absent from the run is left out
   (trec_eval's default), so stagewise runs with ``missing="skip"`` for the comparisons.
 * A judged query whose ranking is an empty dict (``{qid: {}}``) is never handed to pytrec_eval: with bpref
@@ -58,12 +58,13 @@ DOC_IDS = ("d1", "d10", "d100", "d2", "d20", "d", "1", "10", "2", "01", "007", "
 QIDS = ("q1", "q10", "1", "10", "2", "01", "Q1", "q2")
 RUN_ONLY_QIDS = ("zz", "99", "q1x")
 TIE_SCORES = (0.0, -0.0, 0.25, 0.5, 1.0, 2.0, -1.0)
-# width=32: pytrec_eval keeps scores as C floats (see the module docstring), so only scores that a float holds
-# exactly are drawn; two of them tie in single precision exactly when they tie in double precision.
+# Pairs that are distinct doubles but one C float: pytrec_eval (and stagewise's default) ties them.
+SINGLE_PRECISION_TIES = (0.1, 0.1 + 1e-12, 0.1 - 1e-12, 16777216.0, 16777217.0, 0.0, 5.8e-170, -5.8e-170, 1e300, 2e300)
 SCORES = st.one_of(
     st.sampled_from(TIE_SCORES),
-    st.sampled_from(TIE_SCORES),
+    st.sampled_from(SINGLE_PRECISION_TIES),
     st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False, width=32),
+    st.floats(min_value=-4, max_value=4, allow_nan=False, allow_infinity=False),
 )
 PYTREC_LABELS = (0, 0, 1, 1, 2, 3, -1)  # repeats weight sampled_from
 ORACLE_LABELS = (0, 0, 1, 2, 3, -1, -2, -5)
@@ -99,6 +100,11 @@ def worlds(
     if not any(run.values()):  # stagewise needs at least one run row to see a run at all
         run["zz"] = {"d1": 1.0}
     return qrels, run
+
+
+def _oracle_run(run: dict) -> dict:
+    """The run as the naive oracle takes it (rankings as lists; empty ones left out)."""
+    return {qid: list(docs.items()) for qid, docs in run.items() if docs}
 
 
 # -- measures ---------------------------------------------------------------------------------------------------
@@ -291,13 +297,13 @@ def test_labels_below_minus_one_and_all_negative_queries(world, relevance_level:
         judged_only=judged_only,
         missing="skip",
     ).per_query()["run"]
-    oracle_run = {qid: list(docs.items()) for qid, docs in run.items() if docs}
     oracle = evaluate_naive(
         qrels,
-        oracle_run,
+        _oracle_run(run),
         sorted(CORE_MEASURES),
         rel_level=relevance_level,
         judged_only=judged_only,
+        float_scores=True,
     )
     assert set(oracle) == evaluable
     mismatches = _compare(oracle, got, CORE_NAMES, evaluable)
@@ -331,32 +337,42 @@ def test_query_sets_follow_pytrec_eval() -> None:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    world=worlds(
-        scores=st.sampled_from((0.1, 0.1 + 1e-12, 0.1 - 1e-12, 16777216.0, 16777217.0, 0.0, 5.8e-170, -5.8e-170))
-    ),
-    relevance_level=st.sampled_from((1, 2)),
-)
-def test_scores_tied_only_in_single_precision_follow_trec_eval_10(world, relevance_level: int) -> None:
-    """Scores equal as C floats but not as doubles: pytrec_eval (trec_eval 9, float) ties them, trec_eval 10
-    and stagewise (double) do not; stagewise must match the oracle."""
+@given(world=worlds(scores=st.sampled_from(SINGLE_PRECISION_TIES)), relevance_level=st.sampled_from((1, 2)))
+def test_scores_tied_only_in_single_precision_agree_with_pytrec_eval(world, relevance_level: int) -> None:
+    """Scores equal as C floats but not as doubles: pytrec_eval ties them and orders them by doc id, and so
+    does the default convention."""
+    qrels, run = world
+    _check_against_pytrec(qrels, run, CORE_MEASURES, CORE_NAMES, relevance_level)
+
+
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(world=worlds(scores=st.sampled_from(SINGLE_PRECISION_TIES)), relevance_level=st.sampled_from((1, 2)))
+def test_docid_double_follows_trec_eval_10(world, relevance_level: int) -> None:
+    """``ties="docid-double"`` compares the scores as doubles, as trec_eval 10.0 does (the naive oracle); the
+    default equals the oracle fed scores rounded to C floats."""
     qrels, run = world
     evaluable = _evaluable(qrels, run)
     if not evaluable:
         return
-    got = stagewise.evaluate(
-        qrels, run, list(CORE_NAMES.values()), relevance_level=relevance_level, missing="skip"
-    ).per_query()["run"]
-    oracle_run = {qid: list(docs.items()) for qid, docs in run.items() if docs}
-    oracle = evaluate_naive(qrels, oracle_run, sorted(CORE_MEASURES), rel_level=relevance_level)
-    mismatches = _compare(oracle, got, CORE_NAMES, evaluable)
-    assert not mismatches, f"{len(mismatches)} mismatches (qid, metric, oracle, stagewise): {mismatches[:12]}"
+    for ties, single in (("docid-double", False), ("docid", True)):
+        got = stagewise.evaluate(
+            qrels, run, list(CORE_NAMES.values()), relevance_level=relevance_level, missing="skip", ties=ties
+        ).per_query()["run"]
+        oracle = evaluate_naive(
+            qrels, _oracle_run(run), sorted(CORE_MEASURES), rel_level=relevance_level, float_scores=single
+        )
+        mismatches = _compare(oracle, got, CORE_NAMES, evaluable)
+        assert not mismatches, f"{ties}: {len(mismatches)} mismatches (qid, metric, oracle, ours): {mismatches[:12]}"
 
 
-def test_pytrec_eval_compares_scores_in_single_precision() -> None:
-    """The documented pytrec_eval difference itself: 0.1 + 1e-12 > 0.1 as doubles, equal as floats."""
+def test_scores_are_compared_in_single_precision_by_default() -> None:
+    """0.1 + 1e-12 > 0.1 as doubles, equal as floats: pytrec_eval and the default tie them (doc id "b" > "a"
+    goes first); docid-double and the trec_eval 10 oracle do not."""
     qrels = {"q": {"a": 1}}
     run = {"q": {"b": 0.1, "a": 0.1 + 1e-12}}
-    assert _pytrec(qrels, run, {"recip_rank"})["q"]["recip_rank"] == 0.5  # float tie: "b" > "a" goes first
+    assert _pytrec(qrels, run, {"recip_rank"})["q"]["recip_rank"] == 0.5
+    assert stagewise.evaluate(qrels, run, ["mrr"]).per_query()["run"]["mrr"]["q"] == 0.5
     assert evaluate_naive(qrels, {"q": list(run["q"].items())}, ["recip_rank"])["q"]["recip_rank"] == 1.0
-    assert stagewise.evaluate(qrels, run, ["mrr"]).per_query()["run"]["mrr"]["q"] == 1.0
+    assert stagewise.evaluate(qrels, run, ["mrr"], ties="docid-double").per_query()["run"]["mrr"]["q"] == 1.0

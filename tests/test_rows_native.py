@@ -17,19 +17,25 @@ from stagewise.data.strings import StringColumn, StringSources
 from stagewise.fusion import fuse
 from stagewise.fusion import join as join_module
 from stagewise.fusion.join import cut, join
+from tests.reference.naive_trec_eval import as_c_float
 
 pytestmark = pytest.mark.skipif(native_rows is None, reason="the C extension _rows was not built")
 
 # Few distinct values, so that ties (and -0.0 against 0.0) are common; ids that share prefixes and lengths.
-SCORES = st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.0, 1e-300, 0.1 + 0.2, 0.3, 1e300, -1e-300])
+# 0.1 + 0.2 and 0.3, 16777216 and 16777217, 1e300 and 2e300, 1e-300 and 0.0 tie only in single precision.
+SCORES = st.sampled_from(
+    [0.0, -0.0, 1.0, 0.5, -2.0, 1e-300, 0.1 + 0.2, 0.3, 1e300, 2e300, -1e-300, 16777216.0, 16777217.0]
+)
 IDS = st.text(alphabet="ab\u00e9", min_size=0, max_size=10)
 
 
-def reference_order(query, scores, docs: list[bytes]) -> list[int]:
-    """trec_eval's order with plain Python: query ascending, score descending, doc id bytes descending."""
+def reference_order(query, scores, docs: list[bytes], single: bool = True) -> list[int]:
+    """trec_eval's order with plain Python: query ascending, score descending (compared as C floats with
+    ``single``), doc id bytes descending."""
 
     def key(i):
-        return (int(query[i]), -(scores[i] + 0.0), [-b for b in docs[i]] + [1])
+        score = as_c_float(float(scores[i])) if single else float(scores[i])
+        return (int(query[i]), -(score + 0.0), [-b for b in docs[i]] + [1])
 
     return sorted(range(len(query)), key=key)
 
@@ -49,27 +55,31 @@ def rows_to_order(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(rows_to_order())
-def test_evaluation_order_compiled_and_numpy_equal_the_reference(case):
+@given(rows_to_order(), st.booleans())
+def test_evaluation_order_compiled_and_numpy_equal_the_reference(case, single):
     query, scores, column, rows, docs = case
-    expected = reference_order(query, scores, docs)
-    assert order_module.evaluation_order(query, scores, column, rows).tolist() == expected
+    expected = reference_order(query, scores, docs, single)
+    assert order_module.evaluation_order(query, scores, column, rows, single=single).tolist() == expected
     if len(query):
         n_queries = int(query.max()) + 1
-        assert order_module._native_order(query, n_queries, scores, column, rows).tolist() == expected
+        assert order_module._native_order(query, n_queries, scores, column, rows, single).tolist() == expected
     if len(query) and np.all(np.diff(query) >= 0):
         offsets = order_module.segment_offsets(query, n_queries)
-        assert order_module._numpy_order(query, offsets, scores, column, rows).tolist() == expected
+        compared = order_module.single_precision(scores) if single else scores
+        assert order_module._numpy_order(query, offsets, compared, column, rows).tolist() == expected
 
 
 def test_evaluation_order_separates_scores_equal_in_their_top_bits():
-    """Scores that agree in the bits the packed key keeps are settled by the full score."""
+    """Scores that agree in the bits the packed key keeps are settled by the full score: as doubles they
+    differ; as C floats (the default, trec_eval 9's order) all four tie and doc id descending decides."""
     base = 1.0
     close = [base, np.nextafter(base, 2.0), np.nextafter(np.nextafter(base, 2.0), 2.0), base]
     query = np.zeros(4, dtype=np.int32)
     column = StringColumn.from_strings(["a", "b", "c", "d"])
-    order = order_module.evaluation_order(query, np.array(close), column, np.arange(4))
+    order = order_module.evaluation_order(query, np.array(close), column, np.arange(4), single=False)
     assert order.tolist() == [2, 1, 3, 0]  # the two 1.0 rows tie: doc id descending puts d (row 3) first
+    order = order_module.evaluation_order(query, np.array(close), column, np.arange(4))
+    assert order.tolist() == [3, 2, 1, 0]
 
 
 @st.composite
@@ -183,13 +193,20 @@ def test_take_through_refuses_rows_out_of_range():
     st.randoms(use_true_random=False),
 )
 def test_a_run_read_in_any_row_order_is_stored_in_trec_eval_order(rows, rnd):
-    rnd.shuffle(rows)
+    """Shuffled rows take the full sort; rows sorted by (query, double score) the path that settles ties only,
+    where scores that tie in single precision only must still be ordered by doc id."""
+    if rnd.random() < 0.5:
+        rnd.shuffle(rows)
+    else:
+        rows.sort(key=lambda r: (r[0].encode(), -r[2]))
     frame = pl.DataFrame(rows, schema=["query_id", "doc_id", "score"], orient="row")
     run = read_run(frame)
-    expected = sorted(rows, key=lambda r: (r[0].encode(), -(r[2] + 0.0), [-b for b in r[1].encode()] + [1]))
+    expected = sorted(
+        rows, key=lambda r: (r[0].encode(), -(as_c_float(r[2]) + 0.0), [-b for b in r[1].encode()] + [1])
+    )
     stored = list(zip(run.query_ids[run.query_codes].tolist(), run.doc_ids.to_list(), run.scores.tolist(), strict=True))
     assert [(q, d) for q, d, _ in stored] == [(q, d) for q, d, _ in expected]
-    assert [s + 0.0 for *_, s in stored] == [s + 0.0 for *_, s in expected]
+    assert [s + 0.0 for *_, s in stored] == [s + 0.0 for *_, s in expected]  # scores kept exactly, row by row
     # input_position still points at each row's line in the input
     assert [rows[p][:2] for p in run.input_position.tolist()] == [(q, d) for q, d, _ in stored]
 

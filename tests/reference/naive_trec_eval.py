@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,9 +325,21 @@ class Topic:
         return [i + 1 for i, label in enumerate(self.labels) if self.is_rel(label)]
 
 
-def rank_documents(docs: Sequence[tuple[str, float]]) -> list[str]:
-    """trec_eval order: score descending, ties by docno descending (byte order)."""
-    as_bytes = [(docno, score, docno.encode("utf-8", "surrogateescape")) for docno, score in docs]
+def as_c_float(score: float) -> float:
+    """A double rounded to a C ``float`` (by the struct module), as trec_eval 9 stores a score; past the float
+    range's rounding threshold, infinity, as IEEE rounding gives."""
+    if abs(score) >= 2.0**128 - 2.0**103:
+        return math.copysign(math.inf, score)
+    return struct.unpack("f", struct.pack("f", score))[0]
+
+
+def rank_documents(docs: Sequence[tuple[str, float]], float_scores: bool = False) -> list[str]:
+    """trec_eval order: score descending, ties by docno descending (byte order). trec_eval 10 compares the
+    scores as doubles; with ``float_scores``, as C floats (trec_eval 9, pytrec_eval)."""
+    as_bytes = [
+        (docno, as_c_float(score) if float_scores else score, docno.encode("utf-8", "surrogateescape"))
+        for docno, score in docs
+    ]
     # Two stable passes: secondary key first (docno descending), then score descending.
     as_bytes.sort(key=lambda item: item[2], reverse=True)
     as_bytes.sort(key=lambda item: item[1], reverse=True)
@@ -340,8 +353,9 @@ def build_topic(
     max_ret: int | None,
     judged_only: bool,
     num_docs_in_coll: int,
+    float_scores: bool = False,
 ) -> Topic:
-    ranked = rank_documents(docs)
+    ranked = rank_documents(docs, float_scores)
     if max_ret is not None:
         ranked = ranked[: max(max_ret, 0)]
     if len(set(ranked)) != len(ranked):
@@ -804,12 +818,14 @@ def evaluate_naive(
     complete: bool = False,
     judged_only: bool = False,
     num_docs_in_coll: int = 0,
+    float_scores: bool = False,
 ) -> PerQuery:
     """Per-topic values, ``qid -> output name -> value``, topics in trec_eval's (strcmp) order.
 
     ``gm_map`` / ``gm_bpref`` hold the plain AP / bpref (trec_eval does not print them per topic);
     ``relstring`` holds a string; count measures hold floats with integral values.
-    ``runid`` and ``num_q`` are summary-only and never appear here.
+    ``runid`` and ``num_q`` are summary-only and never appear here. ``float_scores`` orders the results
+    as trec_eval 9 does, comparing scores as C floats.
     """
     specs = expand_measures(measures)
     results: PerQuery = {}
@@ -818,7 +834,7 @@ def evaluate_naive(
         if missing and not complete:
             continue
         docs = [(BOGUS_DOCNO, 1.0)] if missing else run[qid]
-        topic = build_topic(qrels[qid], docs, rel_level, max_ret, judged_only, num_docs_in_coll)
+        topic = build_topic(qrels[qid], docs, rel_level, max_ret, judged_only, num_docs_in_coll, float_scores)
         values: dict[str, Value] = {}
         for spec in specs:
             if spec.base in ("runid", "num_q"):

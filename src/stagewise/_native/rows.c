@@ -13,6 +13,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,25 +192,36 @@ static inline uint64_t descending_bits(double x) {
     return ~u;
 }
 
+/* A score as trec_eval 9 and pytrec_eval hold it: rounded to a C float, so scores that differ only beyond
+ * single precision tie (and are then ordered by doc id). Out of float range is infinity, as IEEE rounding has
+ * it; tested before the cast because C leaves converting an out-of-range double to float undefined. */
+static inline double as_single(double x) {
+    if (x >= 0x1.ffffffp127) return INFINITY;
+    if (x <= -0x1.ffffffp127) return -INFINITY;
+    return (double)(float)x;
+}
+
 static int bit_width(uint64_t v) {
     int b = 0;
     while (b < 64 && (v >> b)) b++;
     return b;
 }
 
-/* sort_keys(query int32 (n), n_queries, scores float64 (n)) -> (bytearray of n uint64 keys, index bits)
+/* sort_keys(query int32 (n), n_queries, scores float64 (n), single) -> (bytearray of n uint64 keys, index bits)
  *
  * Why: ordering ~100 results per query by score is a job for one vectorised sort of everything (numpy's
  * sort of uint64), not for a comparison sort per query, whose branch on random scores is a coin flip. Each
  * row's key packs its query code (top bits), the top bits of its score in descending order, and its row
  * number (bottom index-bits bits), so sorting the keys groups rows by query (whatever their input order),
  * orders them by score up to the truncation, and keeps every key distinct. settle_order finishes the job
- * where the truncation ties. Returns None when query and row numbers leave fewer than 16 bits for the score
+ * where the truncation ties. With ``single``, scores are compared as C floats (as_single). Returns None
+ * when query and row numbers leave fewer than 16 bits for the score
  * (over 2^48 rows and queries together); the caller then sorts another way. */
 static PyObject *sort_keys(PyObject *self, PyObject *args) {
     Py_buffer qb, scb;
     Py_ssize_t n_queries;
-    if (!PyArg_ParseTuple(args, "y*ny*", &qb, &n_queries, &scb)) return NULL;
+    int single;
+    if (!PyArg_ParseTuple(args, "y*ny*p", &qb, &n_queries, &scb, &single)) return NULL;
     const int32_t *query = qb.buf;
     const double *score = scb.buf;
     Py_ssize_t n = scb.len / (Py_ssize_t)sizeof(double);
@@ -238,7 +250,8 @@ static PyObject *sort_keys(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t top = query_bits ? (uint64_t)query[i] << (64 - query_bits) : 0;
-        key[i] = top | (descending_bits(score[i]) >> (64 - score_bits) << index_bits) | (uint64_t)i;
+        double x = single ? as_single(score[i]) : score[i];
+        key[i] = top | (descending_bits(x) >> (64 - score_bits) << index_bits) | (uint64_t)i;
     }
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("Oi", out, index_bits);
@@ -249,16 +262,22 @@ done:
     return result;
 }
 
-/* The order of rows within a query: score descending (0.0 and -0.0 tie, as IEEE comparison has them), then
- * doc id descending in byte order. Doc ids are distinct within a query, so the order is total. */
+/* The order of rows within a query: score descending (0.0 and -0.0 tie, as IEEE comparison has them; with
+ * ``single``, compared as C floats), then doc id descending in byte order. Doc ids are distinct within a
+ * query, so the order is total. */
 typedef struct {
     const double *score;
+    int single;
     const int64_t *rows; /* each row's string row */
     const Sources *strings;
 } RowOrder;
 
 static inline int goes_before(const RowOrder *o, int64_t a, int64_t b) {
     double sa = o->score[a], sb = o->score[b];
+    if (o->single) {
+        sa = as_single(sa);
+        sb = as_single(sb);
+    }
     if (sa != sb) return sa > sb;
     return compare_strings(o->strings, o->rows[a], o->rows[b]) > 0;
 }
@@ -292,7 +311,8 @@ static void merge_sort(const RowOrder *o, int64_t *a, int64_t *tmp, Py_ssize_t n
     while (i < h) a[k++] = tmp[i++];
 }
 
-/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), sources, str_rows int64 (n))
+/* settle_order(sorted keys uint64 (n, writable), index bits, scores float64 (n), sources, str_rows int64 (n),
+ *              single)
  *   -> None; the keys become the rows (int64) in trec_eval's order, in place.
  *
  * Each sorted key gives its row (bottom bits); rows whose keys agree above the row number share a query and
@@ -302,8 +322,8 @@ static void merge_sort(const RowOrder *o, int64_t *a, int64_t *tmp, Py_ssize_t n
 static PyObject *settle_order(PyObject *self, PyObject *args) {
     Py_buffer kb, scb, rb;
     PyObject *seq;
-    int index_bits;
-    if (!PyArg_ParseTuple(args, "w*iy*Oy*", &kb, &index_bits, &scb, &seq, &rb)) return NULL;
+    int index_bits, single;
+    if (!PyArg_ParseTuple(args, "w*iy*Oy*p", &kb, &index_bits, &scb, &seq, &rb, &single)) return NULL;
     Sources s;
     if (sources_open(&s, seq) < 0) {
         PyBuffer_Release(&kb);
@@ -316,7 +336,7 @@ static PyObject *settle_order(PyObject *self, PyObject *args) {
     const int64_t *rows = rb.buf;
     Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
     int64_t n_str = sources_rows(&s);
-    RowOrder by = {scb.buf, rows, &s};
+    RowOrder by = {scb.buf, single, rows, &s};
     int64_t *tmp = NULL;
     Py_ssize_t tmp_cap = 0;
     PyObject *result = NULL;

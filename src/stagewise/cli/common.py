@@ -16,6 +16,7 @@ class Ties(StrEnum):
     """The evaluation's tie conventions, as CLI choices (see stagewise.metrics.context.Conventions)."""
 
     docid = "docid"
+    docid_double = "docid-double"
     input = "input"
     rank = "rank"
 
@@ -36,7 +37,9 @@ RelevanceLevelOption = Annotated[
 TiesOption = Annotated[
     Ties,
     typer.Option(
-        help="Order of equal scores: docid (descending, trec_eval), input (file order) or rank (the rank column)."
+        help="Order of results: docid (score descending in single precision, then doc id descending: trec_eval 9, "
+        "pytrec_eval), docid-double (scores compared as doubles: trec_eval 10.0), input (equal scores in file "
+        "order) or rank (the rank column)."
     ),
 ]
 MaxRetOption = Annotated[

@@ -2,6 +2,11 @@
 
 Every run stagewise stores is in this order (it is the order trec_eval reads a run in, so ranks and ties agree
 with it); fusion produces new rows that must be put in it, and a reader meets runs that are not.
+
+Scores are compared in single precision by default: trec_eval 9 keeps each score as a C ``float``
+(``TEXT_RESULTS.sim``), and so do pytrec_eval and ir_measures, which embed it; two scores that differ only
+beyond single precision tie there and are ordered by doc id. trec_eval 10.0 keeps doubles; ``single=False``
+orders as it does.
 """
 
 from __future__ import annotations
@@ -14,22 +19,37 @@ from stagewise.data.columns import segment_offsets
 from stagewise.data.strings import StringColumn, StringSources
 
 
+def single_precision(scores: np.ndarray) -> np.ndarray:
+    """``scores`` rounded to C ``float`` and back to float64, as trec_eval 9 and pytrec_eval hold them (beyond
+    float range: infinity, as IEEE rounding gives)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(scores, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
 def evaluation_order(
-    query: np.ndarray, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
+    query: np.ndarray,
+    scores: np.ndarray,
+    strings: StringColumn | StringSources,
+    rows: np.ndarray,
+    *,
+    single: bool = True,
 ) -> np.ndarray:
     """The permutation into trec_eval's order: query ascending, score descending, doc id descending (bytes).
 
     ``query`` holds each row's query code, ``scores`` its finite score (0.0 and -0.0 tie), and row i's doc id
-    is ``strings[rows[i]]``; rows need not be grouped by query. Compiled: one sort of packed keys, then ties
-    by doc id in C. Without the extension: a segment sort of the scores within each query (see
-    :func:`segment_sort`), then rows that tie on (query, score) are put in doc id order, pairs by one
-    vectorised string comparison (polars), larger groups by a sort of their members only.
+    is ``strings[rows[i]]``; rows need not be grouped by query. With ``single`` (the default, trec_eval 9 and
+    pytrec_eval), scores are compared as C floats; otherwise as doubles (trec_eval 10.0). Compiled: one sort
+    of packed keys, then ties by doc id in C. Without the extension: a segment sort of the scores within each
+    query (see :func:`segment_sort`), then rows that tie on (query, score) are put in doc id order, pairs by
+    one vectorised string comparison (polars), larger groups by a sort of their members only.
     """
     n_queries = int(query.max()) + 1 if len(query) else 0
     if native_rows is not None:
-        order = _native_order(query, n_queries, scores, strings, rows)
+        order = _native_order(query, n_queries, scores, strings, rows, single)
         if order is not None:
             return order
+    if single:
+        scores = single_precision(scores)
     if len(query) > 1 and (query[1:] < query[:-1]).any():  # not grouped by query: group first
         grouping = _stable_order(query)
         query, scores, rows = query[grouping], scores[grouping], rows[grouping]
@@ -38,20 +58,25 @@ def evaluation_order(
 
 
 def _native_order(
-    query: np.ndarray, n_queries: int, scores: np.ndarray, strings: StringColumn | StringSources, rows: np.ndarray
+    query: np.ndarray,
+    n_queries: int,
+    scores: np.ndarray,
+    strings: StringColumn | StringSources,
+    rows: np.ndarray,
+    single: bool,
 ) -> np.ndarray | None:
     """The compiled path: one vectorised sort of packed (query, truncated score, row) keys, then the rows whose
     keys tie above the row number are settled by full score and doc id (see ``_native/rows.c``). ``None`` when
     the keys cannot hold the row and query numbers."""
     scores = np.ascontiguousarray(scores, dtype=np.float64)
-    packed = native_rows.sort_keys(np.ascontiguousarray(query, dtype=np.int32), n_queries, scores)
+    packed = native_rows.sort_keys(np.ascontiguousarray(query, dtype=np.int32), n_queries, scores, single)
     if packed is None:
         return None
     buffer, index_bits = packed
     keys = np.frombuffer(buffer, dtype=np.uint64)
     keys.sort()
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    native_rows.settle_order(keys, index_bits, scores, strings.buffers(), rows)  # the keys become the rows
+    native_rows.settle_order(keys, index_bits, scores, strings.buffers(), rows, single)  # keys become the rows
     return keys.view(np.int64)
 
 

@@ -26,8 +26,9 @@ DUPLICATE_POLICIES = ("error", "first", "best")
 class Run:
     """Columnar ranked results with interned query ids.
 
-    Rows are stored in trec_eval's evaluation order: query id (byte order), then score descending, then
-    doc id descending (``form_res_rels.c``); ``input_position`` keeps each row's position in the input so
+    Rows are stored in trec_eval's evaluation order: query id (byte order), then score descending compared
+    in single precision (trec_eval 9 and pytrec_eval keep scores as C floats), then doc id descending
+    (``form_res_rels.c``); ``input_position`` keeps each row's position in the input so
     other tie conventions can be applied. Build one with :func:`stagewise.read_run`; it is not modified
     afterwards.
 
@@ -312,11 +313,16 @@ def _evaluation_order(
     n = len(codes)
     if n <= 1:
         return None, None
+    # trec_eval compares scores as C floats: a run sorted by its double scores is sorted in single precision
+    # too (rounding keeps order), but scores that differ only beyond single precision tie.
+    with np.errstate(over="ignore"):
+        compared = scores.astype(np.float32)
     # Neighbour comparisons, not differences: scores near the float limits would overflow a subtraction.
     step_query = np.diff(codes)
-    if not np.all((step_query > 0) | ((step_query == 0) & (scores[1:] <= scores[:-1]))):
+    if not np.all((step_query > 0) | ((step_query == 0) & (compared[1:] <= compared[:-1]))):
         return evaluation_order(codes, scores, docs, np.arange(n, dtype=np.int64)), None
-    tied = np.flatnonzero((step_query == 0) & (scores[1:] == scores[:-1]))
+    tied = np.flatnonzero((step_query == 0) & (compared[1:] == compared[:-1]))
+    del compared
     if len(tied) == 0:
         return None, None
     # Rows in a tie group: each tied step joins row i and i + 1; a row starts a new group unless the step before

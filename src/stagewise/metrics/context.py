@@ -19,14 +19,15 @@ import polars as pl
 
 from stagewise._native import rows as native_rows
 from stagewise.data.columns import position_in_segment
+from stagewise.data.order import evaluation_order
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
 
 MissingPolicy = Literal["zero", "skip", "error"]
-TiePolicy = Literal["docid", "input", "rank"]
+TiePolicy = Literal["docid", "docid-double", "input", "rank"]
 MISSING_POLICIES: tuple[str, ...] = ("zero", "skip", "error")
-TIE_POLICIES: tuple[str, ...] = ("docid", "input", "rank")
+TIE_POLICIES: tuple[str, ...] = ("docid", "docid-double", "input", "rank")
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,11 @@ class Conventions:
     ----------
     relevance_level : int, default=1
         A label >= this counts as relevant for binary measures (trec_eval ``-l``). Labels below 0 never do.
-    ties : {"docid", "input", "rank"}, default="docid"
-        Order of results with equal scores: doc id descending (trec_eval), input order, or by the run's
-        rank column (scores ignored).
+    ties : {"docid", "docid-double", "input", "rank"}, default="docid"
+        Order of results: score descending compared in single precision, then doc id descending (trec_eval 9,
+        pytrec_eval and ir_measures, which keep scores as C floats, so scores equal as floats tie); the same
+        with scores compared as doubles (trec_eval 10.0); score descending (doubles), then input order; or
+        by the run's rank column (scores ignored).
     missing : {"zero", "skip", "error"}, default="zero"
         A query that is judged but absent from the run scores 0 (trec_eval ``-c``), is left out of the
         means (trec_eval's default), or is an error.
@@ -66,8 +69,10 @@ class Conventions:
     def describe(self) -> dict[str, object]:
         """A JSON-ready statement of these conventions."""
         ties = {
-            "docid": "score descending, then doc id descending (trec_eval)",
-            "input": "score descending, then input order",
+            "docid": "score descending compared in single precision (C float), then doc id descending "
+            "(trec_eval 9, pytrec_eval)",
+            "docid-double": "score descending compared in double precision, then doc id descending (trec_eval 10.0)",
+            "input": "score descending (double precision), then input order",
             "rank": "the run's rank column ascending",
         }[self.ties]
         missing = {
@@ -196,7 +201,9 @@ def _ranks(run: Run, conv: Conventions, rows: np.ndarray) -> np.ndarray:
     if conv.ties == "docid":  # the stored order: a row's rank is its place in its query (no array of every row)
         return rows - run.offsets[run.query_codes[rows]] + 1
     within = np.arange(len(run), dtype=np.int64) - np.repeat(run.offsets[:-1], np.diff(run.offsets))
-    if conv.ties == "input":
+    if conv.ties == "docid-double":
+        ordered = evaluation_order(run.query_codes, run.scores, run.docs, np.arange(len(run)), single=False)
+    elif conv.ties == "input":
         key = pl.DataFrame({"q": run.query_codes, "s": run.scores, "p": run.input_position}).with_row_index("i")
         ordered = key.sort(["q", "s", "p"], descending=[False, True, False])["i"].to_numpy()
     else:
