@@ -8,9 +8,9 @@ aggregate, under random conventions: relevance level (trec_eval ``-l``), ``max_r
 The worlds are built to hit trec_eval's quirks: scores drawn mostly from a handful of values (ties, broken by
 doc id descending in byte order, including ``0.0`` against ``-0.0``, and doubles that tie only as C floats,
 compared under both ``ties="docid"`` (the oracle fed C-float scores: trec_eval 9) and ``"docid-double"``),
-doc ids that are prefixes of each other or look like numbers (``"1"``, ``"10"``, ``"01"``, ``"1e3"``), a non-ASCII id, graded labels 0..4, negative
-labels -1, -2 and -5 (all "in the pool but unjudged"), queries whose judgements are all negative or all
-non-relevant, judged queries absent from the run and queries only in the run.
+doc ids that are prefixes of each other or look like numbers (``"1"``, ``"10"``, ``"01"``, ``"1e3"``), a
+non-ASCII id, graded labels 0..4, negative labels -1, -2 and -5 (all "in the pool but unjudged"), queries whose
+judgements are all negative or all non-relevant, judged queries absent from the run and queries only in the run.
 
 all_trec measures that stagewise does not expose, and so are not compared here:
 ``relstring`` (a string), ``utility``, ``ndcg_rel``, ``Rndcg`` (only in the trec_eval drop-in), plus the
