@@ -48,7 +48,6 @@ def read_bytes(source: PathLike) -> bytes:
     return data
 
 
-
 # ---------------------------------------------------------------------------------------------------------
 # Output paths: checked before the work starts
 # ---------------------------------------------------------------------------------------------------------
@@ -72,11 +71,19 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
 
 
 def _stat(path: str) -> os.stat_result | None:
-    """``os.stat`` (through symlinks), or None where nothing is there."""
+    """``os.stat`` (through symlinks), or None where nothing is there or it cannot be looked at (an input's own
+    reader reports that)."""
     try:
         return os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:
         return None
+
+
+def _can(path: PathLike, mode: int) -> bool:
+    """``os.access`` for the effective user (who will write), where the platform can ask for it."""
+    if os.access in os.supports_effective_ids:
+        return os.access(path, mode, effective_ids=True)
+    return os.access(path, mode)
 
 
 def _file_above(path: Path) -> Path | None:
@@ -146,7 +153,7 @@ def check_output(
             raise InputError(text, f"is {_kind(st.st_mode)}, not a regular {what}", hint=_SPECIAL_HINT)
         elif folder:
             raise InputError(text, "is a file, not a folder", hint=f"choose another {option}, or remove the file")
-        if not os.access(target, os.W_OK):
+        if not _can(target, os.W_OK):
             raise InputError(text, "is read-only", hint=f"make it writable (chmod u+w) or choose another {option}")
     else:
         above = _file_above(target)
@@ -163,7 +170,7 @@ def check_output(
                     hint=f"create it first with mkdir -p {missing}, or correct {option}",
                 )
             where = next(p for p in where.parents if os.path.isdir(p))
-    if not os.access(where, os.W_OK | os.X_OK):
+    if not _can(where, os.W_OK | os.X_OK):
         raise InputError(
             text, f"cannot create files in folder {where}: permission denied", hint=f"choose another {option}"
         )
