@@ -116,6 +116,7 @@ HAZARDS = {
     "a missing parent folder": ("typo/x.out", ["folder", "typo", "does not exist", "mkdir -p"]),
     "a FIFO": ("fifo", ["is a FIFO", "not a regular file"]),
     "a device": ("/dev/null", ["is a device", "redirect stdout"]),
+    "a dash": ("-", ["is not a file name", "leave out --output to write to stdout"]),
 }
 
 
@@ -290,6 +291,17 @@ def test_new_files_follow_the_umask(files: Path, umask: str, mode: int) -> None:
         assert proc.returncode == 0, proc.stderr
     for path in (out, Path(f"{out}.meta.json"), scores):
         assert stat.S_IMODE(os.stat(path).st_mode) == mode, path
+
+
+def test_new_modes(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        assert _io.new_file_mode(tmp_path / "new") == 0o640
+        assert _io.new_file_mode(tmp_path / "new", folder=True) == 0o750
+        (tmp_path / "kept").mkdir(mode=0o700)
+        assert _io.new_file_mode(tmp_path / "kept", folder=True) == 0o700
+    finally:
+        os.umask(old)
 
 
 def test_current_umask_reads_without_changing_it() -> None:
@@ -470,6 +482,10 @@ def test_check_output_messages_name_the_option(tmp_path: Path) -> None:
         check_output(f"{tmp_path}/new/", option="--meta")
     with pytest.raises(InputError, match="is empty"):
         check_output("")
+    with pytest.raises(InputError, match="leave out --output to write to stdout"):
+        check_output("-")
+    with pytest.raises(InputError, match="give --meta a file name"):
+        check_output("-", option="--meta")
     with pytest.raises(InputError, match="is given twice"), atomic_paths([tmp_path / "x", tmp_path / "." / "x"]):
         pass
     assert os.listdir(tmp_path) == []

@@ -121,9 +121,13 @@ def check_output(
     another process; they catch the mistakes a person makes at the command line.
     """
     text = os.fspath(path)
-    if text == "":
-        raise InputError("<output>", f"{option} is empty", hint=f"give {option} a file name")
     what = "folder" if folder else "file"
+    if text == "":
+        raise InputError("<output>", f"{option} is empty", hint=f"give {option} a {what} name")
+    if text == "-":  # a file named '-' is never what was meant: '-' reads stdin elsewhere in this CLI
+        stdout = option in ("--output", "-o") and not folder
+        hint = f"leave out {option} to write to stdout" if stdout else f"give {option} a {what} name"
+        raise InputError("-", f"is not a {what} name for {option}", hint=hint)
     if not folder and text.endswith(("/", os.sep)):
         raise InputError(text, "ends with '/', so it names a folder", hint=f"give {option} a file name")
     given = Path(text)
@@ -297,17 +301,18 @@ def current_umask() -> int:
     return mask
 
 
-def new_file_mode(target: PathLike) -> int:
+def new_file_mode(target: PathLike, *, folder: bool = False) -> int:
     """The permission bits a written file gets: an existing file's own (replacing a file keeps its mode, as a
     shell's ``>`` does), else ``0o666`` less the umask (0644 under umask 022, 0664 under 002), as ``open``
-    would give; never mkstemp's 0600."""
+    would give; never mkstemp's 0600. ``folder=True``: the same for a folder written whole (mkdtemp's 0700
+    replaced by an existing folder's mode, or ``0o777`` less the umask)."""
     try:
         st = os.stat(target)
     except OSError:
         st = None
-    if st is not None and stat.S_ISREG(st.st_mode):
+    if st is not None and (stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)):
         return stat.S_IMODE(st.st_mode)
-    return 0o666 & ~current_umask()
+    return (0o777 if folder else 0o666) & ~current_umask()
 
 
 def _write_target(path: PathLike, parents: bool) -> Path:
