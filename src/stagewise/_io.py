@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import os
 import secrets
@@ -135,7 +136,7 @@ def check_output(
         try:
             os.stat(given)
         except OSError as exc:
-            if exc.errno not in (2, 20):  # ENOENT / ENOTDIR: a dangling link, written through like any link
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # a dangling link: its target is created
                 raise InputError(text, f"is a symlink that cannot be followed ({exc.strerror})") from None
         target = Path(os.path.realpath(given))
     else:
@@ -146,7 +147,7 @@ def check_output(
         st = None
     except PermissionError:
         raise InputError(text, "cannot be looked at: permission denied", hint=f"choose another {option}") from None
-    where = target.parent if str(target.parent) else Path(".")
+    where = target.parent
     if st is not None:
         if stat.S_ISDIR(st.st_mode):
             if not folder:
