@@ -402,6 +402,29 @@ def test_temporary_file_says_what_it_is(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["fused.run"]
 
 
+def test_a_writer_inside_an_atomic_write_adds_no_second_temporary_file(tmp_path: Path) -> None:
+    """write_fused hands write_run a temporary path; write_run writes it in place, not through a third file."""
+    import stagewise
+
+    run = stagewise.read_run({"q1": {"d1": 1.0, "d2": 0.5}})
+    seen: list[list[str]] = []
+    real_replace = os.replace
+
+    def spying_replace(src, dst, *args, **kwargs):
+        seen.append(sorted(os.listdir(tmp_path)))
+        return real_replace(src, dst, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "replace", spying_replace)
+        with atomic_paths([tmp_path / "r.run", tmp_path / "r.json"]) as (run_tmp, meta_tmp):
+            stagewise.write_run(run, run_tmp, format="trec")
+            meta_tmp.write_text("{}\n")
+    assert len(seen) == 2 and len(seen[0]) == 2, seen  # two renames; before them, the two partial files only
+    assert all(name.startswith((".r.run.stagewise-partial.", ".r.json.stagewise-partial.")) for name in seen[0])
+    assert sorted(os.listdir(tmp_path)) == ["r.json", "r.run"]
+    assert stagewise.read_run(tmp_path / "r.run").to_dict() == run.to_dict()
+
+
 _SLOW_WRITER = textwrap.dedent(
     """
     import sys, time

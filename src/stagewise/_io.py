@@ -159,7 +159,7 @@ def check_output(
         elif folder:
             raise InputError(text, "is a file, not a folder", hint=f"choose another {option}, or remove the file")
         if not _can(target, os.W_OK):
-            raise InputError(text, "is read-only", hint=f"make it writable (chmod u+w) or choose another {option}")
+            raise InputError(text, "is read-only", hint=f"make it writable with chmod u+w, or choose another {option}")
     else:
         above = _file_above(target)
         if above is not None:
@@ -340,10 +340,20 @@ def atomic_paths(paths: Sequence[PathLike], *, parents: bool = True) -> Iterator
       KeyboardInterrupt included, and on SIGTERM or SIGHUP (see :func:`removed_on_signal`);
     - ``parents=True`` creates missing parent folders (the library's default; the CLI refuses them first
       with :func:`check_output`).
+
+    A path that is itself a partial file of an enclosing write (``write_run`` into a temporary path that
+    ``atomic_paths`` gave out) is written in place: the enclosing write already publishes it.
     """
     targets = [_write_target(p, parents) for p in paths]
     if len({os.path.realpath(t) for t in targets}) != len(targets):
         raise InputError(os.fspath(paths[0]), "is given twice as an output", hint="give each output its own path")
+    with _lock:
+        nested = [os.fspath(t) in _live for t in targets]
+    if all(nested):
+        yield targets
+        return
+    if any(nested):
+        raise ValueError("atomic_paths: mixing partial files of an enclosing write with new targets")
     temps: list[str] = []
     with contextlib.ExitStack() as guards:
         try:
