@@ -140,6 +140,15 @@ def test_bad_output_is_refused_and_nothing_changes(
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == dev_null.st_rdev
 
 
+def test_a_file_inside_an_input_folder_is_not_replaced(indexed: Path) -> None:
+    before = snapshot(indexed)
+    result = invoke("search", indexed / "idx", indexed / "queries.tsv", "-o", indexed / "idx" / "meta.json")
+    assert_refused(result, "is a file of the input folder", "idx")
+    assert snapshot(indexed) == before
+    result = invoke("search", indexed / "idx", indexed / "queries.tsv", "-o", indexed / "idx" / "bm25.run")
+    assert result.exit_code == 0, result.output  # a new file beside an input changes no input
+
+
 def test_the_output_is_checked_before_any_input_is_read(files: Path) -> None:
     """The missing input would fail too, but only after the work; the output's problem is reported first."""
     result = invoke("fuse", files / "missing.run", files / "b.run", "-o", files / "sub")
@@ -498,6 +507,15 @@ def test_check_output_for_folders(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         check_output(tmp_path / "a" / "b", folder=True)
     assert check_output(tmp_path / "a" / "b", folder=True, parents=True) == tmp_path / "a" / "b"
+
+
+def test_input_folders_read_whole_protect_their_files(tmp_path: Path) -> None:
+    (tmp_path / "beir").mkdir()
+    (tmp_path / "beir" / "bm25.run").write_text("old\n")
+    # A dataset folder given as an input: a run written into it again is fine (only its queries are read).
+    assert check_output(tmp_path / "beir" / "bm25.run", inputs=[tmp_path / "beir"])
+    with pytest.raises(InputError, match="is a file of the input folder"):
+        check_output(tmp_path / "beir" / "bm25.run", input_folders=[tmp_path / "beir"])
 
 
 def test_check_output_messages_name_the_option(tmp_path: Path) -> None:

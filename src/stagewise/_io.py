@@ -100,6 +100,7 @@ def check_output(
     *,
     inputs: Iterable[PathLike | None] = (),
     outputs: Mapping[str, PathLike | None] | None = None,
+    input_folders: Iterable[PathLike] = (),
     option: str = "--output",
     folder: bool = False,
     parents: bool = False,
@@ -115,6 +116,8 @@ def check_output(
     - is read-only, or lies in a folder where this user cannot create files;
     - is the same file as one of ``inputs`` (``os.stat``'s device and inode, so a hard link or a symlink to an
       input counts; ``-`` and ``None`` are skipped), or, with ``folder=True``, holds an input inside it;
+    - is an existing file inside one of ``input_folders``, folders read whole such as a BM25 index (a new
+      file there is fine);
     - is the same path as another output of the command (``outputs``: option name -> path).
 
     A symlink is followed: the file written is its target, and the link is kept. Returns the path that
@@ -196,6 +199,13 @@ def check_output(
             raise InputError(
                 text,
                 f"holds the input {os.fspath(source)}; replacing the folder would destroy it",
+                hint=f"choose another {option}",
+            )
+    for source in input_folders:
+        if st is not None and os.path.isdir(source) and _inside(resolved, os.path.realpath(source)):
+            raise InputError(
+                text,
+                f"is a file of the input folder {os.fspath(source)}; writing would change that input",
                 hint=f"choose another {option}",
             )
     for name, other in (outputs or {}).items():

@@ -60,7 +60,12 @@ def user_errors() -> Iterator[None]:
 
 
 def check_output(
-    output: Path | None, inputs: list[str | Path | None], *, option: str = "--output", others: dict | None = None
+    output: Path | None,
+    inputs: list[str | Path | None],
+    *,
+    option: str = "--output",
+    others: dict | None = None,
+    input_folders: tuple[Path, ...] = (),
 ) -> None:
     """Refuse a bad output path before any work starts (see :func:`stagewise._io.check_output`): a folder, a
     missing parent folder, a read-only file, an input, a device; ``None`` (stdout) passes."""
@@ -68,7 +73,7 @@ def check_output(
         return
     from stagewise._io import check_output as check
 
-    check(output, inputs=inputs, outputs=others, option=option)
+    check(output, inputs=inputs, outputs=others, option=option, input_folders=input_folders)
 
 
 def emit(text: str, output: Path | None) -> None:

@@ -63,7 +63,7 @@ def search_command(
     import time
 
     with user_errors():
-        check_output(output, [index_dir, queries])
+        check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise._io import write_errors
         from stagewise.cli.index_cmd import progress_bar
         from stagewise.data.writers import write_run, write_trec_run
