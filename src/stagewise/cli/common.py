@@ -62,14 +62,31 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def check_output(
+    output: Path | None,
+    inputs: list[str | Path | None],
+    *,
+    option: str = "--output",
+    others: dict | None = None,
+    input_folders: tuple[Path, ...] = (),
+) -> None:
+    """Refuse a bad output path before any work starts (see :func:`stagewise._io.check_output`): a folder, a
+    missing parent folder, a read-only file, an input, a device; ``None`` (stdout) passes."""
+    if output is None:
+        return
+    from stagewise._io import check_output as check
+
+    check(output, inputs=inputs, outputs=others, option=option, input_folders=input_folders)
+
+
 def emit(text: str, output: Path | None) -> None:
     """Write ``text`` to ``output`` atomically, or to stdout."""
     if output is None:
         sys.stdout.write(text)
         return
-    from stagewise._io import atomic_write
+    from stagewise._io import atomic_write, write_errors
 
-    with atomic_write(output) as fh:
+    with write_errors(output), atomic_write(output, parents=False) as fh:
         fh.write(text)
     typer.echo(f"wrote {output}", err=True)
 

@@ -15,6 +15,7 @@ from stagewise.cli.common import (
     RelevanceLevelOption,
     Ties,
     TiesOption,
+    check_output,
     emit,
     split_metrics,
     user_errors,
@@ -189,6 +190,7 @@ def compare_command(
     if metric is None:
         metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
     with user_errors():
+        check_output(output, [qrels, *runs])
         from stagewise.errors import StagewiseError
         from stagewise.stats import compare
 

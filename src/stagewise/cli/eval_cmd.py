@@ -15,6 +15,7 @@ from stagewise.cli.common import (
     RelevanceLevelOption,
     Ties,
     TiesOption,
+    check_output,
     emit,
     read_runs_with_progress,
     split_metrics,
@@ -88,6 +89,7 @@ def eval_command(
     if metric is None:
         metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
     with user_errors():
+        check_output(output, [qrels, *runs])
         from stagewise.metrics.evaluate import evaluate
 
         metrics = split_metrics(metric)

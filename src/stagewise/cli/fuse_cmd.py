@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import user_errors
+from stagewise.cli.common import check_output, user_errors
 
 
 class Queries(StrEnum):
@@ -171,6 +171,10 @@ def fuse_command(
 
         if not runs:
             raise StagewiseError("give at least one run to fuse (stagewise fuse RUN... --method M -o OUT)")
+        # Every file this command will write is checked now, before the runs are read and fused.
+        check_output(output, [*runs, qrels], others={"--meta": None if no_meta else meta})
+        meta_path = None if no_meta else meta if meta is not None else _default_meta(output)
+        check_output(meta_path, [*runs, qrels], option="--meta", others={"--output": output})
         params = _parse_params(param or [])
         if rrf_k is not None:
             params["rrf_k"] = rrf_k
@@ -242,9 +246,14 @@ def _stderr_console():
     return Console(stderr=True)
 
 
+def _default_meta(output: Path | None) -> Path | None:
+    return None if output is None else output.with_name(output.name + ".meta.json")
+
+
 def _write(fused, output: Path | None, meta: Path | bool) -> None:
     """The run to ``output`` (or stdout), the metadata to ``meta`` (``True``: beside ``output``), a summary
     line to stderr."""
+    from stagewise._io import write_errors
     from stagewise.data.writers import write_trec_run
     from stagewise.fusion.writer import write_fused, write_metadata
 
@@ -257,8 +266,10 @@ def _write(fused, output: Path | None, meta: Path | bool) -> None:
         write_trec_run(fused, sys.stdout.buffer)
         sys.stdout.flush()
         if isinstance(meta, Path):
-            write_metadata(info, meta)
+            with write_errors(meta):
+                write_metadata(info, meta)
         typer.echo(summary, err=True)
         return
-    meta_path = write_fused(fused, output, metadata=meta)
+    with write_errors(output):
+        meta_path = write_fused(fused, output, metadata=meta)
     typer.echo(f"{summary} -> {output}" + (f" (metadata: {meta_path})" if meta_path else ""), err=True)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import emit, split_metrics, user_errors
+from stagewise.cli.common import check_output, emit, split_metrics, user_errors
 
 
 class RagFormat(StrEnum):
@@ -146,6 +146,10 @@ def rag_command(
       stagewise rag guesses.jsonl --from kilt --gold nq-dev-kilt.jsonl --format json
     """
     with user_errors():
+        inputs = [records, gold, run, qrels]
+        check_output(output, [*inputs, judge_cache])
+        # The judge cache is appended to, not replaced: the same checks keep it off the inputs and the output.
+        check_output(judge_cache, inputs, option="--judge-cache", others={"--output": output})
         from stagewise.errors import StagewiseError
         from stagewise.rag.adapters import from_bergen, from_kilt, load_records
         from stagewise.rag.diagnose import DEFAULT_METRICS, evaluate_rag

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import user_errors
+from stagewise.cli.common import check_output, user_errors
 
 
 class QueryFormat(StrEnum):
@@ -63,6 +63,8 @@ def search_command(
     import time
 
     with user_errors():
+        check_output(output, [index_dir, queries], input_folders=(index_dir,))
+        from stagewise._io import write_errors
         from stagewise.cli.index_cmd import progress_bar
         from stagewise.data.writers import write_run, write_trec_run
         from stagewise.retrieval.collections import read_queries
@@ -82,7 +84,8 @@ def search_command(
             sys.stdout.flush()
             write_trec_run(run, sys.stdout.buffer)
         else:
-            write_run(run, output, format="trec")
+            with write_errors(output):
+                write_run(run, output, format="trec")
         elapsed = time.perf_counter() - started
         empty = f", {top.empty_queries} with no indexed term" if top.empty_queries else ""
         target = f" -> {output}" if output is not None else ""

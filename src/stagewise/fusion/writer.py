@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from stagewise._io import PathLike, atomic_write
+from stagewise._io import PathLike, atomic_paths, atomic_write
 from stagewise.data.run import Run
-from stagewise.data.writers import write_run
+from stagewise.data.writers import _format_for, write_run
+from stagewise.errors import InputError
 
 
 def write_fused(
@@ -16,18 +18,31 @@ def write_fused(
 ) -> Path | None:
     """Write ``run`` to ``path`` with :func:`stagewise.write_run` (TREC unless the extension says ``.jsonl`` or
     ``.parquet``), and its ``fusion`` metadata as JSON to ``metadata`` (``True``: ``<path>.meta.json``).
-    Returns the metadata path."""
-    write_run(run, path, tag=tag)
+    Returns the metadata path.
+
+    The run and its metadata land together or not at all: both are written to temporary files first, and
+    if the second rename fails the first file gets its old content back."""
     if not metadata:
+        write_run(run, path, tag=tag)
         return None
     target = Path(path)
     meta_path = target.with_name(target.name + ".meta.json") if metadata is True else Path(metadata)
-    write_metadata(getattr(run, "fusion", None) or {}, meta_path)
+    if os.path.realpath(meta_path) == os.path.realpath(target):
+        raise InputError(meta_path, "is both the run and its metadata file", hint="give --meta another path")
+    kind = _format_for(target, None)
+    with atomic_paths([target, meta_path]) as (run_tmp, meta_tmp):
+        write_run(run, run_tmp, format=kind, tag=tag)
+        with open(meta_tmp, "w", encoding="utf-8", newline="") as fh:
+            _dump(getattr(run, "fusion", None) or {}, fh)
     return meta_path
 
 
 def write_metadata(info: dict[str, Any], path: PathLike) -> None:
     """``info`` as indented JSON, atomically."""
     with atomic_write(path) as fh:
-        json.dump(info, fh, indent=2, sort_keys=False)
-        fh.write("\n")
+        _dump(info, fh)
+
+
+def _dump(info: dict[str, Any], fh: IO[str]) -> None:
+    json.dump(info, fh, indent=2, sort_keys=False)
+    fh.write("\n")
