@@ -183,3 +183,14 @@ def test_progress_is_reported():
     seen = []
     optimize(runs, qrels, "wsum", metric="mrr", step=0.5, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (3, 3)
+
+
+def test_optimize_measures_under_the_chosen_tie_convention():
+    """Fused scores 0.1 + 1e-12 and 0.1 tie as C floats (doc id "b" first: RR 0.5) and differ as doubles (RR 1)."""
+    runs = [{"q": {"a": 0.1 + 1e-12, "b": 0.1}}, {"q": {"a": 0.1 + 1e-12, "b": 0.1}}]
+    qrels = {"q": {"a": 1}}
+    single = optimize(runs, qrels, "wsum", norm="none", metric="mrr", step=0.5)
+    double = optimize(runs, qrels, "wsum", norm="none", metric="mrr", step=0.5, ties="docid-double")
+    assert single.train_score == 0.5
+    assert double.train_score == 1.0
+    assert double.run.fusion["optimization"]["ties"] == "docid-double"

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import check_output, user_errors
+from stagewise.cli.common import Ties, check_output, user_errors
 
 
 class Queries(StrEnum):
@@ -143,6 +143,13 @@ def fuse_command(
     relevance_level: Annotated[
         int, typer.Option("--relevance-level", "-l", help="A label >= this is relevant when training.")
     ] = 1,
+    ties: Annotated[
+        Ties,
+        typer.Option(
+            help="Tie convention of the evaluation during --optimize (see stagewise eval --help); the fused run "
+            "itself is always in trec_eval's order."
+        ),
+    ] = Ties.docid,
     report_format: Annotated[
         ReportFormat, typer.Option("--report-format", help="Format of the --optimize report.")
     ] = ReportFormat.text,
@@ -152,8 +159,9 @@ def fuse_command(
 ) -> None:
     """Fuse runs into one: RRF, the CombSUM family, Borda, Condorcet and the supervised methods.
 
-    Ties in the fused score go to the higher doc id (trec_eval's order); scores are written at full double
-    precision; the metadata file records the method, its parameters, the normalisation and every policy.
+    Fused scores are ordered as trec_eval reads a run: compared in single precision, ties to the higher doc id.
+    Scores are written at full double precision; the metadata file records the method, its parameters, the
+    normalisation and every policy.
 
     Examples:
 
@@ -193,7 +201,7 @@ def fuse_command(
         if optimize:
             if qrels is None:
                 raise StagewiseError("--optimize needs training judgements: give --qrels")
-            report = _optimize(runs, qrels, method, metric, step, search.value, folds, seed, common)
+            report = _optimize(runs, qrels, method, metric, step, search.value, folds, seed, ties.value, common)
             fused = report.run
         else:
             from stagewise.fusion import fuse
@@ -208,7 +216,7 @@ def fuse_command(
                 sys.stdout.write(text)
 
 
-def _optimize(runs, qrels, method, metric, step, search, folds, seed, common):
+def _optimize(runs, qrels, method, metric, step, search, folds, seed, ties, common):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from stagewise.fusion import optimize
@@ -235,6 +243,7 @@ def _optimize(runs, qrels, method, metric, step, search, folds, seed, common):
             search=search,
             folds=folds,
             seed=seed,
+            ties=ties,
             progress=progress,
             **common,
         )

@@ -15,10 +15,14 @@ from stagewise.fusion.methods import MISSING_POLICIES, FusionMethod, MethodInfo
 from stagewise.fusion.normalize import Normalization
 from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table, load_runs
 
-TIES = "fused score descending, then doc id descending (byte order), the order trec_eval reads a run in"
+TIES = (
+    "fused score descending compared in single precision (C float, as trec_eval 9 and pytrec_eval hold scores), "
+    "then doc id descending (byte order): the order trec_eval reads a run in"
+)
 INPUT_RANKS = (
-    "a document's rank in a run is its position in the run's order, score descending then doc id descending "
-    "(trec_eval), after the depth cut; a normalisation that reverses the order (minmax_inverted) re-ranks"
+    "a document's rank in a run is its position in the run's order, score descending (single precision) then "
+    "doc id descending (trec_eval), after the depth cut; a normalisation that reverses the order "
+    "(minmax_inverted) re-ranks"
 )
 
 

@@ -120,6 +120,8 @@ class FusionReport:
         The metric's mean over all judged queries of the cross-validated run.
     trials : list of (weights, score)
         Every point the in-sample search evaluated.
+    ties : str
+        The tie convention every score was measured under (see :func:`stagewise.evaluate`).
     """
 
     metric: str
@@ -131,11 +133,13 @@ class FusionReport:
     held_out_score: float | None = None
     trials: list[tuple[tuple[float, ...], float]] = field(default_factory=list)
     seed: int | None = None
+    ties: str = "docid"
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary."""
         return {
             "metric": self.metric,
+            "ties": self.ties,
             "search": self.search,
             "method": str(self.method),
             "weights": _weights_of(self.method),
@@ -180,9 +184,11 @@ class FusionReport:
 class _Objective:
     """The metric of a fusion of some of the table's queries, measured with :func:`stagewise.evaluate`."""
 
-    def __init__(self, table: FusionTable, qrels: Qrels, metric: str, missing: str, relevance_level: int) -> None:
+    def __init__(
+        self, table: FusionTable, qrels: Qrels, metric: str, missing: str, relevance_level: int, ties: str
+    ) -> None:
         self.table, self.qrels, self.metric = table, qrels, metric
-        self.missing, self.relevance_level = missing, relevance_level
+        self.missing, self.relevance_level, self.ties = missing, relevance_level, ties
         self._tables: dict[bytes, FusionTable] = {}
 
     def subtable(self, selected: np.ndarray) -> FusionTable:
@@ -202,7 +208,9 @@ class _Objective:
     def evaluate(self, run: Any) -> float:
         from stagewise.metrics.evaluate import evaluate
 
-        result = evaluate(self.qrels, run, [self.metric], missing="skip", relevance_level=self.relevance_level)
+        result = evaluate(
+            self.qrels, run, [self.metric], missing="skip", relevance_level=self.relevance_level, ties=self.ties
+        )
         return float(result.runs[0].means[self.metric])
 
 
@@ -328,6 +336,7 @@ def optimize(
     seed: int = 0,
     max_rounds: int = 10,
     relevance_level: int = 1,
+    ties: str = "docid",
     name: str | None = None,
     progress: Progress | None = None,
     **params: Any,
@@ -338,7 +347,8 @@ def optimize(
     an exact grid over the simplex (``search="grid"``) or coordinate ascent (``"coordinate"``; ``"auto"``
     takes the grid up to 1001 points); supervised methods (posfuse, probfuse, segfuse, slidefuse, mapfuse,
     bayesfuse) are trained. ``metric`` is any measure :func:`stagewise.evaluate` knows (``ndcg@10``, ``map``...),
-    averaged over the judged queries the runs contain.
+    averaged over the judged queries the runs contain, under the evaluation's tie convention ``ties`` (see
+    :func:`stagewise.evaluate`; the default compares scores in single precision, as trec_eval 9 does).
 
     With ``folds=k`` the judged queries are split into k folds (seeded, ``seed``); each fold is fused with what
     was chosen on the others, and the report gives every fold's choice, its training score and its held-out
@@ -383,7 +393,7 @@ def optimize(
             else f"coordinate ascent (step {step}, at most {max_rounds} rounds)"
         )
     )
-    objective = _Objective(table, judgements, metric, policy, relevance_level)
+    objective = _Objective(table, judgements, metric, policy, relevance_level, ties)
     judged = np.isin(table.query_ids, judgements.query_ids)
     if not judged.any():
         raise StagewiseError("no fused query has judgements; check that the qrels and the runs use the same query ids")
@@ -431,6 +441,7 @@ def optimize(
         held_out_score=held_out,
         trials=trials,
         seed=seed if folds is not None else None,
+        ties=ties,
     )
     run.fusion = describe(
         chosen,
