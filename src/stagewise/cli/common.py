@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -69,6 +69,19 @@ def emit(text: str, output: Path | None) -> None:
     with atomic_write(output) as fh:
         fh.write(text)
     typer.echo(f"wrote {output}", err=True)
+
+
+def show_table(rich: Callable[[int], Any], plain: Callable[[], str]) -> None:
+    """A table on stdout: rich (box drawing, bold best values) on a terminal; on a pipe or in a file, plain
+    ASCII columns with the best values marked ``*``, which ``grep``, ``cut`` and diffs read. ``rich`` takes the
+    terminal's width."""
+    from rich.console import Console
+
+    console = Console()
+    if console.is_terminal:
+        console.print(rich(console.width))
+    else:
+        sys.stdout.write(plain())
 
 
 def split_metrics(values: list[str]) -> list[str]:

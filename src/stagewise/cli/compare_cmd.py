@@ -16,6 +16,7 @@ from stagewise.cli.common import (
     Ties,
     TiesOption,
     emit,
+    show_table,
     split_metrics,
     user_errors,
 )
@@ -219,8 +220,9 @@ def compare_command(
             judged_only=judged_only,
         )
         if fmt is OutputFormat.table and output is None:
-            from rich.console import Console
-
-            Console().print(result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top))
+            show_table(
+                lambda _width: result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top),
+                lambda: result.render("table", digits=digits, show_pairs=pairs, per_query=per_query, top=top),
+            )
             return
         emit(result.render(fmt.value, digits=digits, show_pairs=pairs, per_query=per_query, top=top), output)

@@ -17,6 +17,7 @@ from stagewise.cli.common import (
     TiesOption,
     emit,
     read_runs_with_progress,
+    show_table,
     split_metrics,
     user_errors,
 )
@@ -106,9 +107,9 @@ def eval_command(
             judged_only=judged_only,
         )
         if fmt is OutputFormat.table and output is None:
-            from rich.console import Console
-
-            console = Console()
-            console.print(result.rich_table(per_query=per_query, digits=digits, width=console.width))
+            show_table(
+                lambda width: result.rich_table(per_query=per_query, digits=digits, width=width),
+                lambda: result.render("table", per_query=per_query, digits=digits),
+            )
             return
         emit(result.render(fmt.value, per_query=per_query, digits=digits), output)

@@ -1,0 +1,99 @@
+"""What a new user meets first: --version, per-query tables with their means, plain tables on a pipe."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from stagewise._bundled import sample_path
+from stagewise.cli import app
+
+runner = CliRunner()
+QRELS = str(sample_path("qrels.test"))
+RUN = str(sample_path("results.test"))
+TRUNC = str(sample_path("results.trunc"))
+BOX_DRAWING = re.compile("[\u2500-\u257f]")
+
+
+def invoke(*args: str):
+    # CliRunner's stdout is not a terminal: what a pipe or a redirect to a file gets.
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_version_is_the_package_metadata() -> None:
+    try:
+        expected = importlib.metadata.version("stagewise")
+    except importlib.metadata.PackageNotFoundError:
+        from stagewise import __version__ as expected
+    for flag in ("--version", "-V"):
+        result = invoke(flag)
+        assert result.exit_code == 0, result.output
+        assert result.stdout == f"stagewise {expected}\n"
+
+
+def _rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines() if line and not line.startswith(("#", "-", "stagewise"))]
+
+
+def test_per_query_table_ends_each_run_with_its_mean_as_all() -> None:
+    result = invoke("eval", QRELS, RUN, TRUNC, "-m", "map,P@10", "-q")
+    assert result.exit_code == 0, result.output
+    rows = _rows(result.stdout)
+    assert rows[0] == ["run", "query_id", "map", "P@10"]
+    by_run: dict[str, list[list[str]]] = {}
+    for row in rows[1:]:
+        by_run.setdefault(row[0], []).append(row)
+    # 3 judged queries, then "all"; the mean row equals the mean of the shown values (to the printed digits)
+    for run, body in by_run.items():
+        assert [r[1] for r in body] == ["301", "302", "303", "all"], run
+        for col in (2, 3):
+            values = [float(r[col].rstrip("*")) for r in body[:3]]
+            assert float(body[3][col].rstrip("*")) == pytest.approx(sum(values) / 3, abs=1e-4)
+    # only the mean rows compete for the best-value marker
+    starred = [r for r in rows[1:] if any(c.endswith("*") for c in r[2:])]
+    assert [(r[0], r[1]) for r in starred] == [("results.test", "all")]
+
+
+def test_per_query_mean_row_in_markdown_and_latex_but_not_csv() -> None:
+    md = invoke("eval", QRELS, RUN, "-m", "map", "-q", "-f", "markdown").stdout
+    assert "| results.test | all | 0.1785 |" in md
+    tex = invoke("eval", QRELS, RUN, "-m", "map", "-q", "-f", "latex").stdout
+    assert "results.test & all & 0.1785" in tex
+    csv = invoke("eval", QRELS, RUN, "-m", "map", "-q", "-f", "csv").stdout
+    assert [line.split(",")[1] for line in csv.splitlines()[1:]] == ["301", "302", "303"]
+
+
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_tables_on_a_pipe_are_ascii_with_a_best_marker(command: str) -> None:
+    result = invoke(command, QRELS, RUN, TRUNC, "-m", "map,P@10")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert not BOX_DRAWING.search(out)
+    assert out.isascii()
+    best = [r for r in _rows(out) if "results.test" in r]
+    assert best and all(c.endswith("*") for c in best[0] if re.fullmatch(r"[\d.]+\*?", c))
+    assert not any(c.endswith("*") for r in _rows(out) if "results.trunc" in r for c in r[:4])
+    assert ("* marks the best value" in out) if command == "eval" else ("best value per metric followed by *" in out)
+
+
+def test_one_run_has_no_best_marker() -> None:
+    out = invoke("eval", QRELS, RUN, "-m", "map").stdout
+    assert "*" not in out
+
+
+def test_markdown_and_latex_mark_the_best_in_bold() -> None:
+    md = invoke("eval", QRELS, RUN, TRUNC, "-m", "map", "-f", "markdown").stdout
+    assert "| results.test | **0.1785** |" in md and "| results.trunc | 0.1016 |" in md
+    tex = invoke("eval", QRELS, RUN, TRUNC, "-m", "map", "-f", "latex").stdout
+    assert "results.test & \\textbf{0.1785}" in tex
+
+
+def test_rich_table_on_a_terminal() -> None:
+    # FORCE_COLOR makes rich treat the output as a terminal
+    result = runner.invoke(app, ["eval", QRELS, RUN, TRUNC, "-m", "map"], env={"COLUMNS": "120", "FORCE_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert BOX_DRAWING.search(result.stdout)
+    assert "0.1785*" not in result.stdout
