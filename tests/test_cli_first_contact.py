@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 
 import pytest
@@ -97,3 +98,52 @@ def test_rich_table_on_a_terminal() -> None:
     assert result.exit_code == 0, result.output
     assert BOX_DRAWING.search(result.stdout)
     assert "0.1785*" not in result.stdout
+
+
+def test_trec_eval_cutoff_lists_expand_to_trec_eval_names_and_values() -> None:
+    from stagewise.trec_eval.command import run_trec_eval
+
+    result = invoke("eval", QRELS, RUN, "-m", "ndcg_cut.10,20,map", "-m", "P.5,10", "-f", "json")
+    assert result.exit_code == 0, result.output
+    means = json.loads(result.stdout)["runs"]["results.test"]
+    assert list(means) == ["ndcg_cut_10", "ndcg_cut_20", "map", "P_5", "P_10"]
+    reference = {}
+    for line in run_trec_eval(["-m", "ndcg_cut.10,20", "-m", "P.5,10", "-m", "map", QRELS, RUN]).splitlines():
+        name, _, value = line.split()
+        reference[name] = float(value)
+    for name, value in means.items():
+        assert value == pytest.approx(reference[name], abs=5e-5), name
+
+
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        ("10", "give it a metric, as in ndcg@10 or P@10"),
+        ("ndcg@10,20", "as in ndcg@10,ndcg@20, or use trec_eval's list ndcg_cut.10,20"),
+    ],
+)
+def test_a_bare_cutoff_is_an_error_in_stagewise_spelling(metric: str, message: str) -> None:
+    result = invoke("eval", QRELS, RUN, "-m", metric)
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def _help_text(*args: str) -> str:
+    """--help with the rich frame and line breaks taken out."""
+    out = invoke(*args, "--help").stdout
+    return " ".join(BOX_DRAWING.sub(" ", out).replace("│", " ").split())
+
+
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_help_and_behaviour_share_one_default_metric_list(command: str) -> None:
+    from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
+    from stagewise.stats import compare
+
+    assert f"Default: {', '.join(DEFAULT_METRICS)}." in _help_text(command)
+    # one tuple, not equal copies
+    assert evaluate.__defaults__[0] is DEFAULT_METRICS and compare.__defaults__[0] is DEFAULT_METRICS
+    result = invoke(command, QRELS, RUN, TRUNC, "-f", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    shown = list(data["runs"]["results.test"]) if command == "eval" else list(data["means"]["results.test"])
+    assert shown == list(DEFAULT_METRICS)

@@ -11,6 +11,11 @@ from typing import Annotated, Any
 
 import typer
 
+from stagewise.metrics.defaults import DEFAULT_METRICS
+
+# For --help, which must not import the metrics engine (numpy, polars): the same tuple evaluate() uses.
+DEFAULT_METRICS_TEXT = ", ".join(DEFAULT_METRICS)
+
 
 class Ties(StrEnum):
     """The evaluation's tie conventions, as CLI choices (see stagewise.metrics.context.Conventions)."""
@@ -85,7 +90,10 @@ def show_table(rich: Callable[[int], Any], plain: Callable[[], str]) -> None:
 
 
 def split_metrics(values: list[str]) -> list[str]:
-    """``-m map,ndcg@10 -m P@5(rel=2)`` -> each metric once, commas inside parentheses kept."""
+    """``-m map,ndcg@10 -m P@5(rel=2)`` -> each metric once, commas inside parentheses kept; trec_eval's cutoff
+    lists expand (``ndcg_cut.10,20`` -> ``ndcg_cut_10``, ``ndcg_cut_20``, the names trec_eval prints)."""
+    from stagewise.metrics.measures import expand_cutoff_lists
+
     out: list[str] = []
     for value in values:
         depth, start = 0, 0
@@ -96,7 +104,7 @@ def split_metrics(values: list[str]) -> list[str]:
                 out.append(value[start:i])
                 start = i + 1
         out.append(value[start:])
-    return [m.strip() for m in out if m.strip()]
+    return expand_cutoff_lists([m.strip() for m in out if m.strip()])
 
 
 def read_runs_with_progress(paths: list[str]) -> list:

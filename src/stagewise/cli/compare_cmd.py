@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from stagewise.cli.common import (
+    DEFAULT_METRICS_TEXT,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
@@ -84,7 +85,8 @@ def compare_command(
         typer.Option(
             "--metric",
             "-m",
-            help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...).",
+            help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...). "
+            f"Default: {DEFAULT_METRICS_TEXT}.",
         ),
     ] = None,
     test: Annotated[
@@ -187,10 +189,9 @@ def compare_command(
 
       stagewise compare qrels.txt a.run b.run c.run -c bh --format json -o comparison.json
     """
-    if metric is None:
-        metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
     with user_errors():
         from stagewise.errors import StagewiseError
+        from stagewise.metrics.evaluate import DEFAULT_METRICS
         from stagewise.stats import compare
 
         if len(runs) < 2:
@@ -200,7 +201,7 @@ def compare_command(
         result = compare(
             qrels,
             runs,
-            split_metrics(metric),
+            split_metrics(metric) if metric else DEFAULT_METRICS,
             test=test.value,
             baseline=baseline,
             correction=correction.value,

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from stagewise.errors import StagewiseError, parameter_error
+from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.stats import corrections as C
 from stagewise.stats import resampling as R
 from stagewise.stats.paired import TestOptions, check_options, get_test, run_batched
 from stagewise.stats.result import Comparison, PairResult
 
-DEFAULT_METRICS = ("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
 CI_METHODS = ("t", "bootstrap")
 FAMILY_SCOPES = ("metric", "all")
 
