@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -147,3 +148,42 @@ def test_help_and_behaviour_share_one_default_metric_list(command: str) -> None:
     data = json.loads(result.stdout)
     shown = list(data["runs"]["results.test"]) if command == "eval" else list(data["means"]["results.test"])
     assert shown == list(DEFAULT_METRICS)
+
+
+@pytest.fixture
+def same_name(tmp_path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Two different runs both called run.trec, in folders a and b (paths relative to the working folder)."""
+    lines = Path(RUN).read_text().splitlines()
+    for folder, kept in (("a", lines), ("b", [ln for ln in lines if not ln.startswith("302")])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "run.trec").write_text("\n".join(kept) + "\n")
+    monkeypatch.chdir(tmp_path)
+    return ["a/run.trec", "b/run.trec"]
+
+
+def test_run_labels_tell_same_named_files_apart() -> None:
+    from stagewise.cli.common import run_labels
+
+    assert run_labels(["a/run.trec", "b/run.trec"]) == ["a/run.trec", "b/run.trec"]
+    assert run_labels(["/x/a/run.trec", "/y/a/run.trec", "z.run"]) == ["x/a/run.trec", "y/a/run.trec", "z.run"]
+    assert run_labels(["a/run.trec", "run.trec"]) == ["a/run.trec", "run.trec"]
+    assert run_labels(["r.run", "./r.run", "r.run"]) == ["r.run", "r.run#2", "r.run#3"]
+    assert run_labels(["-"]) == ["stdin"]
+
+
+def test_eval_and_compare_name_runs_by_their_folders(same_name: list[str]) -> None:
+    data = json.loads(invoke("eval", QRELS, *same_name, "-m", "map", "-f", "json").stdout)
+    assert list(data["runs"]) == same_name
+    assert data["runs"]["a/run.trec"]["map"] != data["runs"]["b/run.trec"]["map"]
+    cmp = invoke("compare", QRELS, *same_name, "-m", "map", "-b", "./b/run.trec", "-f", "json")
+    assert cmp.exit_code == 0, cmp.output
+    pairs = json.loads(cmp.stdout)["pairs"]
+    assert [(p["a"], p["b"]) for p in pairs] == [("b/run.trec", "a/run.trec")]
+    table = invoke("eval", QRELS, *same_name, "-m", "map").stdout
+    assert "a/run.trec" in table and "b/run.trec" in table and "#2" not in table
+
+
+def test_fuse_records_the_runs_by_their_folders(same_name: list[str]) -> None:
+    result = invoke("fuse", *same_name, "-o", "fused.run")
+    assert result.exit_code == 0, result.output
+    assert json.loads(Path("fused.run.meta.json").read_text())["runs"] == same_name

@@ -16,7 +16,9 @@ from stagewise.cli.common import (
     RelevanceLevelOption,
     Ties,
     TiesOption,
+    baseline_label,
     emit,
+    read_runs_with_progress,
     show_table,
     split_metrics,
     user_errors,
@@ -198,12 +200,13 @@ def compare_command(
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
         if top is not None and top < 1:
             raise StagewiseError(f"--top must be >= 1; got {top}")
+        loaded = read_runs_with_progress(runs)
         result = compare(
             qrels,
-            runs,
+            loaded,
             split_metrics(metric) if metric else DEFAULT_METRICS,
             test=test.value,
-            baseline=baseline,
+            baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
             correction=correction.value,
             alpha=alpha,
             alternative=alternative.value,
