@@ -144,6 +144,35 @@ def run_labels(paths: list[str]) -> list[str]:
     return labels
 
 
+@contextlib.contextmanager
+def stage_progress(first: str, then: str, unit: str) -> Iterator[Callable[[float, int], None] | None]:
+    """A rich progress bar on stderr while the block runs, shown only when stderr is a terminal and gone when
+    done. It reads ``first`` (pulsing) until the work first reports, then ``then`` with ``done/total unit``.
+    Yields the ``(done, total)`` callback, or None when nothing is shown, so the work need not report."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(first, total=None)
+
+        def update(done: float, total: int) -> None:
+            bar.update(task, description=then, completed=done, total=total)
+
+        yield update
+
+
 def baseline_label(baseline: str, paths: list[str], labels: list[str]) -> str:
     """The label of the run ``--baseline`` names, by its label or by its path as given (spelt any way that
     names the same file: ``./b/run.trec``); anything else is returned as is, for the library's error."""
@@ -177,7 +206,7 @@ def read_runs_with_progress(paths: list[str]) -> list:
     ) as progress:
         task = progress.add_task("runs", total=len(paths), name="")
         for path, label in zip(paths, run_labels(paths), strict=True):
-            progress.update(task, name=path)
+            progress.update(task, name=label)
             runs.append(read_run(path, name=label))
             progress.advance(task)
     return runs

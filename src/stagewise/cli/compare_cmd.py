@@ -21,6 +21,7 @@ from stagewise.cli.common import (
     read_runs_with_progress,
     show_table,
     split_metrics,
+    stage_progress,
     user_errors,
 )
 
@@ -194,35 +195,41 @@ def compare_command(
     with user_errors():
         from stagewise.errors import StagewiseError
         from stagewise.metrics.evaluate import DEFAULT_METRICS
+        from stagewise.metrics.measures import Measure
         from stagewise.stats import compare
 
         if len(runs) < 2:
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
         if top is not None and top < 1:
             raise StagewiseError(f"--top must be >= 1; got {top}")
+        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
+        for name in metrics:  # a misspelt metric fails before any file is read
+            Measure.parse(name)
         loaded = read_runs_with_progress(runs)
-        result = compare(
-            qrels,
-            loaded,
-            split_metrics(metric) if metric else DEFAULT_METRICS,
-            test=test.value,
-            baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
-            correction=correction.value,
-            alpha=alpha,
-            alternative=alternative.value,
-            permutations=permutations,
-            seed=seed,
-            exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
-            tie_tolerance=tie_tolerance,
-            ci=ci.value,
-            ci_level=ci_level,
-            family=family.value,
-            relevance_level=relevance_level,
-            ties=ties.value,
-            missing=missing.value,
-            max_ret=max_ret,
-            judged_only=judged_only,
-        )
+        with stage_progress("evaluating the runs", "testing", "comparisons") as report:
+            result = compare(
+                qrels,
+                loaded,
+                metrics,
+                test=test.value,
+                baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
+                correction=correction.value,
+                alpha=alpha,
+                alternative=alternative.value,
+                permutations=permutations,
+                seed=seed,
+                exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
+                tie_tolerance=tie_tolerance,
+                ci=ci.value,
+                ci_level=ci_level,
+                family=family.value,
+                relevance_level=relevance_level,
+                ties=ties.value,
+                missing=missing.value,
+                max_ret=max_ret,
+                judged_only=judged_only,
+                progress=report,
+            )
         if fmt is OutputFormat.table and output is None:
             show_table(
                 lambda _width: result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top),
