@@ -7,6 +7,7 @@ unknown metric) prints one line on stderr and exits with code 2; a traceback mea
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -29,6 +30,36 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
+
+
+def package_version() -> str:
+    """The installed distribution's version (its metadata), else the source tree's ``__version__``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("stagewise")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from stagewise import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"stagewise {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Measure every stage of a search or RAG pipeline on its own, with every convention stated."""
+
+
 app.command("eval")(eval_cmd.eval_command)
 app.command("validate")(validate_cmd.validate_command)
 app.command("compare")(compare_cmd.compare_command)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from stagewise.metrics.defaults import DEFAULT_METRICS
+
+# For --help, which must not import the metrics engine (numpy, polars): the same tuple evaluate() uses.
+DEFAULT_METRICS_TEXT = ", ".join(DEFAULT_METRICS)
 
 
 class Ties(StrEnum):
@@ -91,8 +96,24 @@ def emit(text: str, output: Path | None) -> None:
     typer.echo(f"wrote {output}", err=True)
 
 
+def show_table(rich: Callable[[int], Any], plain: Callable[[], str]) -> None:
+    """A table on stdout: rich (box drawing, bold best values) on a terminal; on a pipe or in a file, plain
+    ASCII columns with the best values marked ``*``, which ``grep``, ``cut`` and diffs read. ``rich`` takes the
+    terminal's width."""
+    from rich.console import Console
+
+    console = Console()
+    if console.is_terminal:
+        console.print(rich(console.width))
+    else:
+        sys.stdout.write(plain())
+
+
 def split_metrics(values: list[str]) -> list[str]:
-    """``-m map,ndcg@10 -m P@5(rel=2)`` -> each metric once, commas inside parentheses kept."""
+    """``-m map,ndcg@10 -m P@5(rel=2)`` -> each metric once, commas inside parentheses kept; trec_eval's cutoff
+    lists expand (``ndcg_cut.10,20`` -> ``ndcg_cut_10``, ``ndcg_cut_20``, the names trec_eval prints)."""
+    from stagewise.metrics.measures import expand_cutoff_lists
+
     out: list[str] = []
     for value in values:
         depth, start = 0, 0
@@ -103,11 +124,90 @@ def split_metrics(values: list[str]) -> list[str]:
                 out.append(value[start:i])
                 start = i + 1
         out.append(value[start:])
-    return [m.strip() for m in out if m.strip()]
+    return expand_cutoff_lists([m.strip() for m in out if m.strip()])
+
+
+def run_labels(paths: list[str]) -> list[str]:
+    """A name for each run file: its file name, or where files share one, the shortest path suffix that tells
+    them apart (``a/run.trec`` and ``b/run.trec``; ``x/a/run.trec`` and ``y/a/run.trec``). The same file
+    given twice can only be told apart by position: ``run.trec`` and ``run.trec#2``.
+
+    >>> run_labels(["a/run.trec", "b/run.trec", "x/bm25.run", "../c/a/dense.run", "/d/a/dense.run"])
+    ['a/run.trec', 'b/run.trec', 'bm25.run', 'c/a/dense.run', 'd/a/dense.run']
+    >>> run_labels(["run.trec", "./run.trec"])
+    ['run.trec', 'run.trec#2']
+    """
+    import os.path
+    from pathlib import PurePath
+
+    parts = [PurePath(os.path.normpath(p)).parts if p != "-" else ("stdin",) for p in paths]
+    parts = [tuple(x for x in ps if x not in ("..", ".", os.sep)) or ps for ps in parts]
+    groups: dict[str, list[int]] = {}
+    for i, ps in enumerate(parts):
+        groups.setdefault(ps[-1], []).append(i)
+    labels = [ps[-1] for ps in parts]
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        longest = max(len(parts[i]) for i in members)
+        for k in range(2, longest + 1):  # one depth for the whole group, so its labels read alike
+            suffixes = ["/".join(parts[i][-k:]) for i in members]
+            if len(set(suffixes)) == len(suffixes):
+                for i, label in zip(members, suffixes, strict=True):
+                    labels[i] = label
+                break
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):  # what is left is the same file twice
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label}#{seen[label]}"
+    return labels
+
+
+@contextlib.contextmanager
+def stage_progress(first: str, then: str, unit: str) -> Iterator[Callable[[float, int], None] | None]:
+    """A rich progress bar on stderr while the block runs, shown only when stderr is a terminal and gone when
+    done. It reads ``first`` (pulsing) until the work first reports, then ``then`` with ``done/total unit``.
+    Yields the ``(done, total)`` callback, or None when nothing is shown, so the work need not report."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(first, total=None)
+
+        def update(done: float, total: int) -> None:
+            bar.update(task, description=then, completed=done, total=total)
+
+        yield update
+
+
+def baseline_label(baseline: str, paths: list[str], labels: list[str]) -> str:
+    """The label of the run ``--baseline`` names, by its label or by its path as given (spelt any way that
+    names the same file: ``./b/run.trec``); anything else is returned as is, for the library's error."""
+    import os.path
+
+    if baseline in labels:
+        return baseline
+    wanted = os.path.normpath(baseline)
+    matches = [label for path, label in zip(paths, labels, strict=True) if os.path.normpath(path) == wanted]
+    return matches[0] if matches else baseline
 
 
 def read_runs_with_progress(paths: list[str]) -> list:
-    """Read run files with a progress bar on stderr (shown only on a terminal, and gone when done)."""
+    """Read run files with a progress bar on stderr (shown only on a terminal, and gone when done), each
+    named by :func:`run_labels`."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -125,8 +225,8 @@ def read_runs_with_progress(paths: list[str]) -> list:
         disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task("runs", total=len(paths), name="")
-        for path in paths:
-            progress.update(task, name=path)
-            runs.append(read_run(path))
+        for path, label in zip(paths, run_labels(paths), strict=True):
+            progress.update(task, name=label)
+            runs.append(read_run(path, name=label))
             progress.advance(task)
     return runs

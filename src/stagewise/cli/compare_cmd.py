@@ -9,15 +9,20 @@ from typing import Annotated
 import typer
 
 from stagewise.cli.common import (
+    DEFAULT_METRICS_TEXT,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
     RelevanceLevelOption,
     Ties,
     TiesOption,
+    baseline_label,
     check_output,
     emit,
+    read_runs_with_progress,
+    show_table,
     split_metrics,
+    stage_progress,
     user_errors,
 )
 
@@ -84,7 +89,8 @@ def compare_command(
         typer.Option(
             "--metric",
             "-m",
-            help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...).",
+            help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...). "
+            f"Default: {DEFAULT_METRICS_TEXT}.",
         ),
     ] = None,
     test: Annotated[
@@ -187,42 +193,49 @@ def compare_command(
 
       stagewise compare qrels.txt a.run b.run c.run -c bh --format json -o comparison.json
     """
-    if metric is None:
-        metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
     with user_errors():
         check_output(output, [qrels, *runs])
         from stagewise.errors import StagewiseError
+        from stagewise.metrics.evaluate import DEFAULT_METRICS
+        from stagewise.metrics.measures import Measure
         from stagewise.stats import compare
 
         if len(runs) < 2:
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
         if top is not None and top < 1:
             raise StagewiseError(f"--top must be >= 1; got {top}")
-        result = compare(
-            qrels,
-            runs,
-            split_metrics(metric),
-            test=test.value,
-            baseline=baseline,
-            correction=correction.value,
-            alpha=alpha,
-            alternative=alternative.value,
-            permutations=permutations,
-            seed=seed,
-            exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
-            tie_tolerance=tie_tolerance,
-            ci=ci.value,
-            ci_level=ci_level,
-            family=family.value,
-            relevance_level=relevance_level,
-            ties=ties.value,
-            missing=missing.value,
-            max_ret=max_ret,
-            judged_only=judged_only,
-        )
+        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
+        for name in metrics:  # a misspelt metric fails before any file is read
+            Measure.parse(name)
+        loaded = read_runs_with_progress(runs)
+        with stage_progress("evaluating the runs", "testing", "comparisons") as report:
+            result = compare(
+                qrels,
+                loaded,
+                metrics,
+                test=test.value,
+                baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
+                correction=correction.value,
+                alpha=alpha,
+                alternative=alternative.value,
+                permutations=permutations,
+                seed=seed,
+                exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
+                tie_tolerance=tie_tolerance,
+                ci=ci.value,
+                ci_level=ci_level,
+                family=family.value,
+                relevance_level=relevance_level,
+                ties=ties.value,
+                missing=missing.value,
+                max_ret=max_ret,
+                judged_only=judged_only,
+                progress=report,
+            )
         if fmt is OutputFormat.table and output is None:
-            from rich.console import Console
-
-            Console().print(result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top))
+            show_table(
+                lambda _width: result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top),
+                lambda: result.render("table", digits=digits, show_pairs=pairs, per_query=per_query, top=top),
+            )
             return
         emit(result.render(fmt.value, digits=digits, show_pairs=pairs, per_query=per_query, top=top), output)

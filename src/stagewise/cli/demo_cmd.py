@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stagewise.cli.common import user_errors
+from stagewise.cli.common import show_table, user_errors
 
 
 def demo_command() -> None:
@@ -24,7 +24,7 @@ def demo_command() -> None:
         result = evaluate(
             qrels, runs, ["map", "ndcg@10", "ndcg@10(gain=exp)", "P@10", "recall@100", "mrr@10", "bpref", "judged@10"]
         )
-        console.print(result.rich_table(width=console.width))
+        show_table(lambda width: result.rich_table(width=width), lambda: result.render("table"))
         console.print(
             "\nThe lesson's example, relevances [1, 0, 2] in rank order: "
             f"DCG (exp gain) = {lesson.dcg([1, 0, 2]):.4g}, ideal = {lesson.dcg([2, 1, 0]):.4f}, "

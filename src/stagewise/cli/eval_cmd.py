@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from stagewise.cli.common import (
+    DEFAULT_METRICS_TEXT,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
@@ -18,6 +19,7 @@ from stagewise.cli.common import (
     check_output,
     emit,
     read_runs_with_progress,
+    show_table,
     split_metrics,
     user_errors,
 )
@@ -53,10 +55,18 @@ def eval_command(
             help="Metric, repeatable or comma-separated: "
             "map, ndcg@10, ndcg@10(gain=exp), P@5(rel=2), recall@100, mrr@10, "
             "Rprec, bpref, success@5, judged@10, rbp(p=0.8), err@20, and "
-            "trec_eval names (ndcg_cut_10).",
+            "trec_eval names (ndcg_cut_10; a list ndcg_cut.10,20 gives ndcg_cut_10 and ndcg_cut_20). "
+            f"Default: {DEFAULT_METRICS_TEXT}.",
         ),
     ] = None,
-    per_query: Annotated[bool, typer.Option("--per-query", "-q", help="Also give every query's value.")] = False,
+    per_query: Annotated[
+        bool,
+        typer.Option(
+            "--per-query",
+            "-q",
+            help="Also give every query's value; tables end each run with its mean as query 'all' (trec_eval -q).",
+        ),
+    ] = False,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
@@ -77,6 +87,7 @@ def eval_command(
     """Score runs against judgements: one row per run, one column per metric.
 
     Every number comes with the conventions that produced it: gain, ideal, ties, relevance level, missing queries.
+    On a terminal the table is drawn with rich; piped or redirected it is plain text, best values marked *.
 
     Defaults are trec_eval's, except that judged queries absent from a run score 0 and are counted.
 
@@ -86,13 +97,11 @@ def eval_command(
 
       stagewise eval qrels.txt run.trec -m "ndcg@10(gain=exp)" --format json --per-query -o scores.json
     """
-    if metric is None:
-        metric = ["map", "ndcg@10", "recall@100", "mrr@10", "P@10"]
     with user_errors():
         check_output(output, [qrels, *runs])
-        from stagewise.metrics.evaluate import evaluate
+        from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
 
-        metrics = split_metrics(metric)
+        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         from stagewise.metrics.measures import Measure
 
         for name in metrics:  # a misspelt metric fails before any file is read
@@ -108,9 +117,9 @@ def eval_command(
             judged_only=judged_only,
         )
         if fmt is OutputFormat.table and output is None:
-            from rich.console import Console
-
-            console = Console()
-            console.print(result.rich_table(per_query=per_query, digits=digits, width=console.width))
+            show_table(
+                lambda width: result.rich_table(per_query=per_query, digits=digits, width=width),
+                lambda: result.render("table", per_query=per_query, digits=digits),
+            )
             return
         emit(result.render(fmt.value, per_query=per_query, digits=digits), output)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import Ties, check_output, user_errors
+from stagewise.cli.common import Ties, check_output, run_labels, user_errors
 
 
 class Queries(StrEnum):
@@ -183,6 +183,7 @@ def fuse_command(
         check_output(output, [*runs, qrels], others={"--meta": None if no_meta else meta})
         meta_path = None if no_meta else meta if meta is not None else _default_meta(output)
         check_output(meta_path, [*runs, qrels], option="--meta", others={"--output": output})
+        named = dict(zip(run_labels(runs), runs, strict=True))  # a/run.trec and b/run.trec keep their folders
         params = _parse_params(param or [])
         if rrf_k is not None:
             params["rrf_k"] = rrf_k
@@ -201,12 +202,12 @@ def fuse_command(
         if optimize:
             if qrels is None:
                 raise StagewiseError("--optimize needs training judgements: give --qrels")
-            report = _optimize(runs, qrels, method, metric, step, search.value, folds, seed, ties.value, common)
+            report = _optimize(named, qrels, method, metric, step, search.value, folds, seed, ties.value, common)
             fused = report.run
         else:
             from stagewise.fusion import fuse
 
-            fused = fuse(runs, method, qrels=qrels, **common)
+            fused = fuse(named, method, qrels=qrels, **common)
         _write(fused, output, False if no_meta else (meta if meta is not None else True))
         if report is not None:
             text = report.render(report_format.value)

@@ -11,10 +11,11 @@ from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_runs
 from stagewise.errors import MetricError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
+from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.metrics.measures import Measure, aggregate, compute
 from stagewise.metrics.result import EvalResult, RunScores
 
-DEFAULT_METRICS = ("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
+__all__ = ["DEFAULT_METRICS", "evaluate"]
 
 
 def evaluate(

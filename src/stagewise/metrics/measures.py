@@ -2,7 +2,8 @@
 
 A measure is a family (``ndcg``), an optional cutoff (``@10``) and keyword options in parentheses. Two
 measures that print the same are the same (equal and hash equal), so a list of them de-duplicates itself.
-trec_eval's spellings are accepted too: ``P_10``, ``ndcg_cut_10``, ``ndcg_cut.10``, ``recip_rank``.
+trec_eval's spellings are accepted too: ``P_10``, ``ndcg_cut_10``, ``ndcg_cut.10``, ``recip_rank``, and its
+lists of cutoffs (``ndcg_cut.10,20``) through :func:`expand_cutoff_lists`.
 """
 
 from __future__ import annotations
@@ -303,6 +304,9 @@ FAMILIES: dict[str, Family] = _register(
 
 # trec_eval spells cutoffs with "_" or "." after the family name: P_10, ndcg_cut.10, iprec_at_recall_0.10.
 _TREC_STYLE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*?)[_.](?P<cutoff>\d+(?:\.\d+)?)$")
+# trec_eval's list of cutoffs, "ndcg_cut.10,20": the head before the first comma, then bare cutoffs.
+_TREC_LIST_HEAD = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*?)\.(?P<cutoff>\d+(?:\.\d+)?)$")
+_BARE_CUTOFF = re.compile(r"^\d+(?:\.\d+)?$")
 _OUR_STYLE = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+?)(?:@(?P<cutoff>[^()\s]+))?(?:\((?P<options>.*)\))?$")
 
 
@@ -435,6 +439,37 @@ def _parse_options(fam: Family, text: str, whole: str) -> tuple[tuple[str, Any],
         if value != opt.default:
             parsed[name] = value
     return tuple(sorted(parsed.items()))
+
+
+def expand_cutoff_lists(pieces: list[str]) -> list[str]:
+    """Metric names split at commas, with trec_eval's cutoff lists expanded to one name per cutoff, named as
+    trec_eval prints them: ``["ndcg_cut.10", "20", "map"]`` (from ``ndcg_cut.10,20,map``) ->
+    ``["ndcg_cut_10", "ndcg_cut_20", "map"]``. A lone ``ndcg_cut.10`` keeps its spelling; a bare number with no
+    list before it is an error that shows stagewise's spelling.
+
+    >>> expand_cutoff_lists(["P.5", "10", "ndcg@10"])
+    ['P_5', 'P_10', 'ndcg@10']
+    """
+    out: list[str] = []
+    head: tuple[str, str, int] | None = None  # (family as written, its first cutoff, where it sits in out)
+    for piece in pieces:
+        if _BARE_CUTOFF.match(piece):
+            if head is None:
+                before = out[-1] if out else ""
+                raise MetricError(
+                    f"metric {piece!r} (after {before!r}) is a bare number; give each cutoff its metric, as in "
+                    f"ndcg@10,ndcg@20, or use trec_eval's list ndcg_cut.10,20"
+                    if before
+                    else f"metric {piece!r} is a bare number; give it a metric, as in ndcg@{piece} or P@{piece}"
+                )
+            name, first, at = head
+            out[at] = f"{name}_{first}"
+            out.append(f"{name}_{piece}")
+            continue
+        match = _TREC_LIST_HEAD.match(piece)
+        head = (match.group("name"), match.group("cutoff"), len(out)) if match else None
+        out.append(piece)
+    return out
 
 
 def known_names() -> list[str]:

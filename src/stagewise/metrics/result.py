@@ -102,28 +102,57 @@ class EvalResult:
         return self.to_polars(per_query).to_pandas()
 
     def render(self, fmt: str = "table", per_query: bool = False, digits: int = 4) -> str:
-        """Text in one of ``table, json, csv, markdown, latex``."""
+        """Text in one of ``table, json, csv, markdown, latex``.
+
+        With ``per_query``, the tables (table, markdown, latex) give each run's rows followed by its mean as
+        query ``all``, as ``trec_eval -q`` does; CSV stays one row per run and query (no summary rows to filter
+        out) and JSON keeps the means under ``runs``.
+        """
         from stagewise.report import tables
 
         if fmt == "json":
             return json.dumps(self.to_json(per_query), indent=2) + "\n"
-        frame = self.to_polars(per_query)
-        notes = self.notes()
         if fmt == "csv":
-            return frame.write_csv()
+            return self.to_polars(per_query).write_csv()
+        frame, contenders = self._table_frame(per_query)
+        notes = self.notes()
         if fmt == "markdown":
-            return tables.markdown(frame, digits, notes)
+            return tables.markdown(frame, digits, notes, contenders)
         if fmt == "latex":
-            return tables.latex(frame, digits, notes)
+            return tables.latex(frame, digits, notes, contenders)
         if fmt == "table":
-            return tables.plain(frame, digits, notes, title=self._title())
+            return tables.plain(frame, digits, notes, title=self._title(), contenders=contenders)
         raise ValueError(f"unknown format {fmt!r}; choose one of {OUTPUT_FORMATS}")
 
     def rich_table(self, per_query: bool = False, digits: int = 4, width: int = 100):
         """A rich Table (rich is imported lazily); transposed when too wide for ``width`` columns."""
         from stagewise.report import tables
 
-        return tables.rich_table(self.to_polars(per_query), digits, self._title(), self.notes(), width)
+        frame, contenders = self._table_frame(per_query)
+        return tables.rich_table(frame, digits, self._title(), self.notes(), width, contenders)
+
+    def _table_frame(self, per_query: bool) -> tuple[pl.DataFrame, list[int] | None]:
+        """The frame a table shows, and the rows that compete for "best" (None: all of them). Per query, each
+        run's rows end with its mean as query ``all`` (trec_eval -q's summary line), and only those compete."""
+        if not per_query:
+            return self.to_polars(), None
+        schema = {"run": pl.String, "query_id": pl.String, **dict.fromkeys(self.metric_names, pl.Float64)}
+        frames, contenders, offset = [], [], 0
+        for r in self.runs:
+            rows = pl.DataFrame(
+                {
+                    "run": [r.name] * len(r.query_ids),
+                    "query_id": [str(q) for q in r.query_ids.tolist()],
+                    **{m: np.asarray(r.values[m], dtype=np.float64) for m in self.metric_names},
+                },
+                schema=schema,
+            )
+            mean = pl.DataFrame([{"run": r.name, "query_id": "all", **r.means}], schema=schema)
+            frames += [rows, mean]
+            offset += len(rows)
+            contenders.append(offset)
+            offset += 1
+        return pl.concat(frames), contenders
 
     def _title(self) -> str:
         return "stagewise eval"

@@ -9,19 +9,19 @@ metric).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from stagewise.errors import StagewiseError, parameter_error
+from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.stats import corrections as C
 from stagewise.stats import resampling as R
 from stagewise.stats.paired import TestOptions, check_options, get_test, run_batched
 from stagewise.stats.result import Comparison, PairResult
 
-DEFAULT_METRICS = ("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
 CI_METHODS = ("t", "bootstrap")
 FAMILY_SCOPES = ("metric", "all")
 
@@ -195,11 +195,12 @@ def compare_scores(
     ci_level: float = 0.95,
     family: str = "metric",
     run_args: Sequence[str] | None = None,
+    progress: Callable[[float, int], None] | None = None,
 ) -> Comparison:
     """Compare runs from per-query scores already computed: an :class:`~stagewise.EvalResult`, or
     ``{run: {metric: {query_id: value}}}`` (or ``{run: {metric: array}}`` with one value per query, in the
     same query order for every run). Takes the options of :func:`compare` (``run_args``: the run arguments
-    as the user gave them, so ``baseline`` may name one by its path).
+    as the user gave them, so ``baseline`` may name one by its path; ``progress``: as in :func:`compare`).
 
     >>> scores = {"bm25": {"ndcg@10": {"q1": 0.2, "q2": 0.4, "q3": 0.1, "q4": 0.5}},
     ...           "dense": {"ndcg@10": {"q1": 0.3, "q2": 0.6, "q3": 0.2, "q4": 0.6}}}
@@ -252,14 +253,29 @@ def compare_scores(
     mean, lo, hi, dz = np.empty(total), np.empty(total), np.empty(total), np.empty(total)
     wins, losses, nq = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64)
     methods: set[str] = set()
+    # Progress in comparisons tested (twice over with bootstrap intervals); the resampling kernels report
+    # each chunk, and each batch's end sets the exact count (the tests without resampling report nothing).
+    work = total * (2 if ci == "bootstrap" else 1)
+    done = 0.0
+
+    def advance(amount: float) -> None:
+        nonlocal done
+        done = min(done + amount, work)
+        if progress is not None:
+            progress(done, work)
+
     for members in groups.values():
         a = np.stack([table.values[rows[k][1]][rows[k][0]][pairing[rows[k][1:]][1]] for k in members])
         b = np.stack([table.values[rows[k][2]][rows[k][0]][pairing[rows[k][1:]][2]] for k in members])
-        s, pv, method = run_batched(paired_test, a, b, opts)
-        methods.add(method)
-        eff = _effects(b - a, opts.tie_tolerance, ci_level)
-        if ci == "bootstrap":
-            eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, permutations, seed, ci_level)
+        start = done
+        with R.reporting(advance if progress is not None else None):
+            s, pv, method = run_batched(paired_test, a, b, opts)
+            advance(start + len(members) - done)
+            methods.add(method)
+            eff = _effects(b - a, opts.tie_tolerance, ci_level)
+            if ci == "bootstrap":
+                eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, permutations, seed, ci_level)
+                advance(start + 2 * len(members) - done)
         idx = np.asarray(members)
         stat[idx], p[idx] = s, pv
         mean[idx], lo[idx], hi[idx], dz[idx] = eff["mean"], eff["ci_low"], eff["ci_high"], eff["dz"]
@@ -372,6 +388,7 @@ def compare(
     missing: str = "zero",
     max_ret: int | None = None,
     judged_only: bool = False,
+    progress: Callable[[float, int], None] | None = None,
 ) -> Comparison:
     """Evaluate runs and test every pair (or every run against ``baseline``) on every metric.
 
@@ -407,6 +424,9 @@ def compare(
         Interval of the mean difference: Student t, or the percentile bootstrap.
     family : str, default="metric"
         Correct within the pairs of each metric (``metric``) or over all pairs of all metrics (``all``).
+    progress : callable, optional
+        Called as ``progress(done, total)`` while the tests run, in comparisons (pairs x metrics; twice that
+        with ``ci="bootstrap"``), after each chunk of resamples; it changes no number.
 
     Returns
     -------
@@ -452,4 +472,5 @@ def compare(
         ci_level=ci_level,
         family=family,
         run_args=given,
+        progress=progress,
     )

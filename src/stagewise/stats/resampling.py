@@ -17,6 +17,10 @@ one, so the few last-bit differences a threaded matrix product can make never mo
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+
 import numpy as np
 
 #: Sign vectors per seeded block (part of the reproducibility contract: changing it changes p-values).
@@ -29,6 +33,28 @@ EXACT_LIMIT = 24
 REL_TOL = 1e-9
 #: Bytes of float64 work matrix per chunk (bounds memory whatever n and the number of permutations).
 CHUNK_BYTES = 64 * 2**20
+
+# Progress is a side channel that never touches a number: a hook set for the duration of a call (by compare)
+# hears, after each chunk, how many comparisons' worth of work it finished (a chunk of r of R resamples over c
+# rows is c * r / R). A context variable rather than a parameter, so no test's signature has to carry it.
+_progress: ContextVar[Callable[[float], None] | None] = ContextVar("stagewise_resampling_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting(hook: Callable[[float], None] | None) -> Iterator[None]:
+    """Within the block, the resampling kernels call ``hook(comparisons_done)`` after each chunk."""
+    token = _progress.set(hook)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def _report(rows: int, part: int, whole: int) -> None:
+    hook = _progress.get()
+    if hook is not None and whole > 0:
+        hook(rows * part / whole)
+
 
 _STREAM_SIGNS = 0
 _STREAM_BOOT = 1
@@ -96,6 +122,7 @@ def randomization_counts(diffs: np.ndarray, permutations: int, seed: int, altern
     for bits in _stream(lambda b: sign_block(seed, b, n), SIGN_BLOCK, permutations, step):
         t = observed - 2.0 * (bits.astype(np.float64) @ dt)
         counts += _extreme(t, observed, tol, alternative).sum(axis=0)
+        _report(len(counts), len(bits), permutations)
     return counts
 
 
@@ -117,6 +144,7 @@ def randomization_exact_counts(diffs: np.ndarray, alternative: str = "two-sided"
         flips = ((codes[:, None] >> shifts) & 1).astype(np.float64)
         t = observed - 2.0 * (flips @ dt)
         counts += _extreme(t, observed, tol, alternative).sum(axis=0)
+        _report(len(counts), len(codes), total)
     return counts
 
 
@@ -163,4 +191,5 @@ def bootstrap(
         if means is not None:
             means[done : done + len(w)] = mean + shift
         done += len(w)
+        _report(rows, len(w), resamples)
     return counts, means

@@ -2,7 +2,8 @@
 
 The comparison table has runs as rows and metrics as columns. Each value is followed by the letters of the
 runs it is significantly better than (adjusted p < alpha), and the best value of each metric is marked:
-``*`` in plain text, bold elsewhere.
+``*`` in plain text, bold elsewhere. Plain text goes to pipes and files, so it holds ASCII only: no box
+drawing, and its title parts are separated by ``;`` rather than the terminal's middle dot.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ CORRECTION_LABELS = {"none": "no correction", "bonferroni": "Bonferroni", "holm"
 
 
 # ------------------------------------------------------------------------------------------------ content
-def title(comp: Comparison) -> str:
+def title(comp: Comparison, sep: str = " · ") -> str:
     conv = comp.conventions
     qrels = conv.get("evaluation", {}).get("qrels")
     parts = [
@@ -35,10 +36,10 @@ def title(comp: Comparison) -> str:
     ]
     if qrels:
         parts.append(f"qrels {qrels}")
-    return " · ".join(parts)
+    return sep.join(parts)
 
 
-def notes(comp: Comparison, with_pairs: bool) -> list[str]:
+def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str]:
     conv = comp.conventions
     n = conv["n_queries"]
     n_text = f"n = {n} queries" if isinstance(n, int) else f"n = {n['min']} to {n['max']} queries"
@@ -49,7 +50,7 @@ def notes(comp: Comparison, with_pairs: bool) -> list[str]:
         f"{scope}; correction: "
         f"{conv['correction_description']}; significant when the adjusted p < {comp.alpha:g}",
         f"letters after a value: the runs it is significantly better than; best value per metric "
-        f"marked; {n_text} ({conv['pairing']})",
+        f"{best}; {n_text} ({conv['pairing']})",
     ]
     if len(conv["test_method"]) > 1 or conv["test"] == "randomization":
         out.append(f"p-values from: {'; '.join(conv['test_method'])}")
@@ -165,13 +166,13 @@ def plain(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top:
         ]
         for label, run, cells in rows
     ]
-    out = [title(comp), *_grid(["", "run", *comp.metrics], body, set())]
+    out = [title(comp, sep="; "), *_grid(["", "run", *comp.metrics], body, set())]
     if with_pairs:
         out += ["", *_grid(PAIR_HEADER, pair_rows(comp, digits), {3, 5, 7, 8, 9})]
     if per_query:
         for head, drows in delta_blocks(comp, digits, top):
             out += ["", head, *_grid(["query", "a", "b", "delta"], drows, {1, 2, 3})]
-    out += [f"# {n}" for n in notes(comp, with_pairs)]
+    out += [f"# {n}" for n in notes(comp, with_pairs, best="followed by *")]
     return "\n".join(out) + "\n"
 
 

@@ -3,7 +3,9 @@
 Supported flags: ``-q`` per-query lines, ``-c`` average over all judged topics (missing ones score 0),
 ``-n`` no summary, ``-J`` judged documents only, ``-M N`` at most N results per topic, ``-l N`` relevance
 level, ``-N N`` collection size (for utility), ``-m MEASURE[.PARAMS]`` (repeatable; sets such as
-``all_trec``), ``-h`` help. Differences from trec_eval 10, all where trec_eval's behaviour is undefined:
+``all_trec``), ``-h`` (or ``--help``) the flags and every measure with a line of description (``-h -m P``:
+that measure's only), built from the measure table. Differences from trec_eval 10, all where trec_eval's
+behaviour is undefined:
 
 - ``rbp`` scales graded gains by the topic's real gain range; trec_eval reads its range variables
   uninitialised (the same numbers on its own test files).
@@ -39,7 +41,24 @@ A drop-in for trec_eval 10 with byte-identical output.
   -M MAX          use at most MAX results per topic
   -N NUM_DOCS     number of documents in the collection (for utility)
   -m MEASURE      a measure or set: official (default), all_trec, set, or e.g. P.5,10 ndcg_cut.10
+  -h, --help      this help; with -m, only the measures asked for
 """
+
+
+def help_text(requested: Sequence[str] = ()) -> str:
+    """The usage, then each measure (all of them, or those ``-m`` asked for) in printing order with its
+    default parameters and a line of description, then the sets, as trec_eval's ``-h -m all_trec`` does."""
+    names = [item.base for item in M.expand(requested)] if requested else list(M.ORDER)
+    lines = [USAGE, "Measures: -m NAME, or -m NAME.PARAMS (P.5,10 ndcg.1=0,2=3); printed in this order.", ""]
+    for name in names:
+        default = M.defaults(name)
+        extra = f"; default {name}.{default}" if default else ""
+        lines.append(f"  {name:<22} {M.DESCRIPTIONS[name]}{extra}")
+    lines += ["", "Sets (-m SET):"]
+    for nick, members in M.NICKNAMES.items():
+        same = next((other for other, m in M.NICKNAMES.items() if m == members and other != nick), None)
+        lines.append(f"  {nick:<22} " + (f"same as {same}" if same and same < nick else " ".join(members)))
+    return "\n".join(lines) + "\n"
 
 
 def _format(name: str, qid: str, value: float | str, integer: bool) -> str:
@@ -52,16 +71,17 @@ def _format(name: str, qid: str, value: float | str, integer: bool) -> str:
 
 def run_trec_eval(argv: Sequence[str]) -> str:
     """The text trec_eval would print for ``argv`` (flags and the two files)."""
+    argv = ["-h" if a == "--help" else a for a in argv]  # trec_eval's long option for -h
     try:
         options, files = getopt.gnu_getopt(list(argv), "hqcnJl:M:N:m:D:R:T:Z:ov")
     except getopt.GetoptError as exc:
-        raise StagewiseError(f"trec_eval: {exc.msg}\n{USAGE}") from None
+        raise StagewiseError(f"trec_eval: {exc.msg}; stagewise trec_eval -h lists the flags and measures") from None
+    if any(flag == "-h" for flag, _ in options):
+        return help_text([value for flag, value in options if flag == "-m"])
     per_query = complete = no_summary = judged_only = False
     level, max_ret, collection_size = 1, None, 0
     requested: list[str] = []
     for flag, value in options:
-        if flag == "-h":
-            return USAGE
         if flag == "-q":
             per_query = True
         elif flag == "-c":
@@ -84,7 +104,10 @@ def run_trec_eval(argv: Sequence[str]) -> str:
         else:
             raise StagewiseError(f"trec_eval: flag {flag} {value} is not supported by stagewise's trec_eval")
     if len(files) != 2:
-        raise StagewiseError(f"trec_eval: expected two files, QRELS and RUN; got {len(files)}\n{USAGE}")
+        raise StagewiseError(
+            f"trec_eval: expected two files, QRELS and RUN; got {len(files)} "
+            "(stagewise trec_eval -h lists the flags and measures)"
+        )
     items = M.expand(requested)
     qrels = read_qrels(files[0], format="trec")
     run = read_run(files[1], format="trec")

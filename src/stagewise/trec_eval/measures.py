@@ -40,6 +40,51 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 NICKNAMES["trec"] = NICKNAMES["official"]
 
+# One line per measure for `stagewise trec_eval -h` (trec_eval's own -h text is paragraphs; these are its gist).
+# tests/test_trec_eval_help.py checks that every name of ORDER has one and that there is none besides.
+DESCRIPTIONS: dict[str, str] = {
+    "runid": "the run's tag, from the results file",
+    "num_q": "number of topics the results are averaged over",
+    "num_ret": "documents retrieved, summed over topics",
+    "num_rel": "relevant documents in the qrels, summed over topics",
+    "num_rel_ret": "relevant documents retrieved, summed over topics",
+    "map": "mean average precision: precision at each relevant document's rank, averaged over R",
+    "gm_map": "geometric mean over topics of average precision, each floored at 0.00001",
+    "Rprec": "precision after R documents, R = the topic's relevant documents",
+    "bpref": "binary preference: relevant documents not outranked by judged non-relevant ones",
+    "recip_rank": "reciprocal rank of the first relevant document",
+    "iprec_at_recall": "interpolated precision (the best precision at any recall >= x) at recall levels x",
+    "P": "precision at cutoffs k: relevant documents in the top k, over k",
+    "relstring": "the labels of the top N documents as a string (per topic only)",
+    "recall": "recall at cutoffs k: relevant documents in the top k, over R",
+    "infAP": "inferred AP (Yilmaz and Aslam) from sampled judgements; label -1 marks an unsampled document",
+    "gm_bpref": "geometric mean over topics of bpref, each floored at 0.00001",
+    "Rprec_mult": "precision after x * R documents, for multipliers x",
+    "utility": "a*rel_ret + b*nonrel_ret + c*rel_missed + d*nonrel_missed (params a,b,c,d; -N sets the collection)",
+    "11pt_avg": "mean interpolated precision at recall 0.0, 0.1, ..., 1.0 (or the levels given)",
+    "binG": "binary G: each relevant document over log2(2 + non-relevant documents above it), over R",
+    "G": "gain-based G: each document's gain over log2(2 + ideal gain so far - gain so far), over the ideal",
+    "dcg": "discounted cumulative gain, gain / log2(rank + 1); params level=gain map labels to gains",
+    "ideal_dcg": "DCG of the ideal ranking of all judged documents",
+    "ndcg": "normalised DCG over the whole ranking; params level=gain map labels to gains",
+    "ndcg_rel": "mean over the relevant documents of nDCG at each one's rank",
+    "Rndcg": "mean nDCG sampled where the ideal gain steps down",
+    "ndcg_cut": "nDCG at cutoffs k, the ideal cut at k too",
+    "map_cut": "average precision counting only the top k, at cutoffs k",
+    "relative_P": "relevant documents in the top k, over min(k, R), at cutoffs k",
+    "success": "1 if a relevant document is in the top k, at cutoffs k",
+    "set_P": "precision of the whole retrieved set",
+    "set_relative_P": "relevant retrieved over min(retrieved, R)",
+    "set_recall": "recall of the whole retrieved set",
+    "set_map": "rel_ret^2 / (retrieved * R): set precision times set recall",
+    "set_F": "F-measure of the retrieved set, (beta + 1) P R / (beta P + R); param beta",
+    "num_nonrel_judged_ret": "judged non-relevant documents retrieved, summed over topics",
+    "yaap": "yet another AP: log((1 + s) / (1 + R - s)), s the sum of precisions at relevant documents",
+    "rbp": "rank-biased precision (Moffat and Zobel), persistence p (param p=0.9; level=gain too)",
+    "rbp_resid": "RBP's residual: the weight still open because of unjudged documents (param p)",
+    "unj": "share of the top k that is unjudged, at cutoffs k",
+}
+
 STANDARD_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 ELEVEN_POINTS = tuple(i / 10 for i in range(11))
 INT_CUTOFFS: dict[str, tuple[int, ...]] = {
@@ -136,6 +181,17 @@ def expand(arguments: Sequence[str]) -> list[Requested]:
             item.names = [base]
         out.append(item)
     return out
+
+
+def defaults(base: str) -> str:
+    """The parameters ``base`` takes when ``-m`` gives none, as trec_eval spells them (empty: none)."""
+    if base in INT_CUTOFFS:
+        return ",".join(str(c) for c in INT_CUTOFFS[base])
+    if base in FLOAT_CUTOFFS:
+        return ",".join(f"{c:g}" for c in FLOAT_CUTOFFS[base])
+    if base in FLOAT_PARAMS:
+        return ",".join(f"{c:g}" for c in FLOAT_PARAMS[base])
+    return ""
 
 
 def _pairs(text: str) -> list[tuple[str, float]]:
