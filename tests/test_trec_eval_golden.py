@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from stagewise.errors import StagewiseError
 from stagewise.trec_eval.command import run_trec_eval
 
 MEAS_PARAMS = (
@@ -83,7 +84,20 @@ def test_missing_topic_without_c_is_skipped(trec_eval_test: Path) -> None:
 
 
 def test_unknown_measure_is_a_clean_error(trec_eval_test: Path) -> None:
-    from stagewise.errors import StagewiseError
-
     with pytest.raises(StagewiseError, match="unknown measure"):
         run_trec_eval(["-m", "nope", str(trec_eval_test / "qrels.test"), str(trec_eval_test / "results.test")])
+
+
+def test_drop_in_compares_scores_in_single_precision_unless_asked(tmp_path) -> None:
+    """0.1000000000001 and 0.1 are one C float: trec_eval 9's order puts doc id "b" first (RR 0.5); with
+    --ties docid-double (trec_eval 10.0's doubles) "a" leads (RR 1)."""
+    qrels = tmp_path / "qrels"
+    run = tmp_path / "run"
+    qrels.write_text("q 0 a 1\n")
+    run.write_text("q Q0 b 1 0.1 t\nq Q0 a 2 0.1000000000001 t\n")
+    single = run_trec_eval(["-m", "recip_rank", str(qrels), str(run)])
+    double = run_trec_eval(["-m", "recip_rank", "--ties", "docid-double", str(qrels), str(run)])
+    assert single == "recip_rank            \tall\t0.5000\n"
+    assert double == "recip_rank            \tall\t1.0000\n"
+    with pytest.raises(StagewiseError, match="--ties"):
+        run_trec_eval(["--ties", "float", str(qrels), str(run)])

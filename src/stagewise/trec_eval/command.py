@@ -30,9 +30,9 @@ from stagewise.metrics.context import Conventions, build_context
 from stagewise.trec_eval import measures as M
 
 USAGE = """Usage: stagewise trec_eval [-h] [-q] [-c] [-n] [-J] [-l LEVEL] [-M MAX] [-N NUM_DOCS] \
-[-m MEASURE[.PARAMS]]... QRELS RUN
+[-m MEASURE[.PARAMS]]... [--ties docid|docid-double] QRELS RUN
 
-A drop-in for trec_eval 10 with byte-identical output.
+A drop-in for trec_eval with byte-identical output.
   -q              print per-topic values as well as the summary ("all")
   -c              average over every topic in QRELS; topics missing from RUN score 0
   -n              no summary lines
@@ -41,6 +41,10 @@ A drop-in for trec_eval 10 with byte-identical output.
   -M MAX          use at most MAX results per topic
   -N NUM_DOCS     number of documents in the collection (for utility)
   -m MEASURE      a measure or set: official (default), all_trec, set, or e.g. P.5,10 ndcg_cut.10
+  --ties docid    scores compared as C floats, as trec_eval 9, pytrec_eval and ir_measures store them
+                  (the default: scores equal in single precision tie, ordered by doc id descending)
+  --ties docid-double
+                  scores compared as doubles, as trec_eval 10.0 stores them
   -h, --help      this help; with -m, only the measures asked for
 """
 
@@ -73,16 +77,21 @@ def run_trec_eval(argv: Sequence[str]) -> str:
     """The text trec_eval would print for ``argv`` (flags and the two files)."""
     argv = ["-h" if a == "--help" else a for a in argv]  # trec_eval's long option for -h
     try:
-        options, files = getopt.gnu_getopt(list(argv), "hqcnJl:M:N:m:D:R:T:Z:ov")
+        options, files = getopt.gnu_getopt(list(argv), "hqcnJl:M:N:m:D:R:T:Z:ov", ["ties="])
     except getopt.GetoptError as exc:
         raise StagewiseError(f"trec_eval: {exc.msg}; stagewise trec_eval -h lists the flags and measures") from None
     if any(flag == "-h" for flag, _ in options):
         return help_text([value for flag, value in options if flag == "-m"])
     per_query = complete = no_summary = judged_only = False
     level, max_ret, collection_size = 1, None, 0
+    ties = "docid"
     requested: list[str] = []
     for flag, value in options:
-        if flag == "-q":
+        if flag == "--ties":
+            if value not in ("docid", "docid-double"):
+                raise StagewiseError(f"trec_eval: --ties takes docid or docid-double, not {value!r}")
+            ties = value
+        elif flag == "-q":
             per_query = True
         elif flag == "-c":
             complete = True
@@ -112,7 +121,11 @@ def run_trec_eval(argv: Sequence[str]) -> str:
     qrels = read_qrels(files[0], format="trec")
     run = read_run(files[1], format="trec")
     conventions = Conventions(
-        relevance_level=level, missing="zero" if complete else "skip", max_ret=max_ret, judged_only=judged_only
+        relevance_level=level,
+        ties=ties,
+        missing="zero" if complete else "skip",
+        max_ret=max_ret,
+        judged_only=judged_only,
     )
     ctx = build_context(qrels, run, conventions)
     missing = ~ctx.in_run
