@@ -7,6 +7,7 @@ import gzip
 import os
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -38,7 +39,7 @@ def read_bytes(source: PathLike) -> bytes:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
             raise InputError(source, f"corrupt gzip data ({exc})") from None
     return data
 
