@@ -9,13 +9,17 @@ from typing import Annotated
 import typer
 
 from stagewise.cli.common import (
+    Duplicates,
+    DuplicatesOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
+    QrelsFormatOption,
     RelevanceLevelOption,
     Ties,
     TiesOption,
     emit,
+    read_qrels_as,
     split_metrics,
     user_errors,
 )
@@ -166,6 +170,8 @@ def compare_command(
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
     digits: Annotated[int, typer.Option(help="Decimals of the means in table, markdown and LaTeX output.")] = 4,
+    qrels_format: QrelsFormatOption = None,
+    duplicates: DuplicatesOption = Duplicates.error,
 ) -> None:
     """Compare runs with paired significance tests, corrected for multiple comparisons, with effect sizes.
 
@@ -196,12 +202,20 @@ def compare_command(
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
         if top is not None and top < 1:
             raise StagewiseError(f"--top must be >= 1; got {top}")
+        read: list = list(runs)
+        base: str | int | None = baseline
+        if duplicates is not Duplicates.error:
+            from stagewise.data.readers import read_run
+
+            if baseline in runs:  # a baseline given by its path: the runs read here are named by file name
+                base = runs.index(baseline)
+            read = [read_run(path, duplicates=duplicates.value) for path in runs]
         result = compare(
-            qrels,
-            runs,
+            read_qrels_as(qrels, qrels_format),
+            read,
             split_metrics(metric),
             test=test.value,
-            baseline=baseline,
+            baseline=base,
             correction=correction.value,
             alpha=alpha,
             alternative=alternative.value,

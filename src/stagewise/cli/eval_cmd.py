@@ -9,13 +9,17 @@ from typing import Annotated
 import typer
 
 from stagewise.cli.common import (
+    Duplicates,
+    DuplicatesOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
+    QrelsFormatOption,
     RelevanceLevelOption,
     Ties,
     TiesOption,
     emit,
+    read_qrels_as,
     read_runs_with_progress,
     split_metrics,
     user_errors,
@@ -72,6 +76,8 @@ def eval_command(
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
     digits: Annotated[int, typer.Option(help="Decimals in table, markdown and LaTeX output.")] = 4,
+    qrels_format: QrelsFormatOption = None,
+    duplicates: DuplicatesOption = Duplicates.error,
 ) -> None:
     """Score runs against judgements: one row per run, one column per metric.
 
@@ -96,8 +102,8 @@ def eval_command(
         for name in metrics:  # a misspelt metric fails before any file is read
             Measure.parse(name)
         result = evaluate(
-            qrels,
-            read_runs_with_progress(runs),
+            read_qrels_as(qrels, qrels_format),
+            read_runs_with_progress(runs, duplicates.value),
             metrics,
             relevance_level=relevance_level,
             ties=ties.value,

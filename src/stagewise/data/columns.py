@@ -129,7 +129,12 @@ def raise_on_duplicates(
         f"document {docs.value(repeat)!r} appears more than once for query {query_ids[codes[repeat]]!r}{where}{also}",
         line=line,
         expected=f"each document at most once per query in a {what}",
-        hint="remove the repeated line, or read the run with duplicates='first' or 'best'",
+        hint=(
+            "remove the repeated line, or keep one listing with --duplicates first or --duplicates best"
+            " (read_run(..., duplicates='first') in Python)"
+            if what == "run"
+            else "remove the repeated line: each document is judged once per query"
+        ),
     )
 
 

@@ -207,6 +207,16 @@ def rank_score_problem(head: bytes) -> tuple[int, str] | None:
         return line, "the score column holds integers and the rank column fractions: the two columns look swapped"
     if not ranks_int or not all(_is_number(f[4]) for _, f in sample):
         return None
+    first = [f for _, f in sample if f[0] == sample[0][1][0]]
+    if scores_int and len(first) >= 3:
+        scores = sorted(int(f[4]) for f in first)
+        ranks = sorted(int(f[3]) for f in first)
+        counting = (list(range(1, len(first) + 1)), list(range(len(first))))
+        if scores in counting and ranks not in counting:
+            return line, (
+                "the score column counts 1, 2, 3... like a rank while the rank column does not: the two columns"
+                " look swapped"
+            )
     rising = falling = 0
     for (_, a), (_, b) in itertools.pairwise(sample):
         if a[0] != b[0] or int(a[3]) == int(b[3]):
