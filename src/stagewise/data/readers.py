@@ -14,7 +14,7 @@ import polars as pl
 
 from stagewise._io import PathLike, display_name, read_bytes
 from stagewise.data import classic, shape, trec
-from stagewise.data.columns import LineLookup, lines_from, no_lines
+from stagewise.data.columns import LineLookup, clip, lines_from, no_lines
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import InputError, StagewiseError
@@ -242,16 +242,37 @@ def _frame_from_records(records: list[dict], source: str, lines: list[int] | Non
     try:
         return pl.from_dicts(records, infer_schema_length=None)
     except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError) as exc:
-        # polars names no record: find the first that does not read on its own
+        # polars names neither record nor field: find the first field whose values change kind
+        kinds: dict[str, tuple[str, int]] = {}
         for i, record in enumerate(records):
-            try:
-                pl.from_dicts([record])
-            except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError):
-                line = lines[i] if lines is not None else None
-                where = "" if line is not None else f" (record {i + 1})"
-                raise InputError(source, f"a record cannot be read{where}: {record!r:.120}", line=line) from None
+            for key, value in record.items():
+                kind = _json_kind(value)
+                if kind == "null":
+                    continue
+                seen = kinds.setdefault(key, (kind, i))
+                if seen[0] != kind:
+                    line = lines[i] if lines is not None else None
+                    where = "" if line is not None else f" (record {i + 1})"
+                    raise InputError(
+                        source,
+                        f"field {key!r} holds {kind} here{where} but {seen[0]} in an earlier record",
+                        line=line,
+                        expected=f"one kind of value per field; {key!r}: {seen[0]}",
+                    ) from None
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(source, f"records of mixed types cannot be read ({message})") from None
+        raise InputError(source, f"records cannot be read as a table ({clip(message, 160)})") from None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _load(

@@ -44,7 +44,8 @@ def head_of(path: Path) -> bytes:
 
 def check_encoding(head: bytes, source: str) -> None:
     """Refuse UTF-16 and UTF-32 text (with or without a byte-order mark) and binary files, naming what the
-    file looks like; the readers take UTF-8 only."""
+    file looks like; the readers take UTF-8 only. ``head`` is the file's start, or all of it (a NUL byte
+    anywhere in it is refused)."""
     for bom, name in _WIDE_BOMS:
         if head.startswith(bom):
             raise InputError(
@@ -76,7 +77,7 @@ def needs_rewrite(head: bytes) -> bool:
 def normalise(data: bytes, source: str) -> bytes:
     """``data`` ready for a line parser: encoding checked, a UTF-8 byte-order mark dropped, and CR-only line
     ends (classic Mac OS) turned into LF, so such a file is read line by line, not as one giant line."""
-    check_encoding(data[:HEAD_BYTES], source)
+    check_encoding(data, source)
     if data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM) :]
     if b"\r" in data and b"\n" not in data:  # `in` on bytes is a memchr: cheap on a large file

@@ -20,7 +20,7 @@ import polars as pl
 
 from stagewise._native import parser as native
 from stagewise.data import shape
-from stagewise.data.columns import LineLookup, integer_labels, lines_from
+from stagewise.data.columns import LineLookup, clip, integer_labels, lines_from
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
@@ -46,6 +46,8 @@ def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
     separator = "\t" if b"\t" in first else " "
     n_columns = len(first.split(separator.encode()))
     if n_columns < len(fields) or first != first.strip() or b"\r" in first:
+        return None
+    if b"\x0b" in data or b"\x0c" in data:  # blanks to the parsers, field bytes to polars' CSV reader
         return None
     names = list(fields) + [f"_extra{i}" for i in range(n_columns - len(fields))]
     try:
@@ -104,7 +106,7 @@ def _check_scores(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.D
     bad = scores.is_null() | ~scores.is_finite()
     if bad.any():
         row = int(bad.arg_true()[0])
-        value = frame["score"][row]
+        value = clip(frame["score"][row])
         raise InputError(
             source,
             f"score {value!r} is not a finite number",
@@ -201,12 +203,18 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
         _, code, line, field = out
         if isinstance(field, bytes):
             field = field.decode("utf-8", errors="replace")
+        if isinstance(field, str):
+            field = clip(field)
         problem, expected = _NATIVE_ERRORS[code]
         raise InputError(source, problem.format(field=field), line=line, expected=expected or form)
     if not out["values"]:
         if not load().strip():
             raise InputError(source, "is empty", expected=f"lines of {form}")
         raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
+    if b"\x00" in out["doc_data"] or any(b"\x00" in q for q in out["qids"]) or b"\x00" in out["tag"]:
+        raw_bytes = load()
+        line = raw_bytes[: raw_bytes.find(b"\x00")].count(b"\n") + 1
+        raise InputError(source, "holds a NUL byte in an id", line=line, expected="UTF-8 text", hint="save it as UTF-8")
     try:
         first_seen = [q.decode("utf-8") for q in out["qids"]]
         tag = out["tag"].decode("utf-8") if kind == 0 else None
@@ -234,6 +242,8 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
 def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering). ``data`` is
     the file's bytes, or the path of a plain (uncompressed) file, which the C parser reads in pieces."""
+    if native is None and isinstance(data, Path):
+        data = data.read_bytes()  # the polars reader reads the whole file: check all of it
     data = _prepare(data, source, 0, RUN_FORM)
     if native is not None:
         return _parse_native(data, source, 0, RUN_FORM)
@@ -247,6 +257,8 @@ def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, L
 
 def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, relevance``; ``data`` as for :func:`parse_run`."""
+    if native is None and isinstance(data, Path):
+        data = data.read_bytes()  # the polars reader reads the whole file: check all of it
     data = _prepare(data, source, 1, QRELS_FORM)
     if native is not None:
         return _parse_native(data, source, 1, QRELS_FORM)
