@@ -495,3 +495,18 @@ def test_malformed_file_through_the_console_entry_point(tmp_path: Path, good: tu
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and done.stderr.startswith("stagewise: error:")
+
+
+@pytest.mark.parametrize("ids", [("q\ud800", "d1"), ("q1", "d\udc00")])
+def test_lone_surrogate_in_an_in_memory_id(ids: tuple[str, str]) -> None:
+    query, doc = ids
+    with pytest.raises(InputError, match=r"<dict>: .*not valid Unicode"):
+        read_run({query: {doc: 1.0}})
+    with pytest.raises(InputError, match=r"<dict>: .*not valid Unicode"):
+        read_qrels({query: {doc: 1}})
+
+
+def test_trec_eval_names_the_commands_that_read_classic_qrels(tmp_path: Path, good: tuple[Path, Path]) -> None:
+    path = tmp_path / "cranqrel"
+    path.write_text("1 184 2\n1 29 2\n1 31 2\n")
+    _clean_failure(["trec_eval", str(path), str(good[1])], f"{path}:1", "--qrels-format cranfield (stagewise eval")

@@ -3,10 +3,11 @@ in-memory objects (polars or pandas DataFrames, dict-of-dicts with Python or num
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -352,7 +353,8 @@ def read_run(
     """
     if isinstance(source, Run):
         return source if name is None or name == source.name else source.renamed(name)
-    frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
+    with _unicode_checked(source):
+        frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
     if isinstance(frame, trec.Parsed):
         return Run.from_columns(
             frame.first_seen,
@@ -369,7 +371,8 @@ def read_run(
         )
     if frame["score"].dtype == pl.String:
         frame = _strict_numeric(frame, "score", where, line_of)
-    return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
+    with _unicode_checked(where):
+        return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
 
 
 def _is_single_nested_run(obj: Mapping) -> bool:
@@ -413,7 +416,8 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
     """
     if isinstance(source, Qrels):
         return source
-    frame, where, default_name, line_of = _load(source, format, "relevance", ())
+    with _unicode_checked(source):
+        frame, where, default_name, line_of = _load(source, format, "relevance", ())
     if isinstance(frame, trec.Parsed):
         return Qrels.from_columns(
             frame.first_seen,
@@ -425,12 +429,25 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
             source=where,
             line_of=line_of,
         )
-    return Qrels.from_frame(
-        frame,
-        name=name or (default_name if default_name != "run" else "qrels"),
-        source=where,
-        line_of=line_of,
-    )
+    with _unicode_checked(where):
+        return Qrels.from_frame(
+            frame,
+            name=name or (default_name if default_name != "run" else "qrels"),
+            source=where,
+            line_of=line_of,
+        )
+
+
+@contextlib.contextmanager
+def _unicode_checked(source: Any) -> Iterator[None]:
+    """Text that UTF-8 cannot encode (a lone surrogate in an id built in Python) is an input error; files are
+    checked where they are parsed, with their line. ``source`` is the display name, or what was read."""
+    try:
+        yield
+    except UnicodeEncodeError as exc:
+        where = source if isinstance(source, str) else f"<{type(source).__name__}>"
+        bad = exc.object[exc.start : exc.end]
+        raise InputError(where, f"holds {bad!r}, which is not valid Unicode text ({exc.reason})") from None
 
 
 def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineLookup) -> pl.DataFrame:

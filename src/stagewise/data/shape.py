@@ -29,7 +29,7 @@ _WIDE_BOMS = (
     (b"\xff\xfe", "UTF-16"),
 )
 
-QRELS_FORMAT_HINT = "--qrels-format"
+QRELS_FORMAT_HINT = "--qrels-format"  # an option of eval, compare and validate
 """The CLI option that reads qrels in another layout; hints name it."""
 
 
@@ -156,7 +156,7 @@ def check_qrels_shape(head: bytes, source: str, form: str) -> None:
             f"has 3 integer fields ('{_show(fields)}'): this looks like Cranfield's 'qid docid grade' qrels",
             line=line,
             expected=form,
-            hint=f"read it with {QRELS_FORMAT_HINT} cranfield",
+            hint=f"read it with {QRELS_FORMAT_HINT} cranfield (stagewise eval, compare, validate)",
         )
     if _constant_doc_column(sample, 2) and all(_is_int(f[0]) and _is_int(f[1]) for _, f in sample):
         raise InputError(
@@ -165,7 +165,7 @@ def check_qrels_shape(head: bytes, source: str, form: str) -> None:
             " this looks like 'qid docid ...' pairs (CISI, CACM, ADI), not TREC qrels",
             line=line,
             expected=form,
-            hint=f"read it with {QRELS_FORMAT_HINT} cisi",
+            hint=f"read it with {QRELS_FORMAT_HINT} cisi (stagewise eval, compare, validate)",
         )
 
 
