@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import stagewise
@@ -510,3 +512,52 @@ def test_trec_eval_names_the_commands_that_read_classic_qrels(tmp_path: Path, go
     path = tmp_path / "cranqrel"
     path.write_text("1 184 2\n1 29 2\n1 31 2\n")
     _clean_failure(["trec_eval", str(path), str(good[1])], f"{path}:1", "--qrels-format cranfield (stagewise eval")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Fuzzing: any bytes either read or fail as an InputError, under both TREC readers and every text format
+# ---------------------------------------------------------------------------------------------------------
+
+# Fields, separators and bytes that have broken readers, and whole lines of each format so that mutations land
+# inside files that otherwise read.
+_PIECES = [
+    *(b'q1 Q0 d1 1 2.5 -1 tag # nan 1e999 null , : { } [ ] " \\ud800'.split(b" ")),
+    *(
+        b" ",
+        b"\t",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\x0b",
+        b"\x1c",
+        b"\x00",
+        b"\xef\xbb\xbf",
+        b"\xff\xfe",
+        b"\xc3",
+        b"\xc2\xa0",
+    ),
+    *(b'"query_id"', b'"doc_id"', b'"score"', b'"relevance"', b"9" * 30),
+    *(b"q1 Q0 d1 1 2.5 t\n", b"q1 Q0 d2 2 1.5 t\n", b"q2 Q0 d1 1 0.5 t\n", b"q1 0 d1 1\n", b"q1 0 d2 0\n"),
+    b'{"query_id": "q1", "doc_id": "d1", "score": 1, "relevance": 1}\n',
+    *(
+        b"query_id,doc_id,score,relevance\n",
+        b"q1,d1,1.5,1\n",
+        b"query_id\tdoc_id\tscore\trelevance\n",
+        b"q1\td2\t0.5\t0\n",
+    ),
+]
+
+
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=60),
+    suffix=st.sampled_from(["run", "qrels", "jsonl", "json", "csv", "tsv"]),
+)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_bytes_read_or_raise_input_error(trec_reader: str, tmp_path: Path, pieces: list[bytes], suffix: str):
+    path = tmp_path / f"fuzz.{suffix}"
+    path.write_bytes(b"".join(pieces))
+    for reader in (read_run, read_qrels):
+        try:
+            reader(path)
+        except InputError as exc:
+            assert str(exc).startswith(str(path)) and "\n" not in str(exc)
