@@ -561,3 +561,14 @@ def test_any_bytes_read_or_raise_input_error(trec_reader: str, tmp_path: Path, p
             reader(path)
         except InputError as exc:
             assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+
+
+def test_doc_id_and_q0_swapped_with_one_result_per_query(trec_reader: str, tmp_path: Path) -> None:
+    """No duplicate gives it away here: every query would silently retrieve a document called 'Q0'."""
+    path = tmp_path / "one-each.run"
+    path.write_text("".join(f"q{i} d{i} Q0 1 1.0 sys\n" for i in range(5)))
+    with pytest.raises(InputError, match=r"one-each\.run:1: .*look swapped"):
+        read_run(path)
+    same_doc = tmp_path / "same-doc.run"  # one document retrieved for every query is sound
+    same_doc.write_text("".join(f"q{i} Q0 d7 1 1.0 sys\n" for i in range(5)))
+    assert len(read_run(same_doc)) == 5
