@@ -76,6 +76,7 @@ def _json_loads(data: bytes | str, source: str, line: int | None = None, expecte
     """``json.loads`` whose every failure is an :class:`InputError` naming the line: bad syntax, nesting
     too deep for the parser, integers longer than Python converts, and lone surrogates (text no UTF-8
     writer can encode)."""
+    expected = expected or "an object {query_id: {doc_id: value}} or a list of records"
     try:
         parsed = json.loads(data)
     except json.JSONDecodeError as exc:
@@ -97,7 +98,7 @@ def _json_loads(data: bytes | str, source: str, line: int | None = None, expecte
                 source,
                 f"holds the escape {escape}, half of a UTF-16 surrogate pair, which is not valid Unicode text",
                 line=at,
-                expected=expected or "text ids and values",
+                expected=expected,
             )
     return parsed
 
