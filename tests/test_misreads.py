@@ -572,3 +572,13 @@ def test_doc_id_and_q0_swapped_with_one_result_per_query(trec_reader: str, tmp_p
     same_doc = tmp_path / "same-doc.run"  # one document retrieved for every query is sound
     same_doc.write_text("".join(f"q{i} Q0 d7 1 1.0 sys\n" for i in range(5)))
     assert len(read_run(same_doc)) == 5
+
+
+def test_cli_choices_follow_the_library() -> None:
+    """The CLI spells its choices by hand (so that --help imports nothing heavy): they must not drift."""
+    from stagewise.cli.common import Duplicates, QrelsFormat
+    from stagewise.data.readers import QRELS_FORMATS
+    from stagewise.data.run import DUPLICATE_POLICIES
+
+    assert [f.value for f in QrelsFormat] == list(QRELS_FORMATS)
+    assert [d.value for d in Duplicates] == list(DUPLICATE_POLICIES)
