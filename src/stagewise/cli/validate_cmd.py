@@ -21,7 +21,9 @@ def validate_command(
     Reports judged queries missing from a run, run queries without judgements, duplicate documents, the
     unjudged share of the top 10 and 100, and the label histogram.
 
-    Exits with 1 when a run misses judged queries or repeats documents, so scripts can stop on it.
+    Warns when a run's rank and score columns disagree (scores rising with the rank: a distance, or the two
+    columns swapped). Exits with 1 when a run misses judged queries, repeats documents or draws a warning, so
+    scripts can stop on it.
     """
     with user_errors():
         from stagewise.data.validate import validate
