@@ -13,6 +13,7 @@ import stat
 import sys
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -44,7 +45,7 @@ def read_bytes(source: PathLike) -> bytes:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
             raise InputError(source, f"corrupt gzip data ({exc})") from None
     return data
 

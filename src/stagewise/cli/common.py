@@ -34,6 +34,51 @@ class Missing(StrEnum):
     error = "error"
 
 
+class QrelsFormat(StrEnum):
+    """How a qrels file is laid out, as CLI choices (stagewise.data.readers.QRELS_FORMATS)."""
+
+    trec = "trec"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    tsv = "tsv"
+    parquet = "parquet"
+    cranfield = "cranfield"
+    cisi = "cisi"
+
+
+class Duplicates(StrEnum):
+    """What a document listed twice for one query of a run does, as CLI choices."""
+
+    error = "error"
+    first = "first"
+    best = "best"
+
+
+QrelsFormatOption = Annotated[
+    QrelsFormat | None,
+    typer.Option(
+        "--qrels-format",
+        help="Layout of the qrels file (default: from its extension, else TREC): cranfield reads 'qid docid grade' "
+        "(grade 1 best -> label 4, -1 -> 0), cisi reads 'qid docid ...' pairs as relevant (CISI, CACM, ADI).",
+    ),
+]
+DuplicatesOption = Annotated[
+    Duplicates,
+    typer.Option(
+        help="A document listed twice for one query of a run: error (naming the line), or keep the first or the "
+        "best-scored listing."
+    ),
+]
+
+
+def read_qrels_as(path: str, qrels_format: QrelsFormat | None):
+    """The qrels argument, read with its stated format (or by its extension when none is stated)."""
+    from stagewise.data.readers import read_qrels
+
+    return read_qrels(path, format=None if qrels_format is None else qrels_format.value)
+
+
 # Convention options shared by the commands that evaluate runs (eval, compare).
 RelevanceLevelOption = Annotated[
     int,
@@ -205,9 +250,9 @@ def baseline_label(baseline: str, paths: list[str], labels: list[str]) -> str:
     return matches[0] if matches else baseline
 
 
-def read_runs_with_progress(paths: list[str]) -> list:
+def read_runs_with_progress(paths: list[str], duplicates: str = "error") -> list:
     """Read run files with a progress bar on stderr (shown only on a terminal, and gone when done), each
-    named by :func:`run_labels`."""
+    named by :func:`run_labels`; ``duplicates`` is read_run's policy for a document repeated in a query."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -227,6 +272,6 @@ def read_runs_with_progress(paths: list[str]) -> list:
         task = progress.add_task("runs", total=len(paths), name="")
         for path, label in zip(paths, run_labels(paths), strict=True):
             progress.update(task, name=label)
-            runs.append(read_run(path, name=label))
+            runs.append(read_run(path, name=label, duplicates=duplicates))
             progress.advance(task)
     return runs

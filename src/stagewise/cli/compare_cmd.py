@@ -10,15 +10,19 @@ import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    Duplicates,
+    DuplicatesOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
+    QrelsFormatOption,
     RelevanceLevelOption,
     Ties,
     TiesOption,
     baseline_label,
     check_output,
     emit,
+    read_qrels_as,
     read_runs_with_progress,
     show_table,
     split_metrics,
@@ -173,6 +177,8 @@ def compare_command(
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
     digits: Annotated[int, typer.Option(help="Decimals of the means in table, markdown and LaTeX output.")] = 4,
+    qrels_format: QrelsFormatOption = None,
+    duplicates: DuplicatesOption = Duplicates.error,
 ) -> None:
     """Compare runs with paired significance tests, corrected for multiple comparisons, with effect sizes.
 
@@ -207,10 +213,10 @@ def compare_command(
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         for name in metrics:  # a misspelt metric fails before any file is read
             Measure.parse(name)
-        loaded = read_runs_with_progress(runs)
+        loaded = read_runs_with_progress(runs, duplicates.value)
         with stage_progress("evaluating the runs", "testing", "comparisons") as report:
             result = compare(
-                qrels,
+                read_qrels_as(qrels, qrels_format),
                 loaded,
                 metrics,
                 test=test.value,

@@ -10,14 +10,18 @@ import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    Duplicates,
+    DuplicatesOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
+    QrelsFormatOption,
     RelevanceLevelOption,
     Ties,
     TiesOption,
     check_output,
     emit,
+    read_qrels_as,
     read_runs_with_progress,
     show_table,
     split_metrics,
@@ -83,6 +87,8 @@ def eval_command(
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
     digits: Annotated[int, typer.Option(help="Decimals in table, markdown and LaTeX output.")] = 4,
+    qrels_format: QrelsFormatOption = None,
+    duplicates: DuplicatesOption = Duplicates.error,
 ) -> None:
     """Score runs against judgements: one row per run, one column per metric.
 
@@ -107,8 +113,8 @@ def eval_command(
         for name in metrics:  # a misspelt metric fails before any file is read
             Measure.parse(name)
         result = evaluate(
-            qrels,
-            read_runs_with_progress(runs),
+            read_qrels_as(qrels, qrels_format),
+            read_runs_with_progress(runs, duplicates.value),
             metrics,
             relevance_level=relevance_level,
             ties=ties.value,

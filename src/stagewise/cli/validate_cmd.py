@@ -7,25 +7,28 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import user_errors
+from stagewise.cli.common import QrelsFormatOption, read_qrels_as, user_errors
 
 
 def validate_command(
     qrels: Annotated[str, typer.Argument(help="Judgements file.")],
     runs: Annotated[list[str], typer.Argument(help="Run files to check against it.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    qrels_format: QrelsFormatOption = None,
 ) -> None:
     """Check runs against judgements before trusting a number.
 
     Reports judged queries missing from a run, run queries without judgements, duplicate documents, the
     unjudged share of the top 10 and 100, and the label histogram.
 
-    Exits with 1 when a run misses judged queries or repeats documents, so scripts can stop on it.
+    Warns when a run's rank and score columns disagree (scores rising with the rank: a distance, or the two
+    columns swapped). Exits with 1 when a run misses judged queries, repeats documents or draws a warning, so
+    scripts can stop on it.
     """
     with user_errors():
         from stagewise.data.validate import validate
 
-        report = validate(qrels, runs)
+        report = validate(read_qrels_as(qrels, qrels_format), runs)
         typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render().rstrip("\n"))
         if not report.ok:
             raise typer.Exit(1)

@@ -16,6 +16,12 @@ LineLookup = Callable[[int], "int | None"]
 """Maps a row of a container's input to its 1-based line in the source file, or ``None``."""
 
 
+def clip(value: object, width: int = 60) -> str:
+    """A field short enough to quote in a one-line message (a score of 5,000 digits is still an error)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= width else f"{text[: width - 3]}..."
+
+
 def no_lines(row: int) -> None:
     """The line lookup of a source that has no lines (a DataFrame, a dict)."""
     return None
@@ -129,7 +135,12 @@ def raise_on_duplicates(
         f"document {docs.value(repeat)!r} appears more than once for query {query_ids[codes[repeat]]!r}{where}{also}",
         line=line,
         expected=f"each document at most once per query in a {what}",
-        hint="remove the repeated line, or read the run with duplicates='first' or 'best'",
+        hint=(
+            "remove the repeated line, or keep one listing with --duplicates first or --duplicates best"
+            " (read_run(..., duplicates='first') in Python)"
+            if what == "run"
+            else "remove the repeated line: each document is judged once per query"
+        ),
     )
 
 
@@ -152,7 +163,7 @@ def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarra
             row = int(bad.arg_true()[0])
             raise InputError(
                 where,
-                f"relevance label {raw[row]!r} is not an integer",
+                f"relevance label {clip(raw[row])!r} is not an integer",
                 line=line_of(row),
                 expected="an integer label such as 0, 1, 2 or -1 (1.0 also reads as 1)",
             )
@@ -161,7 +172,7 @@ def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarra
         row = int(np.flatnonzero((values > np.iinfo(np.int32).max) | (values < np.iinfo(np.int32).min))[0])
         raise InputError(
             where,
-            f"relevance label {raw[row]!r} is out of range",
+            f"relevance label {clip(raw[row])!r} is out of range",
             line=line_of(row),
             expected="a label that fits in 32 bits",
         )

@@ -3,23 +3,27 @@ in-memory objects (polars or pandas DataFrames, dict-of-dicts with Python or num
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
 
 from stagewise._io import PathLike, display_name, read_bytes
-from stagewise.data import trec
-from stagewise.data.columns import LineLookup, lines_from, no_lines
+from stagewise.data import classic, shape, trec
+from stagewise.data.columns import LineLookup, clip, lines_from, no_lines
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import InputError, StagewiseError
 
 Format = Literal["trec", "json", "jsonl", "csv", "tsv", "parquet"]
 FORMATS: tuple[str, ...] = ("trec", "json", "jsonl", "csv", "tsv", "parquet")
+QRELS_FORMATS: tuple[str, ...] = (*FORMATS, *classic.QRELS_LAYOUTS)
+"""What :func:`read_qrels` reads: the run formats and the classic collections' qrels layouts."""
 
 # Column names other tools use, mapped to ours.
 _ALIASES = {
@@ -42,10 +46,10 @@ _ALIASES = {
 }
 
 
-def _format_of(source: PathLike, declared: str | None) -> str:
+def _format_of(source: PathLike, declared: str | None, allowed: tuple[str, ...] = FORMATS) -> str:
     if declared is not None:
-        if declared not in FORMATS:
-            raise InputError(display_name(source), f"unknown format {declared!r}", expected=f"one of {FORMATS}")
+        if declared not in allowed:
+            raise InputError(display_name(source), f"unknown format {declared!r}", expected=f"one of {allowed}")
         return declared
     name = str(source).lower()
     if name.endswith(".gz"):
@@ -60,6 +64,43 @@ def _format_of(source: PathLike, declared: str | None) -> str:
         "parquet": "parquet",
         "pq": "parquet",
     }.get(suffix, "trec")
+
+
+# A UTF-16 surrogate escape that is not half of a pair: JSON allows it, Unicode text cannot hold it.
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _json_loads(data: bytes | str, source: str, line: int | None = None, expected: str | None = None) -> Any:
+    """``json.loads`` whose every failure is an :class:`InputError` naming the line: bad syntax, nesting
+    too deep for the parser, integers longer than Python converts, and lone surrogates (text no UTF-8
+    writer can encode)."""
+    expected = expected or "an object {query_id: {doc_id: value}} or a list of records"
+    try:
+        parsed = json.loads(data)
+    except json.JSONDecodeError as exc:
+        where = exc.lineno if line is None else line
+        raise InputError(source, f"is not valid JSON ({exc.msg})", line=where, expected=expected) from None
+    except RecursionError:
+        raise InputError(source, "is nested too deeply to read as JSON", line=line, expected=expected) from None
+    except ValueError as exc:  # int() refuses more than sys.get_int_max_str_digits() digits
+        raise InputError(
+            source, f"holds a number too long to read ({str(exc).split(':')[0]})", line=line, expected=expected
+        ) from None
+    raw = data.encode("utf-8", errors="surrogatepass") if isinstance(data, str) else data
+    if b"\\u" in raw:
+        found = _LONE_SURROGATE.search(raw)
+        if found is not None:
+            escape = found.group().decode("ascii")
+            at = line if line is not None else raw[: found.start()].count(b"\n") + 1
+            raise InputError(
+                source,
+                f"holds the escape {escape}, half of a UTF-16 surrogate pair, which is not valid Unicode text",
+                line=at,
+                expected=expected,
+            )
+    return parsed
 
 
 def _normalise_columns(
@@ -81,6 +122,15 @@ def _normalise_columns(
             + "; ".join(f"{c}: {', '.join(_ALIASES[c][1:4])}" for c in missing)
             + ")",
         )
+    for target, column in chosen.items():
+        dtype = frame[column].dtype
+        if dtype.is_nested() or dtype == pl.Object or dtype == pl.Binary:
+            what = "a number" if target in ("score", "relevance", "rank") else "a text or integer id"
+            raise InputError(
+                source,
+                f"column {column!r} holds {dtype} values (the first is {frame[column].head(1).to_list()[0]!r:.60})",
+                expected=f"{what} in each row of {column!r}",
+            )
     return frame.select([pl.col(src).alias(dst) for dst, src in chosen.items()])
 
 
@@ -164,12 +214,9 @@ def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, Lin
     except pl.exceptions.PolarsError as exc:
         raise InputError(source, f"cannot be read as {fmt.upper()} ({str(exc).splitlines()[0]})") from None
     # JSON: a list of records here; {query: {doc: value}} objects are read by _frame_from_nested.
-    try:
-        parsed = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise InputError(source, f"is not valid JSON ({exc.msg})", line=exc.lineno) from None
+    parsed = _json_loads(data, source)
     if isinstance(parsed, list) and all(isinstance(record, dict) for record in parsed):
-        return pl.from_dicts(parsed, infer_schema_length=None), no_lines
+        return _frame_from_records(parsed, source), no_lines
     raise InputError(
         source,
         f"holds a JSON {type(parsed).__name__}",
@@ -183,19 +230,51 @@ def _read_jsonl(data: bytes, source: str) -> tuple[pl.DataFrame, list[int]]:
     for lineno, line in enumerate(trec.decode_text(data, source).split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                source, f"invalid JSON ({exc.msg})", line=lineno, expected="one JSON object per line"
-            ) from None
+        record = _json_loads(line, source, lineno, "one JSON object per line")
         if not isinstance(record, dict):
             raise InputError(
                 source, f"a JSON {type(record).__name__}", line=lineno, expected="one JSON object per line"
             )
         records.append(record)
         lines.append(lineno)
-    return pl.from_dicts(records, infer_schema_length=None), lines
+    return _frame_from_records(records, source, lines), lines
+
+
+def _frame_from_records(records: list[dict], source: str, lines: list[int] | None = None) -> pl.DataFrame:
+    try:
+        return pl.from_dicts(records, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError) as exc:
+        # polars names neither record nor field: find the first field whose values change kind
+        kinds: dict[str, tuple[str, int]] = {}
+        for i, record in enumerate(records):
+            for key, value in record.items():
+                kind = _json_kind(value)
+                if kind == "null":
+                    continue
+                seen = kinds.setdefault(key, (kind, i))
+                if seen[0] != kind:
+                    line = lines[i] if lines is not None else None
+                    where = "" if line is not None else f" (record {i + 1})"
+                    raise InputError(
+                        source,
+                        f"field {key!r} holds {kind} here{where} but {seen[0]} in an earlier record",
+                        line=line,
+                        expected=f"one kind of value per field; {key!r}: {seen[0]}",
+                    ) from None
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(source, f"records cannot be read as a table ({clip(message, 160)})") from None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 def _load(
@@ -219,23 +298,25 @@ def _load(
         )
     where = display_name(source)
     name = "stdin" if where == "<stdin>" else Path(source).name
-    kind = _format_of(source, fmt)
+    kind = _format_of(source, fmt, QRELS_FORMATS if value_column == "relevance" else FORMATS)
     if kind == "trec" and _plain_file(source):
         parse = trec.parse_run if value_column == "score" else trec.parse_qrels
         parsed, line_of = parse(Path(source), where)
         return parsed, where, name, line_of
     data = read_bytes(source)
+    if kind != "parquet":  # a UTF-8 byte-order mark dropped, CR-only line ends made LF, UTF-16 refused
+        data = shape.normalise(data, where)
     if kind in ("json", "csv", "tsv"):  # JSONL is decoded line by line where it is parsed
         trec.decode_text(data, where)  # invalid UTF-8 is an error naming its line
+    if kind in classic.QRELS_LAYOUTS:
+        nested = classic.read_layout(kind, trec.decode_text(data, where), where)
+        return _frame_from_nested(nested, value_column, where), where, name, no_lines
     if kind == "trec":
         parse = trec.parse_run if value_column == "score" else trec.parse_qrels
         parsed, line_of = parse(data, where)
         return parsed, where, name, line_of
     if kind == "json" and data.lstrip()[:1] == b"{":
-        try:
-            nested = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise InputError(where, f"is not valid JSON ({exc.msg})", line=exc.lineno) from None
+        nested = _json_loads(data, where)
         return _frame_from_nested(nested, value_column, where), where, name, no_lines
     frame, line_of = _read_tabular(data, kind, where)
     frame = _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where)
@@ -273,7 +354,8 @@ def read_run(
     """
     if isinstance(source, Run):
         return source if name is None or name == source.name else source.renamed(name)
-    frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
+    with _unicode_checked(source):
+        frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
     if isinstance(frame, trec.Parsed):
         return Run.from_columns(
             frame.first_seen,
@@ -290,7 +372,8 @@ def read_run(
         )
     if frame["score"].dtype == pl.String:
         frame = _strict_numeric(frame, "score", where, line_of)
-    return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
+    with _unicode_checked(where):
+        return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
 
 
 def _is_single_nested_run(obj: Mapping) -> bool:
@@ -334,7 +417,8 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
     """
     if isinstance(source, Qrels):
         return source
-    frame, where, default_name, line_of = _load(source, format, "relevance", ())
+    with _unicode_checked(source):
+        frame, where, default_name, line_of = _load(source, format, "relevance", ())
     if isinstance(frame, trec.Parsed):
         return Qrels.from_columns(
             frame.first_seen,
@@ -346,12 +430,25 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
             source=where,
             line_of=line_of,
         )
-    return Qrels.from_frame(
-        frame,
-        name=name or (default_name if default_name != "run" else "qrels"),
-        source=where,
-        line_of=line_of,
-    )
+    with _unicode_checked(where):
+        return Qrels.from_frame(
+            frame,
+            name=name or (default_name if default_name != "run" else "qrels"),
+            source=where,
+            line_of=line_of,
+        )
+
+
+@contextlib.contextmanager
+def _unicode_checked(source: Any) -> Iterator[None]:
+    """Text that UTF-8 cannot encode (a lone surrogate in an id built in Python) is an input error; files are
+    checked where they are parsed, with their line. ``source`` is the display name, or what was read."""
+    try:
+        yield
+    except UnicodeEncodeError as exc:
+        where = source if isinstance(source, str) else f"<{type(source).__name__}>"
+        bad = exc.object[exc.start : exc.end]
+        raise InputError(where, f"holds {bad!r}, which is not valid Unicode text ({exc.reason})") from None
 
 
 def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineLookup) -> pl.DataFrame:

@@ -19,7 +19,8 @@ import numpy as np
 import polars as pl
 
 from stagewise._native import parser as native
-from stagewise.data.columns import LineLookup, integer_labels, lines_from
+from stagewise.data import shape
+from stagewise.data.columns import LineLookup, clip, integer_labels, lines_from
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
@@ -46,6 +47,8 @@ def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
     n_columns = len(first.split(separator.encode()))
     if n_columns < len(fields) or first != first.strip() or b"\r" in first:
         return None
+    if b"\x0b" in data or b"\x0c" in data:  # blanks to the parsers, field bytes to polars' CSV reader
+        return None
     names = list(fields) + [f"_extra{i}" for i in range(n_columns - len(fields))]
     try:
         frame = pl.read_csv(
@@ -71,17 +74,19 @@ def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
 
 
 def _careful_rows(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[list[list[str]], list[int]]:
-    text = decode_text(data, source)
+    decode_text(data, source)  # invalid UTF-8 is an error naming its line
     rows: list[list[str]] = []
     lines: list[int] = []
     n = len(fields)
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    # Split bytes, not text: bytes.split() breaks on ASCII white space only, as the C parser and trec_eval do
+    # (str.split() would also break on U+00A0 or U+001C inside an id).
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
         parts = line.split()
-        if not parts or parts[0].startswith("#"):
+        if not parts or parts[0].startswith(b"#"):
             continue
         if len(parts) < n:
             raise InputError(source, f"found {len(parts)} field(s)", line=lineno, expected=form)
-        rows.append(parts[:n])
+        rows.append([part.decode("utf-8") for part in parts[:n]])
         lines.append(lineno)
     return rows, lines
 
@@ -101,7 +106,7 @@ def _check_scores(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.D
     bad = scores.is_null() | ~scores.is_finite()
     if bad.any():
         row = int(bad.arg_true()[0])
-        value = frame["score"][row]
+        value = clip(frame["score"][row])
         raise InputError(
             source,
             f"score {value!r} is not a finite number",
@@ -132,9 +137,32 @@ def _read(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple
 
 
 def line_numbers(data: bytes) -> list[int]:
-    """1-based line numbers of the data lines (not blank, not comments), in file order."""
-    text = data.decode("utf-8", errors="replace")
-    return [i for i, line in enumerate(text.split("\n"), start=1) if line.strip() and not line.lstrip().startswith("#")]
+    """1-based line numbers of the data lines (not blank, not comments), in file order.
+
+    Lines are split and stripped as bytes, by the parsers' own rule (ASCII blanks): text rules would also
+    strip U+001C or U+0085, count a line such as ``\\x1c#q ...`` as a comment that the parser read as data,
+    and point every later error at the wrong line."""
+    lines = enumerate(data.split(b"\n"), start=1)
+    return [i for i, line in lines if line.strip() and not line.lstrip().startswith(b"#")]
+
+
+def _prepare(data: bytes | Path, source: str, kind: int, form: str) -> bytes | Path:
+    """Check the encoding and the shape of the first lines; a file with a UTF-8 byte-order mark or CR-only
+    line ends comes back as fixed bytes, any other file as given (the C parser reads a path in pieces)."""
+    if isinstance(data, Path):
+        head = shape.head_of(data)
+        shape.check_encoding(head, source)
+        if shape.needs_rewrite(head):
+            data = shape.normalise(data.read_bytes(), source)
+            head = data[: shape.HEAD_BYTES]
+    else:
+        data = shape.normalise(data, source)
+        head = data[: shape.HEAD_BYTES]
+    if kind == 0:
+        shape.check_run_shape(head, source, form)
+    else:
+        shape.check_qrels_shape(head, source, form)
+    return data
 
 
 @dataclass
@@ -175,12 +203,18 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
         _, code, line, field = out
         if isinstance(field, bytes):
             field = field.decode("utf-8", errors="replace")
+        if isinstance(field, str):
+            field = clip(field)
         problem, expected = _NATIVE_ERRORS[code]
         raise InputError(source, problem.format(field=field), line=line, expected=expected or form)
     if not out["values"]:
         if not load().strip():
             raise InputError(source, "is empty", expected=f"lines of {form}")
         raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
+    if b"\x00" in out["doc_data"] or any(b"\x00" in q for q in out["qids"]) or b"\x00" in out["tag"]:
+        raw_bytes = load()
+        line = raw_bytes[: raw_bytes.find(b"\x00")].count(b"\n") + 1
+        raise InputError(source, "holds a NUL byte in an id", line=line, expected="UTF-8 text", hint="save it as UTF-8")
     try:
         first_seen = [q.decode("utf-8") for q in out["qids"]]
         tag = out["tag"].decode("utf-8") if kind == 0 else None
@@ -208,6 +242,9 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
 def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering). ``data`` is
     the file's bytes, or the path of a plain (uncompressed) file, which the C parser reads in pieces."""
+    if native is None and isinstance(data, Path):
+        data = data.read_bytes()  # the polars reader reads the whole file: check all of it
+    data = _prepare(data, source, 0, RUN_FORM)
     if native is not None:
         return _parse_native(data, source, 0, RUN_FORM)
     if isinstance(data, Path):
@@ -220,6 +257,9 @@ def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, L
 
 def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, relevance``; ``data`` as for :func:`parse_run`."""
+    if native is None and isinstance(data, Path):
+        data = data.read_bytes()  # the polars reader reads the whole file: check all of it
+    data = _prepare(data, source, 1, QRELS_FORM)
     if native is not None:
         return _parse_native(data, source, 1, QRELS_FORM)
     if isinstance(data, Path):

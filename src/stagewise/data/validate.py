@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import os
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stagewise.data import shape
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_run
 from stagewise.data.run import Run
@@ -25,6 +30,8 @@ class RunReport:
     unjudged_at_k: dict[int, float]
     results_per_query: dict[str, float]
     tied_score_share: float
+    warnings: list[str] = field(default_factory=list)
+    """Things that parse but are likely misread, each naming the file and line (or the queries) it saw."""
 
 
 @dataclass
@@ -40,8 +47,8 @@ class ValidationReport:
 
     @property
     def ok(self) -> bool:
-        """True when nothing needs attention (no missing queries, no duplicates)."""
-        return all(not r.queries_only_in_qrels and not r.duplicate_documents for r in self.runs)
+        """True when nothing needs attention (no missing queries, no duplicates, no warnings)."""
+        return all(not r.queries_only_in_qrels and not r.duplicate_documents and not r.warnings for r in self.runs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +69,7 @@ class ValidationReport:
                     "unjudged_at_k": {str(k): v for k, v in r.unjudged_at_k.items()},
                     "results_per_query": r.results_per_query,
                     "tied_score_share": r.tied_score_share,
+                    "warnings": r.warnings,
                 }
                 for r in self.runs
             },
@@ -90,12 +98,13 @@ class ValidationReport:
                 + (f" ({_few(r.queries_only_in_run)}; ignored)" if r.queries_only_in_run else ""),
                 f"  duplicate documents within a query: {r.duplicate_documents}"
                 + (
-                    " (an error for eval; fix the run or read it with duplicates='first')"
+                    " (an error for eval; fix the run, or keep one listing with --duplicates first)"
                     if r.duplicate_documents
                     else ""
                 ),
                 "  unjudged share: " + ", ".join(f"@{k} {v:.3f}" for k, v in r.unjudged_at_k.items()),
                 f"  adjacent results with tied scores: {r.tied_score_share:.1%} (ordered by doc id descending)",
+                *(f"  warning: {w}" for w in r.warnings),
             ]
         return "\n".join(lines) + "\n"
 
@@ -107,6 +116,45 @@ def _mean(values: np.ndarray) -> float:
 
 def _few(items: list[str], n: int = 5) -> str:
     return ", ".join(items[:n]) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
+
+
+def _file_head(item: Any) -> bytes:
+    """The first bytes of a run file (plain or gzip), or nothing for stdin and in-memory runs."""
+    if not isinstance(item, str | os.PathLike) or str(item) == "-" or not Path(item).is_file():
+        return b""
+    head = shape.head_of(Path(item))
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(Path(item)) as fh:
+                head = fh.read(shape.HEAD_BYTES)
+        except (OSError, EOFError, zlib.error):
+            return b""  # the reader has already said what is wrong with it
+    return head
+
+
+def rank_score_warnings(run: Run, head: bytes = b"") -> list[str]:
+    """Warnings when a run's rank and score columns disagree: scores that rise with the rank (a distance
+    where a similarity is expected, or the columns swapped) or integer scores beside fractional ranks.
+    ``head`` (the first bytes of a TREC file) lets the warning name a line; without it, the run's own rank
+    column is compared with its scores, query by query."""
+    where = run.source or run.name
+    problem = shape.rank_score_problem(head) if head else None
+    if problem is not None:
+        line, text = problem
+        return [f"{where}:{line}: {text}"]
+    if head or run.ranks is None or len(run) < 2:
+        return []
+    # Rows are in evaluation order (score descending): a sound rank column then mostly ascends.
+    same_query = np.diff(run.query_codes) == 0
+    steps = np.diff(run.ranks.astype(np.int64))[same_query]
+    up, down = int((steps > 0).sum()), int((steps < 0).sum())
+    if down > up:
+        return [
+            f"{where}: scores rise with the rank in {down} of {up + down} adjacent pairs (rank 1 has the lowest "
+            "score): if the score is a distance (lower is better) negate it, since evaluation ranks by score "
+            "descending; if rank and score are swapped, swap them back"
+        ]
+    return []
 
 
 def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> ValidationReport:
@@ -150,6 +198,7 @@ def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> Validatio
                     "max": float(lengths.max()),
                 },
                 tied_score_share=ties,
+                warnings=rank_score_warnings(run, _file_head(item)),
             )
         )
     return report

@@ -30,7 +30,7 @@ def _format_for(path: PathLike, declared: str | None) -> str:
 def trec_run_frame(run: Run, tag: str | None = None) -> pl.DataFrame:
     """``qid Q0 docid rank score tag`` columns in evaluation order, ranks 1-based."""
     tag = tag or run.tag or run.name
-    _refuse_white_space(run.query_ids, run.docs, tag, "run")
+    _refuse_unreadable(run.query_ids, run.query_codes, run.docs, tag, "run")
     return pl.DataFrame(
         {
             "query_id": _query_column(run.query_ids, run.query_codes),
@@ -53,25 +53,54 @@ def _query_column(query_ids: np.ndarray, codes: np.ndarray) -> pl.Series:
 ASCII_WHITE_SPACE = b" \t\n\r\x0b\x0c"
 
 
-def _refuse_white_space(query_ids: np.ndarray, docs: StringColumn, tag: str | None, what: str) -> None:
-    """A TREC field cannot hold white space. Query ids and the tag are checked once each, not once a row;
-    all-ASCII doc ids by a byte scan of their buffer (other white space is only in non-ASCII text)."""
-    start, end = (int(docs.offsets[0]), int(docs.offsets[-1])) if len(docs) else (0, 0)
+def _refuse_unreadable(
+    query_ids: np.ndarray, codes: np.ndarray, docs: StringColumn, tag: str | None, what: str
+) -> None:
+    """Refuse a value that a TREC reader would not read back as written: white space in any field (it would
+    split the field), an empty field (the line would lose a column), or a query id starting with ``#`` (the
+    line would read as a comment, and the query vanish). The first such row is named.
+
+    Query ids and the tag are checked once each, not once a row; all-ASCII doc ids by a byte scan of their
+    buffer (other white space is only in non-ASCII text)."""
+    for code, query in enumerate(query_ids.tolist()):
+        problem = _field_problem(query, "query_id")
+        if problem is None and query.startswith("#"):
+            problem = "a query_id starts with '#', which a TREC reader takes for a comment line"
+        if problem:
+            row = int(np.flatnonzero(codes == code)[0]) if len(codes) else 0
+            _refuse(problem, f"query {query!r}, output row {row + 1}", what)
+    if tag is not None and (problem := _field_problem(tag, "tag")):
+        _refuse(problem, f"tag {tag!r}", what)
+    if not len(docs):
+        return
+    empty = np.flatnonzero(np.diff(docs.offsets) == 0)
+    if len(empty):
+        row = int(empty[0])
+        _refuse("a doc_id is empty, which leaves its TREC line a field short", f"output row {row + 1}", what)
+    start, end = int(docs.offsets[0]), int(docs.offsets[-1])
     data = docs.data if (start, end) == (0, len(docs.data)) else bytes(docs.data[start:end])
-    for column, spoiled in (
-        ("query_id", any(_has_white_space(q) for q in query_ids.tolist())),
-        ("tag", tag is not None and _has_white_space(tag)),
-        (
-            "doc_id",
-            any(byte in data for byte in ASCII_WHITE_SPACE)  # bytes' `in` is a memchr
-            if data.isascii()
-            else bool(docs.series().str.contains(r"\s").any()),
-        ),
-    ):
-        if spoiled:
-            raise StagewiseError(
-                f"a {column} contains white space, which a TREC {what} cannot hold; write .jsonl or .parquet instead"
-            )
+    if data.isascii():
+        spoiled = any(byte in data for byte in ASCII_WHITE_SPACE)  # bytes' `in` is a memchr
+    else:
+        spoiled = bool(docs.series().str.contains(r"\s").any())
+    if spoiled:
+        row = int(docs.series().str.contains(r"\s").arg_true()[0])
+        _refuse(_WHITE_SPACE.format("doc_id"), f"output row {row + 1}, doc_id {docs.value(row)!r}", what)
+
+
+_WHITE_SPACE = "a {} contains white space, which a TREC {{what}} cannot hold"
+
+
+def _field_problem(value: str, column: str) -> str | None:
+    if value == "":
+        return f"a {column} is empty, which leaves its TREC line a field short"
+    if _has_white_space(value):
+        return _WHITE_SPACE.format(column)
+    return None
+
+
+def _refuse(problem: str, where: str, what: str) -> None:
+    raise StagewiseError(f"{problem.format(what=what)} ({where}); write .jsonl or .parquet instead")
 
 
 def _has_white_space(text: str) -> bool:
@@ -102,7 +131,7 @@ def write_qrels(qrels: Qrels, path: PathLike, *, format: str | None = None) -> N
     """Write ``qrels`` to ``path`` as TREC (``qid 0 docid label``), JSONL or Parquet."""
     kind = _format_for(path, format)
     if kind == "trec":
-        _refuse_white_space(qrels.query_ids, qrels.docs, None, "qrels file")
+        _refuse_unreadable(qrels.query_ids, qrels.query_codes, qrels.docs, None, "qrels file")
         lines = pl.DataFrame(
             {
                 "query_id": _query_column(qrels.query_ids, qrels.query_codes),

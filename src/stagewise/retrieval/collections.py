@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stagewise.data import classic
 from stagewise.errors import ConventionError, InputError
 
 PathLike = str | os.PathLike[str]
@@ -348,10 +349,7 @@ _FIELD_MARK = re.compile(r"^\.([A-Z])(?:\s+(.*))?$")
 
 
 def _int_id(value: str, source: Path, line: int) -> str:
-    try:
-        return str(int(value))
-    except ValueError:
-        raise InputError(source, f"id {value!r} is not an integer", line=line) from None
+    return classic.int_id(value, source, line)
 
 
 def parse_smart(path: PathLike) -> list[tuple[str, dict[str, str], int]]:
@@ -449,40 +447,16 @@ CLASSIC_COLLECTIONS: dict[str, _Classic] = {
 }
 """The classic collections :func:`read_classic` knows, with the file names of ../shared/data."""
 
-CRANFIELD_GRADINGS = ("cleverdon", "ir_datasets")
+CRANFIELD_GRADINGS = classic.CRANFIELD_GRADINGS
 
 
 def _pairs_qrels(path: Path, columns: int) -> dict[str, dict[str, int]]:
     """``qid docid ...`` lines, every listed pair relevant (label 1): CISI, CACM and ADI."""
-    qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(_read_text(path).split("\n"), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) < columns:
-            raise InputError(path, f"{len(fields)} fields", line=number, expected=f"{columns} fields: qid docid ...")
-        qrels.setdefault(_int_id(fields[0], path, number), {})[_int_id(fields[1], path, number)] = 1
-    return qrels
+    return classic.pairs_qrels(_read_text(path), path, columns)
 
 
 def _cranfield_qrels(path: Path, grading: str) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(_read_text(path).split("\n"), 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 3:
-            raise InputError(path, f"{len(fields)} fields", line=number, expected="qid docid grade")
-        q, d = _int_id(fields[0], path, number), _int_id(fields[1], path, number)
-        try:
-            grade = int(fields[2])
-        except ValueError:
-            raise InputError(path, f"grade {fields[2]!r} is not an integer", line=number) from None
-        if grade not in (-1, 1, 2, 3, 4):
-            raise InputError(path, f"grade {grade}", line=number, expected="-1, 1, 2, 3 or 4")
-        cleverdon = 0 if grade == -1 else 5 - grade
-        qrels.setdefault(q, {})[d] = cleverdon if grading == "cleverdon" else grade
-    return qrels
+    return classic.cranfield_qrels(_read_text(path), path, grading)
 
 
 def _npl_qrels(path: Path) -> dict[str, dict[str, int]]:
