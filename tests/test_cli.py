@@ -83,6 +83,18 @@ def test_validate_reports_and_exits_1_on_missing_queries() -> None:
     assert json.loads(ok.stdout)["qrels"]["label_histogram"] == {"0": 3120, "1": 561}
 
 
+def test_validate_counts_scores_equal_only_in_single_precision(tmp_path) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("q 0 a 1\n")
+    run.write_text("q Q0 b 1 0.1 t\nq Q0 a 2 0.1000000000001 t\nq Q0 c 3 0.05 t\nq Q0 d 4 0.05 t\n")
+    result = invoke("validate", str(qrels), str(run))
+    assert result.exit_code == 0, result.output
+    assert "adjacent results with tied scores: 66.7% (scores compared in single precision" in result.stdout
+    assert "of which equal only in single precision: 1 " in result.stdout
+    report = json.loads(invoke("validate", str(qrels), str(run), "--json").stdout)["runs"]["run.txt"]
+    assert report["single_precision_ties"] == 1
+
+
 def test_demo_prints_the_table() -> None:
     result = invoke("demo")
     assert result.exit_code == 0, result.output

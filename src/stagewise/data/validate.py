@@ -30,6 +30,9 @@ class RunReport:
     unjudged_at_k: dict[int, float]
     results_per_query: dict[str, float]
     tied_score_share: float
+    single_precision_ties: int = 0
+    """Adjacent results whose scores differ as doubles but are one C float: trec_eval 9 and pytrec_eval tie
+    them (and so does the default convention); trec_eval 10.0 does not."""
     warnings: list[str] = field(default_factory=list)
     """Things that parse but are likely misread, each naming the file and line (or the queries) it saw."""
 
@@ -69,6 +72,7 @@ class ValidationReport:
                     "unjudged_at_k": {str(k): v for k, v in r.unjudged_at_k.items()},
                     "results_per_query": r.results_per_query,
                     "tied_score_share": r.tied_score_share,
+                    "single_precision_ties": r.single_precision_ties,
                     "warnings": r.warnings,
                 }
                 for r in self.runs
@@ -103,7 +107,16 @@ class ValidationReport:
                     else ""
                 ),
                 "  unjudged share: " + ", ".join(f"@{k} {v:.3f}" for k, v in r.unjudged_at_k.items()),
-                f"  adjacent results with tied scores: {r.tied_score_share:.1%} (ordered by doc id descending)",
+                f"  adjacent results with tied scores: {r.tied_score_share:.1%} (scores compared in single precision, "
+                "as trec_eval 9 and pytrec_eval do; ordered by doc id descending)",
+                *(
+                    [
+                        f"  of which equal only in single precision: {r.single_precision_ties} (they differ as "
+                        "doubles; trec_eval 10.0 orders them by score: --ties docid-double)"
+                    ]
+                    if r.single_precision_ties
+                    else []
+                ),
                 *(f"  warning: {w}" for w in r.warnings),
             ]
         return "\n".join(lines) + "\n"
@@ -182,7 +195,12 @@ def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> Validatio
         ctx = build_context(judged, run, Conventions(missing="zero"))  # keeps every judged query
         lengths = np.diff(run.offsets)
         same_query = np.diff(run.query_codes) == 0
-        ties = float(np.mean(np.diff(run.scores)[same_query] == 0)) if same_query.any() else 0.0
+        # The stored order compares scores as C floats (trec_eval 9), so ties are counted the same way.
+        with np.errstate(over="ignore"):
+            single = run.scores.astype(np.float32)
+        tied = (single[1:] == single[:-1]) & same_query
+        ties = float(np.mean(tied[same_query])) if same_query.any() else 0.0
+        single_only = int(np.count_nonzero(tied & (run.scores[1:] != run.scores[:-1])))
         report.runs.append(
             RunReport(
                 name=run.name,
@@ -198,6 +216,7 @@ def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> Validatio
                     "max": float(lengths.max()),
                 },
                 tied_score_share=ties,
+                single_precision_ties=single_only,
                 warnings=rank_score_warnings(run, _file_head(item)),
             )
         )
