@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import stagewise
 from stagewise.cli import app
 from stagewise.errors import InputError
 from stagewise.retrieval import _folder, _kernels
@@ -33,6 +34,7 @@ from stagewise.retrieval.index import _ARRAYS, INDEX_FILES, BM25Index
 from tests.conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[1]
+SRC = Path(stagewise.__file__).resolve().parents[1]  # build/sanitize/tree under `make sanitize`
 CRANFIELD = SHARED / "data" / "cranfield" / "cran.all.1400"
 QUERIES = {"q1": "lift of a wing in a slipstream", "q2": "heat transfer to a flat plate", "q3": "boundary layer"}
 runner = CliRunner()
@@ -256,7 +258,7 @@ def test_search_in_a_subprocess_on_a_tampered_index_does_not_crash(copy: Path, t
     queries.write_text("q1\tlift of a wing\n")
     done = subprocess.run(
         [sys.executable, "-m", "stagewise", "search", str(copy), str(queries)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")}, timeout=120,
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "post_docs.npy" in done.stderr
@@ -475,7 +477,7 @@ def test_a_rebuild_killed_at_any_moment_leaves_a_whole_index(tmp_path: Path) -> 
     target = tmp_path / "index"
     corpora_file = tmp_path.parent / f"{tmp_path.name}-corpora.json"
     corpora_file.write_text(json.dumps(corpora))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
     seen = set()
     rng = random.Random(5)
     for attempt in range(8):
