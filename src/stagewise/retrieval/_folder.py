@@ -45,6 +45,8 @@ def _temp_name(target: Path, what: str) -> Path:
 
 
 def _pid_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would terminate it there: never judge a folder stale
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -148,7 +150,7 @@ def _exchange(a: Path, b: Path) -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # not Linux / glibc >= 2.28
         return False
     renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
