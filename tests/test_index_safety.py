@@ -30,7 +30,7 @@ import stagewise
 from stagewise.cli import app
 from stagewise.errors import InputError
 from stagewise.retrieval import _folder, _kernels
-from stagewise.retrieval.index import _ARRAYS, INDEX_FILES, BM25Index
+from stagewise.retrieval.index import _ARRAYS, CRC_BLOCK, INDEX_FILES, BM25Index
 from tests.conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,9 +85,19 @@ def _rewrite(folder: Path, name: str, array: np.ndarray, *, honest_meta: bool = 
     np.save(folder / f"{name}.npy", array, allow_pickle=False)
     if honest_meta:
         meta = _meta(folder)
-        raw = np.ascontiguousarray(array).view(np.uint8)
-        meta["arrays"][name] = {"dtype": array.dtype.str, "length": len(array), "crc32": f"{zlib.crc32(raw):08x}"}
+        meta["arrays"][name] = {
+            "dtype": array.dtype.str,
+            "length": len(array),
+            "crc32": _crcs(array),
+            "crc32_block": CRC_BLOCK,
+        }
         _write_meta(folder, meta)
+
+
+def _crcs(array: np.ndarray) -> list[str]:
+    """zlib's CRC-32 of each 4 MiB block of the array's bytes, computed here without the index's code."""
+    raw = np.ascontiguousarray(array).tobytes()
+    return [f"{zlib.crc32(raw[at : at + CRC_BLOCK]):08x}" for at in range(0, len(raw), CRC_BLOCK)]
 
 
 def _array(folder: Path, name: str) -> np.ndarray:
@@ -142,7 +152,7 @@ def _raw_file(name: str, content: bytes) -> Callable[[Path], None]:
 
 
 def _drop_crc(meta: dict) -> None:
-    meta["arrays"]["post_docs"]["crc32"] = "00000000"
+    meta["arrays"]["post_docs"]["crc32"][0] = "00000000"
 
 
 CASES: dict[str, Callable[[Path], None]] = {
@@ -214,6 +224,8 @@ CASES: dict[str, Callable[[Path], None]] = {
     "meta-analyser": _meta_edit(lambda meta: meta.update(analyser={"stemmer": 3})),
     "meta-analyser-list": _meta_edit(lambda meta: meta.update(analyser=[1])),
     "meta-checksum": _meta_edit(lambda meta: meta.update(checksum="stagewise-hash128-sum:zz")),
+    "meta-crc-block": _meta_edit(lambda meta: meta["arrays"]["doc_len"].update(crc32_block=1024)),
+    "meta-crc-str": _meta_edit(lambda meta: meta["arrays"]["doc_len"].update(crc32="abc")),
     "meta-checksum-int": _meta_edit(lambda meta: meta.update(checksum=5)),
     "meta-total-length": _meta_edit(lambda meta: meta.update(total_length=meta["total_length"] + 1)),
 }
@@ -271,8 +283,8 @@ def test_an_intact_copy_loads_with_and_without_mmap(copy: Path, built: tuple[Pat
         assert index.search(QUERIES, k=10).to_polars().rows() == built[1]
     meta = _meta(copy)
     assert meta["format_version"] == 2 and set(meta["arrays"]) == set(_ARRAYS)
-    raw = np.load(copy / "post_docs.npy").view(np.uint8)
-    assert meta["arrays"]["post_docs"]["crc32"] == f"{zlib.crc32(raw):08x}"
+    for name in _ARRAYS:
+        assert meta["arrays"][name]["crc32"] == _crcs(np.load(copy / f"{name}.npy")), name
 
 
 # --------------------------------------------------------------------- the search kernels' own checks
@@ -531,3 +543,23 @@ def test_the_exchange_swaps_two_folders_in_one_step(tmp_path: Path) -> None:
     if not _folder._exchange(a, b):
         pytest.skip("this OS or file system has no renameat2(RENAME_EXCHANGE)")
     assert [p.name for p in a.iterdir()] == ["y"] and [p.name for p in b.iterdir()] == ["x"]
+
+
+def test_crc_blocks_are_checked_in_parallel_and_each_counts(
+    built: tuple[Path, list], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stagewise.retrieval import index as index_module
+
+    monkeypatch.setattr(index_module, "CRC_BLOCK", 4096)  # many blocks per array, so the thread pool runs
+    target = tmp_path / "index"
+    ids, texts = _documents()
+    BM25Index.build(texts, ids).save(target)
+    entry = _meta(target)["arrays"]["post_docs"]
+    assert entry["crc32_block"] == 4096 and len(entry["crc32"]) > 10
+    assert BM25Index.load(target).search(QUERIES, k=10).to_polars().rows() == built[1]
+    path = target / "post_docs.npy"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1  # one bit, in a middle block
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"post_docs\.npy: damaged index: its CRC-32 differs"):
+        BM25Index.load(target)

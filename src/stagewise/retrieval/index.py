@@ -119,8 +119,43 @@ def _take_column(offsets: np.ndarray, data: np.ndarray, rows: np.ndarray) -> tup
     return np.asarray(taken.offsets, dtype=np.int64), np.frombuffer(taken.data, dtype=np.uint8)
 
 
-def _crc32(array: np.ndarray) -> str:
-    return f"{zlib.crc32(np.ascontiguousarray(array).view(np.uint8)) & 0xFFFFFFFF:08x}"
+CRC_BLOCK = 1 << 22  # bytes: one CRC-32 per 4 MiB block, so that blocks are checked in parallel
+
+
+def _blocks(array: np.ndarray) -> list[memoryview]:
+    raw = memoryview(np.ascontiguousarray(array).view(np.uint8))
+    return [raw[at : at + CRC_BLOCK] for at in range(0, len(raw), CRC_BLOCK)]
+
+
+def _crc(block: memoryview) -> str:
+    return f"{zlib.crc32(block) & 0xFFFFFFFF:08x}"
+
+
+def _crc32(array: np.ndarray) -> list[str]:
+    """The CRC-32 of each 4 MiB block of the array's bytes (none for an empty array)."""
+    return [_crc(block) for block in _blocks(array)]
+
+
+def _verify_crcs(arrays: Mapping[str, np.ndarray], expected: Mapping[str, Any], folder: Path) -> None:
+    """Every block of every array against its CRC-32, in threads (zlib releases the GIL): reading the bytes
+    is the whole cost of opening an index, and it parallelises."""
+    per_array = {name: _blocks(array) for name, array in arrays.items()}
+    jobs = [block for blocks in per_array.values() for block in blocks]
+    workers = min(8, os.cpu_count() or 1, len(jobs))
+    if workers > 1 and sum(len(block) for block in jobs) > 2 * CRC_BLOCK:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            found = list(pool.map(_crc, jobs))
+    else:
+        found = [_crc(block) for block in jobs]
+    position = 0
+    for name, blocks in per_array.items():
+        if found[position : position + len(blocks)] != expected[name].get("crc32"):
+            raise _Damaged(
+                "its CRC-32 differs from the one written at build time (changed or corrupted)", folder / f"{name}.npy"
+            )
+        position += len(blocks)
 
 
 class _Damaged(Exception):
@@ -462,7 +497,7 @@ class BM25Index:
         arrays = {name: self._array_to_save(name) for name in _ARRAYS}
         meta = self.metadata()
         meta["arrays"] = {
-            name: {"dtype": array.dtype.str, "length": len(array), "crc32": _crc32(array)}
+            name: {"dtype": array.dtype.str, "length": len(array), "crc32": _crc32(array), "crc32_block": CRC_BLOCK}
             for name, array in arrays.items()
         }
 
@@ -564,6 +599,8 @@ class BM25Index:
                 else:
                     length = counts[size]
                 entry = listed[name]
+                if entry.get("crc32_block") != CRC_BLOCK:
+                    raise _Damaged(f"CRC-32 blocks of {entry.get('crc32_block')!r} bytes, expected {CRC_BLOCK}")
                 if entry.get("dtype") != dtype.str or entry.get("length") != length:
                     raise _Damaged(
                         f"the metadata lists {entry.get('dtype')!r} x {entry.get('length')!r}, "
@@ -572,8 +609,6 @@ class BM25Index:
                 if not file.is_file():
                     raise _Damaged("the file is missing")
                 array = _read_npy(file, dtype, length, mmap)
-                if _crc32(array) != entry.get("crc32"):
-                    raise _Damaged("its CRC-32 differs from the one written at build time (changed or corrupted)")
                 if name == "term_ptr":
                     _check_offsets(array, counts["P"], "posting offsets")
                 elif name.endswith("_offsets"):
@@ -596,6 +631,7 @@ class BM25Index:
                 arrays[name] = array
             except _Damaged as exc:
                 raise _Damaged(exc.args[0], file) from None
+        _verify_crcs(arrays, listed, folder)
         return arrays
 
     # ---------------------------------------------------------------------------------------- inspection
