@@ -381,6 +381,15 @@ def test_save_refuses_a_folder_that_is_not_an_index(tmp_path: Path, monkeypatch:
     (thesis / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match=r"notes\.txt"):
         index.save(thesis)
+    # a folder holding only another tool's meta.json is not an index either; a garbled one is a damaged index
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "meta.json").write_text('{"tool": "someone else"}')
+    with pytest.raises(InputError, match=r"not a stagewise index \(it holds meta\.json\)"):
+        index.save(other)
+    (other / "meta.json").write_text("{garbled")
+    index.save(other)
+    assert BM25Index.load(other).doc_ids() == ["a", "b"]
 
 
 def _cli(*args: str):

@@ -161,12 +161,14 @@ def index_command(
         from stagewise.retrieval import _folder
         from stagewise.retrieval.analysis import Analyser
         from stagewise.retrieval.collections import read_corpus
-        from stagewise.retrieval.index import INDEX_FILES, BM25Index
+        from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
 
         started = time.perf_counter()
         inputs = [corpus] + ([Path(stopwords[1:])] if stopwords.startswith("@") else [])
         # before any work: a refusal after minutes of indexing would waste them
-        _folder.check_target(output, owned=INDEX_FILES, force=force, parents=parents, inputs=inputs)
+        _folder.check_target(
+            output, owned=INDEX_FILES, force=force, parents=parents, inputs=inputs, foreign_file=foreign_meta
+        )
         with contextlib.ExitStack() as stack:
             source = stack.enter_context(stdin_as_file("corpus", fmt.value)) if str(corpus) == "-" else corpus
             documents = read_corpus(

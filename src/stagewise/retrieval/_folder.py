@@ -90,12 +90,14 @@ def check_target(
     parents: bool = True,
     inputs: Iterable[Path] = (),
     what: str = "index",
+    foreign_file: Callable[[Path], str | None] = lambda folder: None,
 ) -> None:
     """Refuse, before any work, an output folder that cannot or must not be replaced.
 
     ``owned`` are the file names a folder of ours holds: a non-empty folder with any other entry needs
-    ``force``. The current folder, a folder holding it, and a folder holding one of ``inputs`` are refused
-    even with ``force``. ``parents=False`` refuses a missing parent folder.
+    ``force``, and so does one where ``foreign_file(folder)`` names a file of an owned name that is someone
+    else's. The current folder, a folder holding it, and a folder holding one of ``inputs`` are refused even
+    with ``force``. ``parents=False`` refuses a missing parent folder.
     """
     shown = str(target)
     if target.is_symlink():
@@ -123,6 +125,8 @@ def check_target(
         except OSError as exc:
             raise InputError(shown, f"cannot list the folder ({exc.strerror})") from None
         foreign = [name for name in entries if name not in owned]
+        if not foreign and entries:
+            foreign = [name] if (name := foreign_file(target)) else []
         if foreign and not force:
             listed = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise InputError(

@@ -210,6 +210,16 @@ def _meta_count(meta: dict, key: str) -> int:
     return value
 
 
+def foreign_meta(folder: Path) -> str | None:
+    """``meta.json`` when the one in ``folder`` is valid JSON but not an index's (another tool's file); an
+    unreadable one is taken for a damaged index, which a rebuild may replace."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return None if isinstance(meta, dict) and meta.get("format") == FORMAT else "meta.json"
+
+
 @dataclass(frozen=True)
 class TopK:
     """Raw search results: query ``i``'s results are rows ``offsets[i]:offsets[i + 1]``, best first."""
@@ -492,7 +502,7 @@ class BM25Index:
         from stagewise.retrieval import _folder
 
         target = Path(path)
-        _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True)
+        _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
         target.parent.mkdir(parents=True, exist_ok=True)
         arrays = {name: self._array_to_save(name) for name in _ARRAYS}
         meta = self.metadata()
