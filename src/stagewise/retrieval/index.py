@@ -188,12 +188,12 @@ def _read_npy(path: Path, dtype: np.dtype, length: int, mmap: bool) -> np.ndarra
                 return np.zeros(0, dtype=dtype)
             if not mmap:
                 return np.fromfile(fh, dtype=dtype, count=length)
+        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(length,))
     except _Damaged:
         raise
     except (OSError, ValueError, EOFError, SyntaxError, TypeError) as exc:  # what numpy's header parser raises
         detail = str(exc) if len(str(exc)) <= 80 else f"{str(exc)[:77]}..."
         raise _Damaged(f"not a readable .npy file ({detail})") from None
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(length,))
 
 
 def _check_offsets(offsets: np.ndarray, end: int, what: str) -> None:
