@@ -572,3 +572,28 @@ def test_crc_blocks_are_checked_in_parallel_and_each_counts(
     path.write_bytes(bytes(data))
     with pytest.raises(InputError, match=r"post_docs\.npy: damaged index: its CRC-32 differs"):
         BM25Index.load(target)
+
+
+def test_stagewise_index_killed_while_replacing_an_index_leaves_one(tmp_path: Path) -> None:
+    """The command itself, in its own process, killed at moments spread over one uninterrupted run."""
+    _, texts = _documents(300)
+    old_corpus, new_corpus = tmp_path / "old.tsv", tmp_path / "new.tsv"
+    old_corpus.write_text("".join(f"o{i}\t{t}\n" for i, t in enumerate(texts[:150])))
+    new_corpus.write_text("".join(f"n{i}\t{t}\n" for i, t in enumerate(texts[150:])))
+    target = tmp_path / "out" / "index"
+    command = [sys.executable, "-m", "stagewise", "index", str(new_corpus), "-o", str(target)]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    assert _cli("index", str(old_corpus), "-o", str(target), "--parents").exit_code == 0
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=120)
+    whole = time.perf_counter() - started
+    for fraction in (0.5, 0.8, 0.9, 0.95, 1.0):
+        assert _cli("index", str(old_corpus), "-o", str(target)).exit_code == 0
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(whole * fraction)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        ids = BM25Index.load(target).doc_ids()
+        assert ids in (["o" + str(i) for i in range(150)], ["n" + str(i) for i in range(150)])
+    assert _cli("index", str(new_corpus), "-o", str(target)).exit_code == 0
+    assert [p.name for p in target.parent.iterdir()] == ["index"]
