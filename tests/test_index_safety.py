@@ -252,7 +252,7 @@ def test_a_tampered_index_is_refused_with_a_rebuild_hint(copy: Path, case: str) 
     assert "\n" not in message
 
 
-@pytest.mark.parametrize("case", ["truncated-post_docs", "negative-doc-id", "meta-not-json", "missing-term_ptr"])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_search_cli_on_a_tampered_index_is_one_line_and_exit_2(copy: Path, tmp_path: Path, case: str) -> None:
     CASES[case](copy)
     queries = tmp_path / "q.tsv"
