@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test sanitize lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
+
+# The C extensions under AddressSanitizer and UBSan (built into build/sanitize), with the tests that drive them.
+sanitize: $(VENV)/.installed-test
+	PYTHON=$(BIN)/python .ci/sanitize
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

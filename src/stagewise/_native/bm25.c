@@ -452,6 +452,10 @@ static PyObject *find_terms(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*O", &ob, &db, &terms_in)) return NULL;
     PyObject *result = NULL, *seq = NULL;
     if (check_buffer(&ob, 8, "vocab_offsets") < 0) goto done;
+    if (ob.len < 8) {
+        PyErr_SetString(PyExc_ValueError, "damaged index: vocab_offsets is empty");
+        goto done;
+    }
     seq = PySequence_Fast(terms_in, "terms must be a sequence of str");
     if (!seq) goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), V = ob.len / 8 - 1;
@@ -471,10 +475,15 @@ static PyObject *find_terms(PyObject *self, PyObject *args) {
         int found = 0;
         while (lo < hi) {
             Py_ssize_t mid = lo + (hi - lo) / 2;
-            int64_t a = offs[mid];
-            size_t tn = (size_t)(offs[mid + 1] - a);
+            int64_t a = offs[mid], e = offs[mid + 1];
+            if (a < 0 || e < a || e > db.len) { /* a damaged index: never read outside the data */
+                PyErr_Format(PyExc_ValueError, "damaged index: vocabulary offset %zd out of range", mid);
+                Py_CLEAR(result);
+                goto done;
+            }
+            size_t tn = (size_t)(e - a);
             size_t m = tn < (size_t)qn ? tn : (size_t)qn;
-            int c = memcmp(data + a, q, m);
+            int c = m ? memcmp(data + a, q, m) : 0;
             if (c == 0) c = tn < (size_t)qn ? -1 : (tn > (size_t)qn ? 1 : 0);
             if (c == 0) {
                 out[i] = (int32_t)mid;
@@ -634,7 +643,16 @@ typedef struct {
     size_t cur_cap;
     int32_t *cand;
     size_t cand_cap;
+    int32_t bad_doc; /* a document id outside 0..n_docs-1 was met (a damaged index): >= 0 when set */
 } Scratch;
+
+/* Document ids come from the index files: each is checked before it indexes anything (one compare, which the
+ * branch predictor learns; a damaged index then ends the search with an error instead of a crash). */
+static inline int doc_ok(const Postings *P, Scratch *S, int32_t d) {
+    if ((uint32_t)d < (uint32_t)P->n_docs) return 1;
+    if (S->bad_doc < 0) S->bad_doc = d < 0 ? INT32_MAX : d;
+    return 0;
+}
 
 static int scratch_terms(Scratch *s, size_t m) {
     if (m <= s->cur_cap) return 0;
@@ -679,7 +697,7 @@ static int cmp_int32(const void *a, const void *b) {
  * documents contain a query term. */
 static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Heap *tmp, Scratch *S) {
     int64_t k = tmp->cap, n = 0;
-    if (k > 16384) return -INFINITY; /* a deep top k: the seed would cost more than it saves */
+    if (k > 16384 || m == 0) return -INFINITY; /* a deep top k: the seed would cost more than it saves */
     if ((size_t)(m * k) > S->cand_cap) {
         int32_t *p = realloc(S->cand, m * k * sizeof(int32_t));
         if (!p) return -INFINITY; /* no seed: still correct, only slower */
@@ -689,18 +707,19 @@ static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Hea
     for (size_t j = m; j-- > 0 && n < k;) {
         int64_t len = cur[j].end - cur[j].pos;
         if (len <= k) {
-            memcpy(S->cand + n, P->docs + cur[j].pos, len * sizeof(int32_t));
+            if (len > 0) memcpy(S->cand + n, P->docs + cur[j].pos, len * sizeof(int32_t));
             n += len;
         } else {
             tmp->size = 0;
             for (int64_t p = cur[j].pos; p < cur[j].end; p++) {
                 int32_t d = P->docs[p];
+                if (!doc_ok(P, S, d)) return -INFINITY;
                 heap_offer(tmp, cur[j].w * term_weight(P, tf_at(P, p), P->norm[d]), d);
             }
             memcpy(S->cand + n, tmp->d, tmp->size * sizeof(int32_t));
             n += tmp->size;
         }
-        if (n >= k && j > 0) { /* count distinct documents so far */
+        if (n >= k && j > 0 && n > 1) { /* count distinct documents so far */
             qsort(S->cand, n, sizeof(int32_t), cmp_int32);
             int64_t u = 0;
             for (int64_t i = 0; i < n; i++)
@@ -708,6 +727,7 @@ static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Hea
             n = u;
         }
     }
+    if (n < k) return -INFINITY; /* also spares qsort an empty (NULL) array: undefined behaviour */
     qsort(S->cand, n, sizeof(int32_t), cmp_int32);
     int64_t u = 0;
     for (int64_t i = 0; i < n; i++)
@@ -716,6 +736,7 @@ static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Hea
     tmp->size = 0;
     for (int64_t t = 0; t < u; t++) {
         int32_t d = S->cand[t];
+        if (!doc_ok(P, S, d)) return -INFINITY;
         double score = 0.0, L = P->norm[d];
         for (size_t i = m; i-- > 0;) { /* the traversal's order: descending upper bound */
             int64_t at = lower_bound(P->docs, cur[i].pos, cur[i].end, d);
@@ -734,6 +755,7 @@ static inline void accumulate(const Postings *P, const Cursor *c, Scratch *S) {
     const double *norm = P->norm;
     for (int64_t j = c->pos; j < c->end; j++) {
         int32_t d = docs[j];
+        if (!doc_ok(P, S, d)) return;
         acc[d] += w * term_weight(P, tf_at(P, j), norm[d]);
         seen[d] = 1;
     }
@@ -755,7 +777,9 @@ static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tm
         run += cur[i].ub;
         cum[i] = run;
     }
+    if (m == 0) return;
     double seed = seed_threshold(P, cur, m, tmp, S);
+    if (S->bad_doc >= 0) return;
     double theta = -INFINITY;
     size_t fe = 0;
     while (fe < m && cum[fe] < seed) fe++;
@@ -768,7 +792,7 @@ static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tm
         int32_t d = INT32_MAX;
         for (size_t i = fe; i < m; i++)
             if (cur[i].pos < cur[i].end && docs[cur[i].pos] < d) d = docs[cur[i].pos];
-        if (d == INT32_MAX) break;
+        if (d == INT32_MAX || !doc_ok(P, S, d)) break;
         double partial = 0.0, L = P->norm[d];
         for (size_t i = m; i-- > fe;) {
             if (cur[i].pos < cur[i].end && docs[cur[i].pos] == d) {
@@ -795,7 +819,7 @@ static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tm
  * sums in); used when a term weight is negative (no safe pruning) or when documents matching no term are
  * ranked too (all_docs). */
 static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs) {
-    for (size_t i = m; i-- > 0;) accumulate(P, &cur[i], S);
+    for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate(P, &cur[i], S);
     for (int32_t d = 0; d < P->n_docs; d++)
         if (all_docs || S->seen[d]) heap_offer(h, S->acc[d], d);
     memset(S->acc, 0, (size_t)P->n_docs * sizeof(double));
@@ -816,6 +840,8 @@ static PyObject *search(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Buf out_docs = {0}, out_scores = {0};
     Scratch S = {0};
+    S.bad_doc = -1;
+    int64_t bad_term = -1;
     Heap h = {0}, tmp = {0};
     PyObject *ptr_out = NULL;
     int failed = 0;
@@ -831,8 +857,13 @@ static PyObject *search(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "k must be >= 1");
         goto done;
     }
+    if (pb.len < 8 || nb.len / 8 > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "damaged index: term_ptr is empty or there are too many documents");
+        goto done;
+    }
     Postings P = {(const int64_t *)pb.buf, (const int32_t *)db.buf, tb.buf, tf_size, (const double *)nb.buf,
                   (int32_t)(nb.len / 8), mode, k1, delta};
+    const int64_t n_postings = db.len / 4;
     Py_ssize_t n_terms = pb.len / 8 - 1, nq = qpb.len / 8 - 1;
     const int64_t *qp = (const int64_t *)qpb.buf;
     const int32_t *qt = (const int32_t *)qtb.buf;
@@ -873,10 +904,15 @@ static PyObject *search(PyObject *self, PyObject *args) {
         for (size_t i = 0; i < m; i++) {
             int32_t t = qt[qp[q] + i];
             Cursor c = {t, qw[qp[q] + i], qu[qp[q] + i], P.ptr[t], P.ptr[t + 1]};
+            if (c.pos < 0 || c.end < c.pos || c.end > n_postings) { /* a damaged index */
+                bad_term = t;
+                break;
+            }
             if (!(c.w >= 0.0)) use_maxscore = 0;
             S.cur[i] = c;
         }
-        qsort(S.cur, m, sizeof(Cursor), cursor_cmp);
+        if (bad_term >= 0) break;
+        if (m > 1) qsort(S.cur, m, sizeof(Cursor), cursor_cmp);
         if (use_maxscore) {
             maxscore(&P, S.cur, m, &h, &tmp, &S);
         } else {
@@ -886,6 +922,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
             }
             exhaustive(&P, S.cur, m, &h, &S, strategy == STRATEGY_ALL_DOCS);
         }
+        if (S.bad_doc >= 0) break;
         if (buf_reserve(&out_docs, h.size * sizeof(int32_t)) < 0 ||
             buf_reserve(&out_scores, h.size * sizeof(double)) < 0) {
             failed = 1;
@@ -900,6 +937,16 @@ static PyObject *search(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS;
     if (failed) {
         PyErr_NoMemory();
+        goto done;
+    }
+    if (bad_term >= 0) {
+        PyErr_Format(PyExc_ValueError, "damaged index: the postings of term %lld lie outside 0..%lld",
+                     (long long)bad_term, (long long)n_postings);
+        goto done;
+    }
+    if (S.bad_doc >= 0) {
+        PyErr_Format(PyExc_ValueError, "damaged index: a posting names document %lld, outside 0..%lld",
+                     S.bad_doc == INT32_MAX ? -1LL : (long long)S.bad_doc, (long long)P.n_docs - 1);
         goto done;
     }
     {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -36,6 +38,33 @@ def stopwords_option(value: str):
     return tuple(w.strip().lower() for w in value.split(",") if w.strip())
 
 
+@contextlib.contextmanager
+def stdin_as_file(what: str, fmt: str) -> Iterator[Path]:
+    """Standard input (``-``) as a temporary file for the path-based readers, its format told by ``fmt`` or
+    sniffed (``{`` starts JSONL, ``.I`` a SMART file, anything else is TSV); messages about it name
+    ``<stdin>``, not the temporary file."""
+    import tempfile
+
+    from stagewise._io import read_bytes
+    from stagewise.errors import InputError
+
+    if fmt == "beir":
+        raise InputError("<stdin>", f"a BEIR {what} is a folder and cannot come from standard input")
+    data = read_bytes("-")
+    if fmt == "auto":
+        head = data.lstrip()[:3]
+        fmt = "jsonl" if head.startswith(b"{") else "smart" if head.startswith(b".I") else "tsv"
+    with tempfile.TemporaryDirectory(prefix="stagewise-stdin-") as folder:
+        path = Path(folder) / f"stdin.{fmt}"
+        path.write_bytes(data)
+        try:
+            yield path
+        except InputError as exc:
+            if exc.source != str(path):
+                raise
+            raise InputError("<stdin>", exc.problem, line=exc.line, expected=exc.expected, hint=exc.hint) from None
+
+
 def progress_bar(label: str):
     """A rich progress bar on stderr (only on a terminal, gone when done), and its ``(done, total)`` callback."""
     from rich.console import Console
@@ -64,10 +93,18 @@ def index_command(
         Path,
         typer.Argument(
             help="Documents: a BEIR folder (corpus.jsonl), JSONL (_id/id + title/text/contents), "
-            "TSV (id<TAB>text) or a SMART file (.I records); .gz accepted."
+            "TSV (id<TAB>text) or a SMART file (.I records); .gz accepted; - reads standard input."
         ),
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Index directory to write (replaced whole).")],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Index folder to write: new, empty, or an index (replaced in one step); never the current "
+            "folder or one holding the corpus.",
+        ),
+    ],
     fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Corpus format.")] = CorpusFormat.auto,
     variant: Annotated[
         str, typer.Option(help="BM25 variant: lucene, robertson, atire, bm25l, bm25+, okapi-rank_bm25.")
@@ -94,6 +131,14 @@ def index_command(
     text_field: Annotated[
         list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace --output even when it is a non-empty folder that is not an index (its content is deleted).",
+        ),
+    ] = False,
+    parents: Annotated[bool, typer.Option("--parents", help="Create the missing parent folders of --output.")] = False,
 ) -> None:
     """Build a BM25 index: term statistics saved to a directory, memory-mapped by `stagewise search`.
 
@@ -107,21 +152,31 @@ def index_command(
       stagewise index ../shared/data/cranfield/cran.all.1400 -o cran-index --k1 0.9 --b 0.4 --stemmer porter
 
       stagewise index more-docs.jsonl -o bm25-index --add
+
+      gunzip -c corpus.jsonl.gz | stagewise index - -o bm25-index
     """
     import time
 
     with user_errors():
+        from stagewise.retrieval import _folder
         from stagewise.retrieval.analysis import Analyser
         from stagewise.retrieval.collections import read_corpus
-        from stagewise.retrieval.index import BM25Index
+        from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
 
         started = time.perf_counter()
-        documents = read_corpus(
-            corpus,
-            format=None if fmt is CorpusFormat.auto else fmt.value,
-            id_field=id_field,
-            text_fields=text_field or None,
+        inputs = [corpus] + ([Path(stopwords[1:])] if stopwords.startswith("@") else [])
+        # before any work: a refusal after minutes of indexing would waste them
+        _folder.check_target(
+            output, owned=INDEX_FILES, force=force, parents=parents, inputs=inputs, foreign_file=foreign_meta
         )
+        with contextlib.ExitStack() as stack:
+            source = stack.enter_context(stdin_as_file("corpus", fmt.value)) if str(corpus) == "-" else corpus
+            documents = read_corpus(
+                source,
+                format=source.suffix[1:] if source is not corpus else None if fmt is CorpusFormat.auto else fmt.value,
+                id_field=id_field,
+                text_fields=text_field or None,
+            )
         progress, update = progress_bar("analysing")
         with progress:
             if add:
@@ -138,7 +193,7 @@ def index_command(
                     documents, analyser=analyser, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon,
                     progress=update,
                 )  # fmt: skip
-        index.save(output)
+        index.save(output, force=force)
         elapsed = time.perf_counter() - started
         verb = f"added {len(documents):,} documents; now" if add else "indexed"
         typer.echo(f"{verb} {index!r} in {elapsed:.2f} s -> {output}", err=True)

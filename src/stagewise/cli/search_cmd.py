@@ -26,7 +26,7 @@ def search_command(
         Path,
         typer.Argument(
             help="Queries: a BEIR folder (queries.jsonl), JSONL (_id/id + text), TSV (qid<TAB>text, "
-            "as Anserini topics; .gz accepted) or a SMART query file."
+            "as Anserini topics; .gz accepted) or a SMART query file; - reads standard input."
         ),
     ],
     k: Annotated[int, typer.Option("-k", help="Results per query (at most the matching documents).")] = 1000,
@@ -59,20 +59,26 @@ def search_command(
       stagewise search cran-index ../shared/data/cranfield/cran.qry --renumber -k 100 --k1 0.9 --b 0.4 -o cran.run
 
       stagewise eval qrels.txt bm25.run -m ndcg@10 -m map
+
+      printf 'q1\tlift of wings\n' | stagewise search bm25-index - -k 10
     """
     import time
 
     with user_errors():
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise._io import write_errors
-        from stagewise.cli.index_cmd import progress_bar
+        from stagewise.cli.index_cmd import progress_bar, stdin_as_file
         from stagewise.data.writers import write_run, write_trec_run
         from stagewise.retrieval.collections import read_queries
         from stagewise.retrieval.index import BM25Index
 
         started = time.perf_counter()
         index = BM25Index.load(index_dir)
-        topics = read_queries(queries, format=None if fmt is QueryFormat.auto else fmt.value, renumber=renumber)
+        if str(queries) == "-":
+            with stdin_as_file("query set", fmt.value) as source:
+                topics = read_queries(source, format=source.suffix[1:], renumber=renumber)
+        else:
+            topics = read_queries(queries, format=None if fmt is QueryFormat.auto else fmt.value, renumber=renumber)
         progress, update = progress_bar("searching")
         with progress:
             top = index.topk(

@@ -173,7 +173,11 @@ def search(
         for i in order:
             t = int(q_terms[i])
             a, e = postings.term_ptr[t], postings.term_ptr[t + 1]
+            if not 0 <= a <= e <= len(postings.docs):
+                raise ValueError(f"damaged index: the postings of term {t} lie outside 0..{len(postings.docs)}")
             docs = postings.docs[a:e]
+            if len(docs) and int(docs.view(np.uint32).max()) >= n_docs:  # a negative id too, as unsigned
+                raise ValueError(f"damaged index: a posting of term {t} names a document outside 0..{n_docs - 1}")
             acc[docs] += q_weights[i] * term_part(mode, tf[a:e], norm[docs], k1, delta)
             touched[docs] = True
         candidates = np.arange(n_docs) if strategy == STRATEGY_ALL_DOCS else np.flatnonzero(touched)

@@ -11,8 +11,15 @@ What is stored (one directory, ``meta.json`` beside numpy ``.npy`` arrays):
                    contains it: inputs of a safe upper bound for dynamic pruning under any ``k1``, ``b``
 ``vocab_*``        the terms, sorted by UTF-8 bytes (offsets int64 [V + 1] + bytes)
 ``doc_ids_*``      the document ids in index order (offsets + bytes)
-``meta.json``      format, variant and parameters, analyser settings, N, V, P, total length, avgdl, checksum
+``meta.json``      format, variant and parameters, analyser settings, N, V, P, total length, avgdl, the
+                   corpus checksum, and each array's dtype, length and CRC-32
 =================  =========================================================================================
+
+A saved index is untrusted input: :meth:`BM25Index.load` checks every array's dtype, length and CRC-32
+against the metadata, and the offsets, ids and lengths against each other, and refuses a damaged index with
+an :class:`~stagewise.errors.InputError` that says to rebuild it; the compiled search checks the term and
+document ids it follows too, so a damaged index is an error, never a crash. Writing replaces the folder in
+one step (:mod:`stagewise.retrieval._folder`).
 
 Because only tf, lengths and df are stored, ``k1``, ``b``, ``delta``, ``epsilon`` (and the variant) change at
 search time with no re-indexing. Adding documents merges their postings into the arrays, giving exactly the
@@ -21,12 +28,11 @@ arrays a rebuild over all documents would give.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
-import tempfile
-import time
-from collections.abc import Callable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +45,7 @@ from stagewise.retrieval.analysis import Analysed, Analyser, analysed_from_token
 from stagewise.retrieval.variants import DEFAULT_VARIANT, Scoring
 
 FORMAT = "stagewise-bm25-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-array dtype, length and CRC-32 in meta.json (version 1 had none)
 CHECKSUM_KIND = "stagewise-hash128-sum"
 CHECKSUM_DEFINITION = (
     "sum modulo 2**128 over documents i (0-based, index order) of a 128-bit non-cryptographic hash of "
@@ -58,6 +64,22 @@ _ARRAYS = (
     "doc_ids_offsets",
     "doc_ids_data",
 )
+# The dtype each array must have on disk ("tf" is post_tf's own, uint16 or int32, named in the metadata), and
+# its length, in terms of N documents, V terms and P postings ("data": the last value of its offsets).
+_LAYOUT = {
+    "term_ptr": ("<i8", "V+1"),
+    "post_docs": ("<i4", "P"),
+    "post_tf": ("tf", "P"),
+    "doc_len": ("<i4", "N"),
+    "max_tf": ("<i4", "V"),
+    "min_dl": ("<i4", "V"),
+    "vocab_offsets": ("<i8", "V+1"),
+    "vocab_data": ("|u1", "data"),
+    "doc_ids_offsets": ("<i8", "N+1"),
+    "doc_ids_data": ("|u1", "data"),
+}
+_TF_DTYPES = {"uint16": "<u2", "int32": "<i4"}
+INDEX_FILES = frozenset([f"{name}.npy" for name in _ARRAYS] + ["meta.json"])
 UB_SLACK = 1e-9  # relative margin on pruning upper bounds, far above the rounding error of a sum of terms
 
 Progress = Callable[[int, int], None]
@@ -97,11 +119,105 @@ def _take_column(offsets: np.ndarray, data: np.ndarray, rows: np.ndarray) -> tup
     return np.asarray(taken.offsets, dtype=np.int64), np.frombuffer(taken.data, dtype=np.uint8)
 
 
-def _load_array(path: Path, mmap: bool) -> np.ndarray:
+CRC_BLOCK = 1 << 22  # bytes: one CRC-32 per 4 MiB block, so that blocks are checked in parallel
+
+
+def _blocks(array: np.ndarray) -> list[memoryview]:
+    raw = memoryview(np.ascontiguousarray(array).view(np.uint8))
+    return [raw[at : at + CRC_BLOCK] for at in range(0, len(raw), CRC_BLOCK)]
+
+
+def _crc(block: memoryview) -> str:
+    return f"{zlib.crc32(block) & 0xFFFFFFFF:08x}"
+
+
+def _crc32(array: np.ndarray) -> list[str]:
+    """The CRC-32 of each 4 MiB block of the array's bytes (none for an empty array)."""
+    return [_crc(block) for block in _blocks(array)]
+
+
+def _verify_crcs(arrays: Mapping[str, np.ndarray], expected: Mapping[str, Any], folder: Path) -> None:
+    """Every block of every array against its CRC-32, in threads (zlib releases the GIL): reading the bytes
+    is the whole cost of opening an index, and it parallelises."""
+    per_array = {name: _blocks(array) for name, array in arrays.items()}
+    jobs = [block for blocks in per_array.values() for block in blocks]
+    workers = min(8, os.cpu_count() or 1, len(jobs))
+    if workers > 1 and sum(len(block) for block in jobs) > 2 * CRC_BLOCK:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            found = list(pool.map(_crc, jobs))
+    else:
+        found = [_crc(block) for block in jobs]
+    position = 0
+    for name, blocks in per_array.items():
+        if found[position : position + len(blocks)] != expected[name].get("crc32"):
+            raise _Damaged(
+                "its CRC-32 differs from the one written at build time (changed or corrupted)", folder / f"{name}.npy"
+            )
+        position += len(blocks)
+
+
+class _Damaged(Exception):
+    """One check of a saved index failed (turned into an InputError naming the index and the file)."""
+
+
+def _read_npy(path: Path, dtype: np.dtype, length: int, mmap: bool) -> np.ndarray:
+    """A 1-D ``.npy`` array of exactly ``dtype`` and ``length``, checked against the file's header and size
+    before any byte is mapped (numpy would map past the end of a truncated file, or read a pickle)."""
+    from numpy.lib import format as npy
+
     try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except ValueError:  # numpy cannot memory-map an array of zero bytes
-        return np.load(path, allow_pickle=False)
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            version = npy.read_magic(fh)
+            if version == (1, 0):
+                shape, _, found = npy.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, found = npy.read_array_header_2_0(fh)
+            else:
+                raise _Damaged(f"unsupported .npy version {version}")
+            offset = fh.tell()
+            if found != dtype:
+                raise _Damaged(f"dtype {found.str}, expected {dtype.str}")
+            if tuple(shape) != (length,):
+                raise _Damaged(f"shape {tuple(shape)}, expected ({length},)")
+            if size != offset + length * dtype.itemsize:
+                raise _Damaged(f"{size} bytes, expected {offset + length * dtype.itemsize} (truncated or padded)")
+            if length == 0:
+                return np.zeros(0, dtype=dtype)
+            if not mmap:
+                return np.fromfile(fh, dtype=dtype, count=length)
+        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(length,))
+    except _Damaged:
+        raise
+    except (OSError, ValueError, EOFError, SyntaxError, TypeError) as exc:  # what numpy's header parser raises
+        detail = str(exc) if len(str(exc)) <= 80 else f"{str(exc)[:77]}..."
+        raise _Damaged(f"not a readable .npy file ({detail})") from None
+
+
+def _check_offsets(offsets: np.ndarray, end: int, what: str) -> None:
+    if offsets[0] != 0 or offsets[-1] != end:
+        raise _Damaged(f"{what} run from {int(offsets[0])} to {int(offsets[-1])}, expected 0 to {end}")
+    if len(offsets) > 1 and not bool(np.all(offsets[1:] >= offsets[:-1])):
+        raise _Damaged(f"{what} decrease at position {int(np.argmax(offsets[1:] < offsets[:-1])) + 1}")
+
+
+def _meta_count(meta: dict, key: str) -> int:
+    value = meta.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >= 2**62:
+        raise _Damaged(f"{key!r} is {value!r}, expected a count")
+    return value
+
+
+def foreign_meta(folder: Path) -> str | None:
+    """``meta.json`` when the one in ``folder`` is valid JSON but not an index's (another tool's file); an
+    unreadable one is taken for a damaged index, which a rebuild may replace."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return None if isinstance(meta, dict) and meta.get("format") == FORMAT else "meta.json"
 
 
 @dataclass(frozen=True)
@@ -379,63 +495,154 @@ class BM25Index:
             "checksum_definition": CHECKSUM_DEFINITION,
         }
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the index to directory ``path`` (created or replaced; written beside it, then renamed)."""
+    def save(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+        """Write the index to folder ``path``, replacing an index there in one step (a crash at any moment
+        leaves the old index or the new one, whole). A non-empty folder that is not an index is refused unless
+        ``force``; the current folder (or one that holds it) always is. Folders and files get the umask."""
+        from stagewise.retrieval import _folder
+
         target = Path(path)
-        if target.exists() and not target.is_dir():
-            raise InputError(target, "exists and is not a directory", expected="an index directory path")
+        _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        try:
-            for name in _ARRAYS:
-                np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(self, name)), allow_pickle=False)
-            (tmp / "meta.json").write_text(json.dumps(self.metadata(), indent=2) + "\n", encoding="utf-8")
-            old = None
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-                os.replace(target, old)
-            os.replace(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)  # open memory maps of the old files stay valid
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        arrays = {name: self._array_to_save(name) for name in _ARRAYS}
+        meta = self.metadata()
+        meta["arrays"] = {
+            name: {"dtype": array.dtype.str, "length": len(array), "crc32": _crc32(array), "crc32_block": CRC_BLOCK}
+            for name, array in arrays.items()
+        }
+
+        def write(folder: Path) -> None:
+            for name, array in arrays.items():
+                np.save(folder / f"{name}.npy", array, allow_pickle=False)
+            # written last: a folder with meta.json has all its arrays
+            (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+        _folder.replace_folder(target, write, owned=INDEX_FILES)
         self.path = target
         return target
 
+    def _array_to_save(self, name: str) -> np.ndarray:
+        kind = _LAYOUT[name][0]
+        dtype = _TF_DTYPES[str(self.post_tf.dtype)] if kind == "tf" else kind
+        return np.ascontiguousarray(getattr(self, name), dtype=dtype)
+
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> BM25Index:
-        """Open a saved index; arrays are memory-mapped (read-only) unless ``mmap=False``."""
+        """Open a saved index; arrays are memory-mapped (read-only) unless ``mmap=False``.
+
+        The index is checked before use: each array's dtype, length and CRC-32 against the metadata, offsets
+        ascending and ending at their data, document ids in range, lengths adding up to the metadata's total.
+        A failed check raises :class:`~stagewise.errors.InputError` naming the file, with a hint to rebuild.
+        """
         folder = Path(path)
+        rebuild = f"rebuild it: stagewise index CORPUS -o {folder}"
         meta_path = folder / "meta.json"
         if not meta_path.is_file():
+            if not folder.exists():
+                from stagewise.retrieval._folder import previous_of
+
+                left = previous_of(folder)
+                hint = f"an interrupted build left the previous index in {left[-1]}" if left else "check the path"
+                raise InputError(folder, "no such index folder", hint=hint)
             raise InputError(
                 folder, "is not a stagewise BM25 index (no meta.json)", hint="build one with `stagewise index`"
             )
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(meta_path, f"unreadable index metadata ({exc})") from None
-        if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
-            raise InputError(
-                meta_path,
-                f"index format {meta.get('format')!r} version {meta.get('format_version')!r}",
-                expected=f"{FORMAT!r} version {FORMAT_VERSION}",
+        except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise InputError(meta_path, f"unreadable index metadata ({exc})", hint=rebuild) from None
+        if not isinstance(meta, dict):
+            raise InputError(meta_path, "is not stagewise BM25 index metadata (not a JSON object)", hint=rebuild)
+        if meta.get("format") != FORMAT:
+            raise InputError(meta_path, f"index format {meta.get('format')!r}", expected=repr(FORMAT), hint=rebuild)
+        if meta.get("format_version") != FORMAT_VERSION:
+            version = meta.get("format_version")
+            problem = (
+                "index format version 1 has no checksums of its arrays, so it cannot be checked"
+                if version == 1
+                else f"index format version {version!r}"
             )
-        arrays = {}
+            raise InputError(meta_path, problem, expected=f"version {FORMAT_VERSION}", hint=rebuild)
+        source = meta_path
+        try:
+            arrays = cls._load_arrays(folder, meta, mmap)
+            scoring_meta = dict(meta["scoring"])
+            scoring = Scoring.of(scoring_meta.pop("variant"), **scoring_meta)
+            analyser = None if meta.get("analyser") is None else Analyser.from_settings(meta["analyser"])
+            kind, _, digits = str(meta["checksum"]).partition(":")
+            if kind != CHECKSUM_KIND:
+                raise _Damaged(f"checksum kind {kind!r}, expected {CHECKSUM_KIND!r}")
+            checksum = int(digits, 16)
+        except _Damaged as exc:
+            source = exc.args[1] if len(exc.args) > 1 else meta_path
+            raise InputError(source, f"damaged index: {exc.args[0]}", hint=rebuild) from None
+        except (KeyError, TypeError, ValueError, AttributeError, StagewiseError) as exc:
+            detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise InputError(meta_path, f"damaged index metadata ({detail})", hint=rebuild) from None
+        return cls(arrays, analyser=analyser, scoring=scoring, checksum=checksum, path=folder)
+
+    @staticmethod
+    def _load_arrays(folder: Path, meta: dict, mmap: bool) -> dict[str, np.ndarray]:
+        """Every array, each checked against the metadata and the others (raises ``_Damaged(problem, file)``)."""
+        meta_path = folder / "meta.json"
+        try:
+            counts = {k: _meta_count(meta, key) for k, key in (("N", "documents"), ("V", "terms"), ("P", "postings"))}
+            total_length = _meta_count(meta, "total_length")
+            tf_dtype = _TF_DTYPES.get(meta.get("tf_dtype"))
+            if tf_dtype is None:
+                raise _Damaged(f"'tf_dtype' is {meta.get('tf_dtype')!r}, expected uint16 or int32")
+            listed = meta.get("arrays")
+            if not isinstance(listed, dict) or any(not isinstance(listed.get(n), dict) for n in _ARRAYS):
+                raise _Damaged("'arrays' does not describe every array")
+        except _Damaged as exc:
+            raise _Damaged(exc.args[0], meta_path) from None
+        arrays: dict[str, np.ndarray] = {}
         for name in _ARRAYS:
             file = folder / f"{name}.npy"
-            if not file.is_file():
-                raise InputError(folder, f"index file {file.name} is missing")
-            arrays[name] = _load_array(file, mmap)
-        scoring_meta = dict(meta["scoring"])
-        scoring = Scoring.of(scoring_meta.pop("variant"), **scoring_meta)
-        analyser = None if meta.get("analyser") is None else Analyser.from_settings(meta["analyser"])
-        digits = meta["checksum"].partition(":")[2]
-        index = cls(arrays, analyser=analyser, scoring=scoring, checksum=int(digits, 16), path=folder)
-        if index.n_docs != meta["documents"] or index.n_terms != meta["terms"]:
-            raise InputError(meta_path, "metadata disagrees with the arrays (a partly copied index?)")
-        return index
+            try:
+                kind, size = _LAYOUT[name]
+                dtype = np.dtype(tf_dtype if kind == "tf" else kind)
+                if size == "data":
+                    length = int(arrays[name.replace("_data", "_offsets")][-1])
+                elif size.endswith("+1"):
+                    length = counts[size[0]] + 1
+                else:
+                    length = counts[size]
+                entry = listed[name]
+                if entry.get("crc32_block") != CRC_BLOCK:
+                    raise _Damaged(f"CRC-32 blocks of {entry.get('crc32_block')!r} bytes, expected {CRC_BLOCK}")
+                if entry.get("dtype") != dtype.str or entry.get("length") != length:
+                    raise _Damaged(
+                        f"the metadata lists {entry.get('dtype')!r} x {entry.get('length')!r}, "
+                        f"expected {dtype.str!r} x {length}"
+                    )
+                if not file.is_file():
+                    raise _Damaged("the file is missing")
+                array = _read_npy(file, dtype, length, mmap)
+                if name == "term_ptr":
+                    _check_offsets(array, counts["P"], "posting offsets")
+                elif name.endswith("_offsets"):
+                    # the data's length is the last offset, so this bounds every string in the data
+                    _check_offsets(array, int(array[-1]), "string offsets")
+                elif name == "post_docs" and len(array) and int(array.view(np.uint32).max()) >= counts["N"]:
+                    raise _Damaged(f"a document id is outside 0..{counts['N'] - 1}")
+                elif name == "doc_len":
+                    if len(array) and int(array.min()) < 0:
+                        raise _Damaged("a negative document length")
+                    if int(array.sum(dtype=np.int64)) != total_length:
+                        raise _Damaged(f"lengths add up to {int(array.sum(dtype=np.int64))}, not {total_length}")
+                elif name in ("max_tf", "min_dl") and len(array) and int(array.min()) < 0:
+                    raise _Damaged("a negative value")
+                elif name.endswith("_data"):
+                    try:
+                        array.tobytes().decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise _Damaged(f"invalid UTF-8 at byte {exc.start}") from None
+                arrays[name] = array
+            except _Damaged as exc:
+                raise _Damaged(exc.args[0], file) from None
+        _verify_crcs(arrays, listed, folder)
+        return arrays
 
     # ---------------------------------------------------------------------------------------- inspection
 
@@ -462,6 +669,18 @@ class BM25Index:
         return np.where(found >= 0, df[np.maximum(found, 0)], 0)
 
     # ------------------------------------------------------------------------------------------- search
+
+    @contextlib.contextmanager
+    def _damage_is_input_error(self) -> Iterator[None]:
+        """The search kernels' own bounds checks (an index changed in memory, or one that passed its checks
+        on disk and was damaged after) as a user error that says to rebuild."""
+        try:
+            yield
+        except ValueError as exc:
+            if not str(exc).startswith("damaged index"):
+                raise
+            where = self.path if self.path is not None else "index"
+            raise InputError(where, str(exc), hint=f"rebuild it: stagewise index CORPUS -o {where}") from None
 
     def _scoring(self, variant, k1, b, delta, epsilon) -> Scoring:
         return self.scoring.with_params(variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon)
@@ -491,7 +710,8 @@ class BM25Index:
             analysed = analysed_from_tokens(queries)
         else:
             raise StagewiseError("queries must all be strings, or all be lists of terms")
-        found = _kernels.find_terms(self.vocab_offsets, self.vocab_data, analysed.terms)
+        with self._damage_is_input_error():
+            found = _kernels.find_terms(self.vocab_offsets, self.vocab_data, analysed.terms)
         ids = found[analysed.term_ids] if len(analysed.term_ids) else np.zeros(0, dtype=np.int32)
         keep = ids >= 0
         n = len(analysed)
@@ -552,10 +772,11 @@ class BM25Index:
 
         def run_chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             a, e = ptr[lo], ptr[hi]
-            return _kernels.search(
-                postings, norm, ptr[lo : hi + 1] - a, ut[a:e], weights[a:e], ub[a:e], k, mode, scoring.k1,
-                delta_value, strategy,
-            )  # fmt: skip
+            with self._damage_is_input_error():
+                return _kernels.search(
+                    postings, norm, ptr[lo : hi + 1] - a, ut[a:e], weights[a:e], ub[a:e], k, mode, scoring.k1,
+                    delta_value, strategy,
+                )  # fmt: skip
 
         chunk = max(16, min(2000, -(-n_queries // (workers * 8)))) if n_queries else 1
         bounds = [(lo, min(lo + chunk, n_queries)) for lo in range(0, n_queries, chunk)]
