@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,7 +158,7 @@ def test_qrels_format_matches_the_collection_reader(name: str, file: str, layout
     path = SHARED / "data" / name / file
     with pytest.raises(InputError, match=f"--qrels-format {layout}"):
         read_qrels(path)
-    assert read_qrels(path, format=layout).to_dict() == read_classic(name).qrels
+    assert read_qrels(path, format=layout).to_dict() == read_classic(name, SHARED / "data").qrels
 
 
 @pytest.mark.parametrize("kind", ["qrels", "run"])
@@ -492,7 +493,12 @@ def test_malformed_file_through_the_console_entry_point(tmp_path: Path, good: tu
         [sys.executable, "-c", "from stagewise.cli import main; main()", "eval", str(good[0]), str(path)],
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(Path(stagewise.__file__).parents[1]), "PATH": "/usr/bin:/bin"},
+        env={
+            "PYTHONPATH": str(Path(stagewise.__file__).parents[1]),
+            "PATH": "/usr/bin:/bin",
+            # under `make sanitize` the child needs the sanitizer runtimes first, as this process had them
+            **{k: v for k, v in os.environ.items() if k in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")},
+        },
         timeout=120,
     )
     assert done.returncode == 2, done.stderr
