@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 import stagewise
 from stagewise.cli import app
 from stagewise.errors import InputError, StagewiseError
+from tests.clean_failure import assert_clean_failure
 
 # ---------------------------------------------------------------------------------------------------------
 # Building files: good lines from a generator, one bad line placed after comments, blanks or 5,000 lines
@@ -367,19 +368,6 @@ def test_bad_dict_qrels(bad: dict) -> None:
 runner = CliRunner()
 
 
-def _assert_clean_failure(result, *must_contain: str, prefix: str = "stagewise: error:") -> str:
-    output = (result.stdout or "") + (result.stderr or "")
-    assert "Traceback" not in output
-    assert isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == 2, (result.exit_code, output)
-    lines = result.stderr.strip("\n").split("\n")
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(prefix), lines[0]
-    for text in must_contain:
-        assert text in lines[0], (text, lines[0])
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
 def good_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     d = tmp_path_factory.mktemp("good")
@@ -402,7 +390,7 @@ def test_cli_bad_run(tmp_path: Path, good_files: tuple[Path, Path], case: str, l
     path = tmp_path / "bad.run"
     path.write_bytes(data)
     result = runner.invoke(app, ["eval", str(good_files[0]), str(path), "-m", "map"])
-    _assert_clean_failure(result, f"{path}:{line}")
+    assert_clean_failure(result, f"{path}:{line}")
 
 
 @pytest.mark.parametrize("layout", ["plain", "after comments and blank lines", "large, bad line at the end"])
@@ -412,7 +400,7 @@ def test_cli_bad_qrels(tmp_path: Path, good_files: tuple[Path, Path], case: str,
     path = tmp_path / "bad.qrels"
     path.write_bytes(data)
     result = runner.invoke(app, ["eval", str(path), str(good_files[1]), "-m", "map"])
-    _assert_clean_failure(result, f"{path}:{line}")
+    assert_clean_failure(result, f"{path}:{line}")
 
 
 @pytest.mark.parametrize(("content", "what"), [(b"", "run"), (b"# c\n", "run"), (b"", "qrels"), (b"#\n\n", "qrels")])
@@ -420,7 +408,7 @@ def test_cli_empty_files(tmp_path: Path, good_files: tuple[Path, Path], content:
     path = tmp_path / f"empty.{what}"
     path.write_bytes(content)
     args = [str(good_files[0]), str(path)] if what == "run" else [str(path), str(good_files[1])]
-    _assert_clean_failure(runner.invoke(app, ["eval", *args, "-m", "map"]), str(path))
+    assert_clean_failure(runner.invoke(app, ["eval", *args, "-m", "map"]), str(path))
 
 
 @pytest.mark.parametrize(
@@ -442,7 +430,7 @@ def test_cli_bad_structured_run(
     path = tmp_path / name
     path.write_bytes(content)
     result = runner.invoke(app, ["eval", str(good_files[0]), str(path), "-m", "map"])
-    _assert_clean_failure(result, f"{path}:{line}")
+    assert_clean_failure(result, f"{path}:{line}")
 
 
 @pytest.mark.parametrize(
@@ -459,14 +447,14 @@ def test_cli_bad_structured_run(
 )
 def test_cli_bad_metric(good_files: tuple[Path, Path], metric: str, offending: str) -> None:
     result = runner.invoke(app, ["eval", str(good_files[0]), str(good_files[1]), "-m", metric])
-    _assert_clean_failure(result, offending)
+    assert_clean_failure(result, offending)
 
 
 @pytest.mark.parametrize("which", ["qrels", "run"])
 def test_cli_missing_file(tmp_path: Path, good_files: tuple[Path, Path], which: str) -> None:
     missing = tmp_path / "does-not-exist.txt"
     args = [str(missing), str(good_files[1])] if which == "qrels" else [str(good_files[0]), str(missing)]
-    _assert_clean_failure(runner.invoke(app, ["eval", *args, "-m", "map"]), str(missing))
+    assert_clean_failure(runner.invoke(app, ["eval", *args, "-m", "map"]), str(missing))
 
 
 def test_cli_reads_qrels_from_stdin(good_files: tuple[Path, Path]) -> None:
@@ -475,7 +463,7 @@ def test_cli_reads_qrels_from_stdin(good_files: tuple[Path, Path]) -> None:
     assert result.exit_code == 0, result.output
     bad = qrels + b"q0 0 dx 1.5\n"
     result = runner.invoke(app, ["eval", "-", str(good_files[1]), "-m", "map"], input=bad)
-    _assert_clean_failure(result, "<stdin>:301")
+    assert_clean_failure(result, "<stdin>:301")
 
 
 @pytest.mark.parametrize(
@@ -695,7 +683,7 @@ def test_cli_reports_missing_queries(tmp_path: Path) -> None:
     as_json = runner.invoke(app, ["eval", str(qrels), str(run), "-m", "map", "-f", "json"])
     assert json.loads(as_json.stdout)["conventions"]["queries_missing_from_run"] == {"partial.run": 2}
     failed = runner.invoke(app, ["eval", str(qrels), str(run), "-m", "map", "--missing", "error"])
-    _assert_clean_failure(failed, "q2", "q4")
+    assert_clean_failure(failed, "q2", "q4")
 
 
 # ---------------------------------------------------------------------------------------------------------

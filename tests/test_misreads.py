@@ -26,6 +26,7 @@ from stagewise.data.readers import read_qrels, read_run
 from stagewise.data.validate import validate
 from stagewise.data.writers import write_qrels, write_run
 from stagewise.errors import InputError, StagewiseError
+from tests.clean_failure import assert_clean_failure
 
 from .conftest import SHARED
 
@@ -37,17 +38,7 @@ QRELS = "".join(f"q{q} 0 d{q * 10 + r} {r % 3}\n" for q in range(1, 4) for r in 
 
 def _clean_failure(args: list[str], *must_contain: str) -> str:
     """Run the CLI; it must exit 2 with one 'stagewise: error:' line holding ``must_contain`` and no traceback."""
-    result = runner.invoke(app, args)
-    output = (result.stdout or "") + (result.stderr or "")
-    assert "Traceback" not in output
-    assert isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == 2, (result.exit_code, output)
-    lines = result.stderr.strip("\n").split("\n")
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("stagewise: error:"), lines[0]
-    for text in must_contain:
-        assert text in lines[0], (text, lines[0])
-    return lines[0]
+    return assert_clean_failure(runner.invoke(app, args), *must_contain)
 
 
 @pytest.fixture
