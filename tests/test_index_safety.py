@@ -423,9 +423,9 @@ def test_index_cli_refuses_unsafe_outputs_before_any_work(
         ([".", "--force"], "is the current folder"),
         ([str(tmp_path / "thesis")], "not a stagewise index (it holds thesis.pdf)"),
         ([str(tmp_path / "link")], "is a symbolic link"),
-        ([str(tmp_path / "file")], "exists and is not a folder"),
+        ([str(tmp_path / "file")], "is a file, not a folder"),
         ([str(tmp_path / "file" / "index")], "which is a file, not a folder"),
-        ([str(tmp_path / "a" / "b" / "index")], "does not exist (create it, or pass --parents)"),
+        ([str(tmp_path / "a" / "b" / "index")], "pass --parents, or correct -o"),
     ]
     for extra, message in cases:
         result = _cli("index", str(corpus), "-o", *extra)

@@ -105,6 +105,7 @@ def check_output(
     option: str = "--output",
     folder: bool = False,
     parents: bool = False,
+    parents_option: str | None = None,
 ) -> Path:
     """Refuse, before any work is done, an output path that cannot or must not be written.
 
@@ -113,7 +114,7 @@ def check_output(
     - is empty, or ends with ``/`` when a file is wanted;
     - is a folder (when a file is wanted) or a file (when ``folder=True``), a device, FIFO or socket;
     - lies under a regular file (``out.run/x``), or in a folder that does not exist (unless ``parents=True``:
-      the caller was asked to create it);
+      the caller was asked to create it; ``parents_option`` names the option that asks, for the hint);
     - is read-only, or lies in a folder where this user cannot create files;
     - is the same file as one of ``inputs`` (``os.stat``'s device and inode, so a hard link or a symlink to an
       input counts; ``-`` and ``None`` are skipped), or, with ``folder=True``, holds an input inside it;
@@ -173,10 +174,11 @@ def check_output(
         if not os.path.isdir(where):
             missing = where
             if not parents:
+                also = f", pass {parents_option}" if parents_option else ""
                 raise InputError(
                     text,
                     f"folder {missing} does not exist",
-                    hint=f"create it first with mkdir -p {missing}, or correct {option}",
+                    hint=f"create it first with mkdir -p {missing}{also}, or correct {option}",
                 )
             where = next(p for p in where.parents if os.path.isdir(p))
     if not _can(where, os.W_OK | os.X_OK):

@@ -28,6 +28,7 @@ import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from stagewise._io import check_output
 from stagewise.errors import InputError
 
 PARTIAL = "stagewise-partial-index"
@@ -117,9 +118,7 @@ def check_target(
                 f"holds an input ({source}); writing the {what} there would replace it",
                 hint="choose a new folder",
             )
-    if target.exists():
-        if not target.is_dir():
-            raise InputError(shown, "exists and is not a folder", expected=f"a folder for the {what}")
+    if target.is_dir():
         try:
             entries = sorted(os.listdir(target))
         except OSError as exc:
@@ -134,19 +133,9 @@ def check_target(
                 f"is a non-empty folder that is not a stagewise {what} (it holds {listed})",
                 hint="choose a new folder, or pass --force to replace it and everything in it",
             )
-        parent = target.parent
-    else:
-        parent = target.parent
-        existing = parent
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-        if existing.exists() and not existing.is_dir():
-            raise InputError(shown, f"is under {existing}, which is a file, not a folder")
-        if existing != parent and not parents:
-            raise InputError(shown, f"its parent folder {parent} does not exist", hint="create it, or pass --parents")
-        parent = existing
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(shown, f"cannot write in {parent} (permission denied)")
+    # What every output shares (a file in the way, a path under a file, a missing parent, no write permission):
+    # the one check of stagewise._io.
+    check_output(target, folder=True, parents=parents, option="-o", parents_option="--parents")
 
 
 def _exchange(a: Path, b: Path) -> bool:
