@@ -22,6 +22,7 @@ import io
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,7 +144,21 @@ def _read_jsonl(path: PathLike, id_field: str | None, text_fields: Sequence[str]
     source = Path(path)
     ids: list[str] = []
     texts: list[str] = []
-    for number, line in enumerate(_read_text(source).split("\n"), 1):
+    _parse_jsonl(_read_text(source).split("\n"), 1, source, id_field, text_fields, ids, texts)
+    return Documents(ids, texts)
+
+
+def _parse_jsonl(
+    lines: Sequence[str],
+    first: int,
+    source: Path,
+    id_field: str | None,
+    text_fields: Sequence[str] | None,
+    ids: list[str],
+    texts: list[str],
+) -> None:
+    """Append the records of ``lines`` (numbered from ``first``) to ``ids`` and ``texts``."""
+    for number, line in enumerate(lines, first):
         if not line.strip():
             continue
         try:
@@ -159,7 +174,6 @@ def _read_jsonl(path: PathLike, id_field: str | None, text_fields: Sequence[str]
             raise InputError(source, f"no id field in {sorted(record)}", line=number, expected=f"one of {ID_FIELDS}")
         ids.append(str(record[key]))
         texts.append(_text_of(record, text_fields, source, number))
-    return Documents(ids, texts)
 
 
 def _read_tsv(path: PathLike, header: bool | None) -> Documents:
@@ -167,10 +181,17 @@ def _read_tsv(path: PathLike, header: bool | None) -> Documents:
     ids: list[str] = []
     texts: list[str] = []
     lines = _read_text(source).split("\n")
-    start = 0
-    if lines and (header or (header is None and lines[0].split("\t")[0].strip().lower() in ID_FIELDS)):
-        start = 1
-    for number, line in enumerate(lines[start:], start + 1):
+    start = 1 if lines and _tsv_header(lines[0], header) else 0
+    _parse_tsv(lines[start:], start + 1, source, ids, texts)
+    return Documents(ids, texts)
+
+
+def _tsv_header(line: str, header: bool | None) -> bool:
+    return bool(header or (header is None and line.split("\t")[0].strip().lower() in ID_FIELDS))
+
+
+def _parse_tsv(lines: Sequence[str], first: int, source: Path, ids: list[str], texts: list[str]) -> None:
+    for number, line in enumerate(lines, first):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -178,7 +199,85 @@ def _read_tsv(path: PathLike, header: bool | None) -> Documents:
             raise InputError(source, "one field only", line=number, expected="id<TAB>text (more fields are joined)")
         ids.append(fields[0].strip())
         texts.append(" ".join(f.strip() for f in fields[1:] if f.strip()))
-    return Documents(ids, texts)
+
+
+def _line_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, list[str]]]:
+    """The file's lines (``.gz`` decompressed on the fly) in blocks of about ``block_bytes``, each with the
+    number of its first line: what :func:`_read_text` gives, split by line, without holding the whole file.
+    A block is cut after a newline, so a CR LF pair is never split."""
+    try:
+        with path.open("rb") as probe:
+            gz = probe.read(2) == b"\x1f\x8b"
+        fh = gzip.open(path, "rb") if gz else path.open("rb")  # noqa: SIM115 (closed by the with below)
+    except FileNotFoundError:
+        raise InputError(path, "no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, not a file") from None
+    number = 1  # of the block's first line
+    carry = b""
+    with fh:
+        while True:
+            try:
+                chunk = fh.read(block_bytes)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(path, f"corrupt gzip data ({exc})") from None
+            raw = carry + chunk
+            if chunk:
+                cut = raw.rfind(b"\n") + 1
+                if cut == 0:  # no newline yet: read on (a file of CR-only line ends is read whole)
+                    carry = raw
+                    continue
+                raw, carry = raw[:cut], raw[cut:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = number + raw[: exc.start].count(b"\n")
+                raise InputError(path, f"invalid UTF-8 ({exc.reason})", line=line) from None
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            if chunk:
+                lines.pop()  # the empty string after the block's final newline
+            yield number, lines
+            number += len(lines)
+            if not chunk:
+                return
+
+
+def iter_corpus(
+    path: PathLike,
+    *,
+    format: str | None = None,
+    id_field: str | None = None,
+    text_fields: Sequence[str] | None = None,
+    header: bool | None = None,
+    batch_size: int = 250_000,
+) -> Iterator[Documents]:
+    """:func:`read_corpus` in batches of ``batch_size`` documents, read as they are needed: a JSONL, TSV or
+    BEIR corpus is never held whole (a SMART file is read whole, then cut into batches). The batches joined
+    are exactly what :func:`read_corpus` returns, and malformed input raises the same errors."""
+    p = Path(path)
+    kind = format or _guess_format(p)
+    if kind == "smart":
+        whole = read_smart(p)
+        for at in range(0, len(whole), batch_size):
+            yield Documents(whole.ids[at : at + batch_size], whole.texts[at : at + batch_size])
+        return
+    if kind not in ("beir", "jsonl", "tsv"):
+        raise ConventionError(f"unknown corpus format {kind!r}; choose one of beir, jsonl, tsv, smart")
+    source = _beir_file(p, "corpus.jsonl") if kind == "beir" else p
+    ids: list[str] = []
+    texts: list[str] = []
+    for first, lines in _line_blocks(source, 1 << 24):
+        if kind == "tsv":
+            if first == 1 and lines and _tsv_header(lines[0], header):
+                lines, first = lines[1:], 2
+            _parse_tsv(lines, first, source, ids, texts)
+        else:
+            _parse_jsonl(lines, first, source, id_field, text_fields, ids, texts)
+        while len(ids) >= batch_size:
+            yield Documents(ids[:batch_size], texts[:batch_size])
+            ids, texts = ids[batch_size:], texts[batch_size:]
+    if ids:
+        yield Documents(ids, texts)
 
 
 def read_corpus(

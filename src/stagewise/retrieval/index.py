@@ -474,26 +474,16 @@ class BM25Index:
     # ------------------------------------------------------------------------------------------ storage
 
     def metadata(self) -> dict[str, Any]:
-        from stagewise import __version__
-
-        return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "created_by": f"stagewise {__version__}",
-            "scoring": {"variant": self.scoring.variant, **self.scoring.params()},
-            "scoring_name": str(self.scoring),
-            "idf": self.scoring.spec.formula,
-            "analyser": None if self.analyser is None else self.analyser.settings(),
-            "pretokenised": self.analyser is None,
-            "documents": self.n_docs,
-            "terms": self.n_terms,
-            "postings": int(self.term_ptr[-1]),
-            "total_length": self.total_length,
-            "avgdl": self.avgdl,
-            "tf_dtype": str(self.post_tf.dtype),
-            "checksum": f"{CHECKSUM_KIND}:{self.checksum:032x}",
-            "checksum_definition": CHECKSUM_DEFINITION,
-        }
+        return index_metadata(
+            scoring=self.scoring,
+            analyser=self.analyser,
+            n_docs=self.n_docs,
+            n_terms=self.n_terms,
+            n_postings=int(self.term_ptr[-1]),
+            total_length=self.total_length,
+            tf_dtype=str(self.post_tf.dtype),
+            checksum=self.checksum,
+        )
 
     def save(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Write the index to folder ``path``, replacing an index there in one step (a crash at any moment
@@ -880,6 +870,40 @@ class BM25Index:
         dense = np.zeros(self.n_docs)
         dense[top.docs] = top.scores
         return dense
+
+
+def index_metadata(
+    *,
+    scoring: Scoring,
+    analyser: Analyser | None,
+    n_docs: int,
+    n_terms: int,
+    n_postings: int,
+    total_length: int,
+    tf_dtype: str,
+    checksum: int,
+) -> dict[str, Any]:
+    """``meta.json``'s content, less the arrays' descriptions (shared by the in-memory and on-disk builds)."""
+    from stagewise import __version__
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "created_by": f"stagewise {__version__}",
+        "scoring": {"variant": scoring.variant, **scoring.params()},
+        "scoring_name": str(scoring),
+        "idf": scoring.spec.formula,
+        "analyser": None if analyser is None else analyser.settings(),
+        "pretokenised": analyser is None,
+        "documents": n_docs,
+        "terms": n_terms,
+        "postings": n_postings,
+        "total_length": total_length,
+        "avgdl": total_length / n_docs if n_docs else 0.0,
+        "tf_dtype": tf_dtype,
+        "checksum": f"{CHECKSUM_KIND}:{checksum:032x}",
+        "checksum_definition": CHECKSUM_DEFINITION,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ helpers
