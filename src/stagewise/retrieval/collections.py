@@ -35,6 +35,7 @@ PathLike = str | os.PathLike[str]
 
 ID_FIELDS = ("_id", "id", "docid", "doc_id", "docno", "pid", "qid", "query_id")
 TEXT_FIELDS = ("title", "text", "contents", "body", "abstract", "query")
+LINE_BLOCK_BYTES = 1 << 24  # a streamed corpus is read and decoded this many bytes at a time
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,7 @@ def iter_corpus(
     source = _beir_file(p, "corpus.jsonl") if kind == "beir" else p
     ids: list[str] = []
     texts: list[str] = []
-    for first, lines in _line_blocks(source, 1 << 24):
+    for first, lines in _line_blocks(source, LINE_BLOCK_BYTES):
         if kind == "tsv":
             if first == 1 and lines and _tsv_header(lines[0], header):
                 lines, first = lines[1:], 2
