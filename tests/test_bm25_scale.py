@@ -26,9 +26,7 @@ WORDS = ["wing", "lift", "plate", "heat", "flow", "shear", "slab", "the", "of", 
 
 def _corpus(n: int, seed: int = 0, length: int = 12) -> Documents:
     rng = np.random.default_rng(seed)
-    texts = [
-        " ".join(WORDS[i] for i in rng.zipf(1.3, size=rng.integers(0, length)) % len(WORDS)) for _ in range(n)
-    ]
+    texts = [" ".join(WORDS[i] for i in rng.zipf(1.3, size=rng.integers(0, length)) % len(WORDS)) for _ in range(n)]
     return Documents([f"d{i}" for i in range(n)], texts)
 
 
@@ -65,8 +63,8 @@ def test_streamed_batches_join_to_what_read_corpus_reads(
         path.write_bytes(gzip.compress(path.read_bytes()))
     batches = list(iter_corpus(path, batch_size=7))
     assert [len(b) for b in batches[:-1]] == [7] * (len(batches) - 1)
-    assert sum((b.ids for b in batches), []) == read_corpus(path).ids == docs.ids
-    assert sum((b.texts for b in batches), []) == read_corpus(path).texts
+    assert [i for b in batches for i in b.ids] == read_corpus(path).ids == docs.ids
+    assert [t for b in batches for t in b.texts] == read_corpus(path).texts
 
 
 def test_streamed_tsv_with_header_and_beir_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
