@@ -20,6 +20,7 @@ the same corpus built in memory (the tests compare them), and the folder is swap
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import zlib
@@ -92,6 +93,27 @@ class _NpyWriter:
         if self.written != self.length:  # a bug here, never the user's input
             raise AssertionError(f"{self.fh.name}: wrote {self.written} values, expected {self.length}")
         return {"dtype": self.dtype.str, "length": self.length, "crc32": self.crcs, "crc32_block": CRC_BLOCK}
+
+
+class _RunFiles:
+    """Slices of a run's ``.npy`` files, read with plain reads (the header of each parsed once)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.layout: dict[str, tuple[int, np.dtype]] = {}
+
+    def read(self, name: str, start: int, stop: int) -> np.ndarray:
+        path = self.folder / f"{name}.npy"
+        with path.open("rb") as fh:
+            if name not in self.layout:
+                from numpy.lib import format as npy
+
+                npy.read_magic(fh)
+                _, _, dtype = npy.read_array_header_1_0(fh)
+                self.layout[name] = (fh.tell(), dtype)
+            offset, dtype = self.layout[name]
+            fh.seek(offset + start * dtype.itemsize)
+            return np.fromfile(fh, dtype=dtype, count=stop - start)
 
 
 def _save(folder: Path, name: str, array: np.ndarray) -> dict[str, Any]:
@@ -259,44 +281,41 @@ def _merge(
     listed: dict[str, dict[str, Any]] = {}
     docs_out = _NpyWriter(folder / "post_docs.npy", np.dtype("<i4"), n_postings)
     tf_out = _NpyWriter(folder / "post_tf.npy", tf_dtype.newbyteorder("<"), n_postings)
+    # The ranges of terms merged at a time: the longest within the budget, at least one term (whose postings
+    # are at most N). Each run's slice of each range is found now, from its map, so that the merge reads
+    # only slices of the runs' files (plain reads: mapped run files would count in the resident set).
+    ranges = [0]
+    while ranges[-1] < n_terms:
+        t0 = ranges[-1]
+        t1 = max(t0 + 1, int(np.searchsorted(term_ptr, term_ptr[t0] + merge_postings, "right")) - 1)
+        ranges.append(min(t1, n_terms))
     runs = [
-        (
-            np.load(run / "gmap.npy", mmap_mode="r"),
-            np.load(run / "term_ptr.npy", mmap_mode="r"),
-            np.load(run / "docs.npy", mmap_mode="r"),
-            np.load(run / "tf.npy", mmap_mode="r"),
-            np.int32(first),
-        )
+        (_RunFiles(run), np.searchsorted(np.load(run / "gmap.npy"), ranges).tolist(), np.int32(first))
         for run, first in spill.runs
     ]
-    t0 = 0
-    while t0 < n_terms:
-        # the longest range of terms within the budget, at least one term (whose postings are at most N)
-        t1 = max(t0 + 1, int(np.searchsorted(term_ptr, term_ptr[t0] + merge_postings, "right")) - 1)
-        t1 = min(t1, n_terms)
+    for r, (t0, t1) in enumerate(itertools.pairwise(ranges)):
         base = term_ptr[t0]
         size = int(term_ptr[t1] - base)
         buf_docs = np.empty(size, dtype=np.int32)
         buf_tf = np.empty(size, dtype=tf_dtype)
         fill = term_ptr[t0:t1] - base  # where each term's next posting goes in the buffer
-        for gmap, ptr, docs, tf, first in runs:
-            lo, hi = np.searchsorted(gmap, [t0, t1])
+        for files, cuts, first in runs:
+            lo, hi = cuts[r], cuts[r + 1]
             if lo == hi:
                 continue
-            local_ptr = np.asarray(ptr[lo : hi + 1])
+            local_ptr = files.read("term_ptr", lo, hi + 1)
             a, e = int(local_ptr[0]), int(local_ptr[-1])
             lengths = np.diff(local_ptr)
-            g = np.asarray(gmap[lo:hi]) - t0
+            g = files.read("gmap", lo, hi) - t0
             dest = np.repeat(fill[g] - (local_ptr[:-1] - a), lengths) + np.arange(e - a, dtype=np.int64)
-            buf_docs[dest] = np.asarray(docs[a:e]) + first
-            buf_tf[dest] = np.asarray(tf[a:e])
+            buf_docs[dest] = files.read("docs", a, e) + first
+            buf_tf[dest] = files.read("tf", a, e)
             fill[g] += lengths
         docs_out.write(buf_docs)
         tf_out.write(buf_tf)
         del buf_docs, buf_tf, fill
-        t0 = t1
         if progress is not None:
-            progress(t0, n_terms)
+            progress(t1, n_terms)
     del runs
     listed["post_docs"] = docs_out.close()
     listed["post_tf"] = tf_out.close()
