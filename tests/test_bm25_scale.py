@@ -156,6 +156,22 @@ def test_duplicate_ids_across_batches_are_the_in_memory_error(tmp_path: Path) ->
     assert list(tmp_path.iterdir()) == []  # the runs are cleaned up after a failure too
 
 
+def test_a_killed_build_s_runs_are_deleted_by_the_next_build(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    stale = tmp_path / f".idx.stagewise-index-runs-{pid}-abc_12"
+    (stale / "run-00000").mkdir(parents=True)
+    np.save(stale / "run-00000" / "docs.npy", np.arange(3))
+    foreign = tmp_path / f".idx.stagewise-index-runs-{pid}-def"
+    (foreign / "run-00000").mkdir(parents=True)
+    (foreign / "run-00000" / "notes.txt").write_text("someone else's")
+    build_on_disk(_batches(_corpus(20), 5), tmp_path / "idx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [foreign.name, "idx"]
+
+
 def test_cli_index_in_batches_is_the_same_index(tmp_path: Path) -> None:
     from tests.test_bm25_cli import invoke
 

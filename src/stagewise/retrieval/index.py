@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -136,19 +137,48 @@ def _crc32(array: np.ndarray) -> list[str]:
     return [_crc(block) for block in _blocks(array)]
 
 
+def _file_blocks(array: np.ndarray) -> list[tuple[str, int, int]] | None:
+    """(file, offset, size) of each 4 MiB block of a memory-mapped array's bytes; None for an array in memory."""
+    if not isinstance(array, np.memmap) or array.filename is None:
+        return None
+    return [
+        (array.filename, array.offset + at, min(CRC_BLOCK, array.nbytes - at))
+        for at in range(0, array.nbytes, CRC_BLOCK)
+    ]
+
+
+def _crc_of(job: memoryview | tuple[str, int, int]) -> str:
+    if isinstance(job, memoryview):
+        return _crc(job)
+    # a mapped array's block is read from its file, not through the map: the check then leaves no page of
+    # the index in the process's resident set (a Dask worker's memory limit counts them)
+    path, offset, size = job
+    with open(path, "rb") as fh:
+        return _crc(memoryview(os.pread(fh.fileno(), size, offset)))
+
+
+def _release(array: np.ndarray) -> None:
+    """Drop a mapped array's pages from this process's resident set (they stay in the page cache, and are
+    mapped again on the next access)."""
+    mapped = getattr(array, "_mmap", None)
+    if mapped is not None and hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            mapped.madvise(mmap.MADV_DONTNEED)
+
+
 def _verify_crcs(arrays: Mapping[str, np.ndarray], expected: Mapping[str, Any], folder: Path) -> None:
     """Every block of every array against its CRC-32, in threads (zlib releases the GIL): reading the bytes
     is the whole cost of opening an index, and it parallelises."""
-    per_array = {name: _blocks(array) for name, array in arrays.items()}
+    per_array: dict[str, list] = {name: _file_blocks(array) or _blocks(array) for name, array in arrays.items()}
     jobs = [block for blocks in per_array.values() for block in blocks]
     workers = min(8, os.cpu_count() or 1, len(jobs))
-    if workers > 1 and sum(len(block) for block in jobs) > 2 * CRC_BLOCK:
+    if workers > 1 and sum(len(b) if isinstance(b, memoryview) else b[2] for b in jobs) > 2 * CRC_BLOCK:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            found = list(pool.map(_crc, jobs))
+            found = list(pool.map(_crc_of, jobs))
     else:
-        found = [_crc(block) for block in jobs]
+        found = [_crc_of(block) for block in jobs]
     position = 0
     for name, blocks in per_array.items():
         if found[position : position + len(blocks)] != expected[name].get("crc32"):
@@ -156,6 +186,18 @@ def _verify_crcs(arrays: Mapping[str, np.ndarray], expected: Mapping[str, Any], 
                 "its CRC-32 differs from the one written at build time (changed or corrupted)", folder / f"{name}.npy"
             )
         position += len(blocks)
+
+
+def _max_doc(post_docs: np.ndarray) -> int:
+    """The largest document id (as unsigned, so a negative one is out of range too), read in chunks whose
+    pages are released after each: checking a mapped index does not make all of it resident."""
+    top = 0
+    view = post_docs.view(np.uint32)
+    step = 1 << 24
+    for at in range(0, len(view), step):
+        top = max(top, int(view[at : at + step].max()))
+        _release(post_docs)
+    return top
 
 
 class _Damaged(Exception):
@@ -614,7 +656,7 @@ class BM25Index:
                 elif name.endswith("_offsets"):
                     # the data's length is the last offset, so this bounds every string in the data
                     _check_offsets(array, int(array[-1]), "string offsets")
-                elif name == "post_docs" and len(array) and int(array.view(np.uint32).max()) >= counts["N"]:
+                elif name == "post_docs" and len(array) and _max_doc(array) >= counts["N"]:
                     raise _Damaged(f"a document id is outside 0..{counts['N'] - 1}")
                 elif name == "doc_len":
                     if len(array) and int(array.min()) < 0:

@@ -49,6 +49,10 @@ from stagewise.retrieval.index import (
 )
 from stagewise.retrieval.variants import DEFAULT_VARIANT, Scoring
 
+RUNS = "stagewise-index-runs"
+RUN_FILES = frozenset(
+    f"{name}.npy" for name in ("vocab_offsets", "vocab_data", "term_ptr", "docs", "tf", "max_tf", "min_dl", "gmap")
+)
 BATCH_DOCUMENTS = 250_000
 MERGE_POSTINGS = 1 << 24
 
@@ -195,6 +199,39 @@ class _Spill:
             raise InputError("documents", f"id {value!r} appears twice (second at position {second})")
 
 
+def _remove_stale_runs(parent: Path, name: str) -> None:
+    """Delete the run folders a killed build of the same index left: our name, a process that is gone, and
+    nothing inside but run folders of run files."""
+    import re
+    import shutil
+
+    from stagewise.retrieval._folder import _pid_alive
+
+    pattern = re.compile(rf"\.{re.escape(name)}\.{RUNS}-(\d+)-\w+")
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False) or int(match.group(1)) == os.getpid():
+            continue
+        if _pid_alive(int(match.group(1))):
+            continue
+        try:
+            runs = list(os.scandir(entry.path))
+            ours = all(
+                re.fullmatch(r"run-\d+", run.name)
+                and run.is_dir(follow_symlinks=False)
+                and all(f.name in RUN_FILES and f.is_file(follow_symlinks=False) for f in os.scandir(run.path))
+                for run in runs
+            )
+        except OSError:
+            continue
+        if ours:
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def build_on_disk(
     batches: Iterable[Any],
     path: str | os.PathLike[str],
@@ -217,7 +254,8 @@ def build_on_disk(
 
     ``progress(documents done, 0)`` is called after each batch and ``progress(terms merged, terms)`` during
     the merge. The runs go to a temporary folder in ``work_dir`` (default: beside ``path``, on the same disk),
-    deleted at the end; they take about the size of the index.
+    deleted at the end; they take about the size of the index. What a killed build left there is deleted by
+    the next build of the same index.
     """
     from stagewise.retrieval import _folder
 
@@ -229,7 +267,9 @@ def build_on_disk(
     _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
     target.parent.mkdir(parents=True, exist_ok=True)
     parent = Path(work_dir) if work_dir is not None else target.parent
-    with tempfile.TemporaryDirectory(prefix=f".{target.name}.stagewise-index-runs-", dir=parent) as work:
+    _remove_stale_runs(parent, target.name)
+    prefix = f".{target.name}.{RUNS}-{os.getpid()}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=parent) as work:
         spill = _Spill(Path(work))
         for batch in batches:
             ids, texts = _documents(batch, None, start=spill.n_docs)
