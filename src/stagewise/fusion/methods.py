@@ -58,9 +58,10 @@ BAYESFUSE_CUTOFFS = np.array([0, 5, 10, 15, 20, 30, 100, 200, 500, 1000], dtype=
 Cells = list[np.ndarray]
 
 # A sum of cells with zeros where a run did not return the candidate is made densely (sort each row, add the
-# columns) when the dense matrix has at most this many cells per row returned, sparsely otherwise: both give
-# the same bits (adding a zero changes nothing), the dense way is faster when most cells are filled.
-DENSE_RATIO = 2.0
+# columns, in blocks) when the dense matrix has at most this many cells per cell returned, sparsely otherwise.
+# Both give the same bits (adding a zero changes nothing); measured on 3 to 30 runs of 1,000 queries x 100 docs,
+# the dense way is up to 2x faster below about 3 (most cells filled), the sparse one up to 12x faster above.
+DENSE_RATIO = 3.0
 
 
 def _fill_value(t: FusionTable, cells: Cells, missing: str, native: np.ndarray | None = None) -> np.ndarray | None:
@@ -128,33 +129,46 @@ def _sum(values: np.ndarray) -> np.ndarray:
 
 def _sparse_sum(t: FusionTable, cells: Cells) -> np.ndarray:
     """What :func:`_sum` gives for the dense rows with zeros where a run did not return the candidate, from the
-    cells alone: a candidate's cells are added in ascending order (adding the zeros changes nothing). Two
-    terms add the same in either order, so only candidates with three cells or more are sorted."""
+    cells alone: a candidate's cells are added in ascending order (adding the zeros changes nothing).
+
+    Two terms add the same in either order, so only candidates with three cells or more are sorted: those
+    returned by k runs are gathered into one (candidates, k) matrix per k, whose rows are sorted and whose
+    columns are added, as the dense sum does with its (candidates, runs) matrix. Every cell is held once.
+    """
     out = np.zeros(len(t), dtype=np.float64)
-    count = t.count
-    many = count >= 3 if t.n_runs >= 3 and len(t) else None
+    count = t.count if t.n_runs >= 3 else None
+    many = None if count is None else count >= 3
     if many is None or not many.any():
         for cand, values in zip(t.cand_of, cells, strict=True):
             out[cand] += values
         return out
-    cands, terms = [], []
+    # Candidate c, returned by k runs, owns the slots start[c] .. start[c] + k - 1 of one flat buffer, laid out
+    # as one row-major (candidates, k) block per k; its cells fill them in run order.
+    chosen = np.flatnonzero(many)
+    by_count = chosen[np.argsort(count[chosen], kind="stable")]
+    sizes = count[by_count]
+    start = np.full(len(t), -1, dtype=np.int64)
+    start[by_count] = np.cumsum(sizes) - sizes
+    flat = np.empty(int(sizes.sum()), dtype=np.float64)
+    filled = np.zeros(len(t), dtype=np.int64)
     for cand, values in zip(t.cand_of, cells, strict=True):
-        sorted_later = many[cand]
-        few = ~sorted_later
+        slot = start[cand]
+        later = slot >= 0
+        few = ~later
         out[cand[few]] += values[few]
-        cands.append(cand[sorted_later])
-        terms.append(values[sorted_later])
-    cand, values = np.concatenate(cands), np.concatenate(terms)
-    order = np.lexsort((values, cand))
-    cand, values = cand[order], values[order]
-    # The j-th smallest cell of every candidate is added in pass j, all candidates at once.
-    sizes = count[many]
-    position = np.arange(len(cand), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    by_position = np.argsort(position, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(position))]
-    for lo, hi in itertools.pairwise(bounds.tolist()):
-        chosen = by_position[lo:hi]
-        out[cand[chosen]] += values[chosen]
+        mine = cand[later]
+        flat[slot[later] + filled[mine]] = values[later]
+        filled[mine] += 1
+    ks, first = np.unique(sizes, return_index=True)
+    ends = np.r_[first[1:], len(sizes)]
+    for k, lo, hi in zip(ks.tolist(), first.tolist(), ends.tolist(), strict=True):
+        base = int(start[by_count[lo]])
+        block = flat[base : base + (hi - lo) * k].reshape(hi - lo, k)
+        block.sort(axis=1)
+        total = block[:, 0].copy()
+        for j in range(1, k):
+            total += block[:, j]
+        out[by_count[lo:hi]] = total
     return out
 
 
