@@ -101,11 +101,13 @@ def _dense_rows(
     """``reduce`` of each candidate's row of cells, the cells a run did not return holding ``fill`` (0 when
     None), built block by block so that no more than BLOCK_CELLS cells are dense at once."""
     out = np.empty(len(t), dtype=np.float64)
+    # (runs, queries), C order: a block's fill gathers whole rows and its transpose is column-major at no cost.
+    fill_by_run = None if fill is None else np.ascontiguousarray(fill.T, dtype=np.float64)
     for lo, hi, rows in t.blocks():
-        if fill is None:
+        if fill_by_run is None:
             matrix = np.zeros((hi - lo, t.n_runs), dtype=np.float64, order="F")
         else:
-            matrix = np.asfortranarray(fill[t.query[lo:hi]], dtype=np.float64)
+            matrix = fill_by_run[:, t.query[lo:hi]].T  # column-major (candidates, runs): each run's column contiguous
         for r, (a, b) in enumerate(rows):
             matrix[t.cand_of[r][a:b] - lo, r] = cells[r][a:b]
         if weights is not None:
