@@ -5,6 +5,11 @@ Borda points, a learned probability, ...), fills the cells of documents a run di
 missing-document policy, and reduces each candidate's row to one fused score. Everything is vectorised over
 all queries at once; only Condorcet, a sort with a pairwise-majority comparison, works query by query.
 
+Contributions are computed for the cells a run returned only (per run, aligned with the table's sparse
+columns). Sums with zeros for the other cells, CombMAX and CombMIN reduce those cells directly; a fill for the
+other cells, CombMED and Condorcet need whole rows and work on dense blocks of whole queries (at most
+``BLOCK_CELLS`` cells). Memory thus grows with the rows fused, not with candidates x runs.
+
 Methods are chosen from :data:`METHODS` by name; :class:`FusionMethod` is the value that names one with its
 hyperparameters, such as ``rrf(rrf_k=60)`` or ``wsum(weights=(0.7,0.3))``.
 
