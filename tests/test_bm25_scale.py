@@ -268,3 +268,16 @@ def test_cli_search_on_dask_writes_the_local_run(client, saved_index: BM25Index,
     assert len((tmp_path / "local.run").read_text().splitlines()) > 100
     result = invoke(*common, "--scheduler", address)
     assert result.exit_code == 2 and "--scheduler: is only used with --engine dask" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), [("empty.jsonl", ""), ("empty.tsv", "docid\ttext\n"), ("blank.jsonl", "\n\n")]
+)
+def test_a_streamed_corpus_without_documents_is_read_corpus_s_refusal(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as whole:
+        read_corpus(path)
+    with pytest.raises(InputError) as streamed:
+        list(iter_corpus(path, batch_size=2))
+    assert str(streamed.value) == str(whole.value) and "has no documents" in str(whole.value)

@@ -257,9 +257,28 @@ def iter_corpus(
     are exactly what :func:`read_corpus` returns, and malformed input raises the same errors."""
     p = Path(path)
     kind = format or _guess_format(p)
+    for count, batch in enumerate(_corpus_batches(p, kind, id_field, text_fields, header, batch_size)):
+        if count == 0 and len(batch) == 0:
+            break
+        yield batch
+    else:
+        return
+    # read_corpus's refusal: an index of nothing would search "successfully" and find nothing
+    raise InputError(path, "has no documents", expected=f"a {kind} corpus with at least one document")
+
+
+def _corpus_batches(
+    p: Path,
+    kind: str,
+    id_field: str | None,
+    text_fields: Sequence[str] | None,
+    header: bool | None,
+    batch_size: int,
+) -> Iterator[Documents]:
+    """The batches of :func:`iter_corpus`, one empty batch for a corpus without documents."""
     if kind == "smart":
         whole = read_smart(p)
-        for at in range(0, len(whole), batch_size):
+        for at in range(0, max(len(whole), 1), batch_size):
             yield Documents(whole.ids[at : at + batch_size], whole.texts[at : at + batch_size])
         return
     if kind not in ("beir", "jsonl", "tsv"):
@@ -267,6 +286,7 @@ def iter_corpus(
     source = _beir_file(p, "corpus.jsonl") if kind == "beir" else p
     ids: list[str] = []
     texts: list[str] = []
+    sent = False
     for first, lines in _line_blocks(source, LINE_BLOCK_BYTES):
         if kind == "tsv":
             if first == 1 and lines and _tsv_header(lines[0], header):
@@ -276,8 +296,9 @@ def iter_corpus(
             _parse_jsonl(lines, first, source, id_field, text_fields, ids, texts)
         while len(ids) >= batch_size:
             yield Documents(ids[:batch_size], texts[:batch_size])
+            sent = True
             ids, texts = ids[batch_size:], texts[batch_size:]
-    if ids:
+    if ids or not sent:
         yield Documents(ids, texts)
 
 
