@@ -6,6 +6,7 @@ the local search, array by array and as written runs."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -242,6 +243,22 @@ def test_dask_search_is_the_local_search(client, saved_index: BM25Index, options
     assert remote.scores.tobytes() == local.scores.tobytes()
     assert str(remote.scoring) == str(local.scoring)
     assert seen[-1] == (120, 120)
+
+
+def test_search_dask_returns_the_local_run(client, saved_index: BM25Index) -> None:
+    from stagewise.data.writers import write_trec_run
+    from stagewise.retrieval.distributed import search_dask
+
+    queries = _corpus(40, seed=4, length=6).to_dict()
+    local, remote = saved_index.search(queries, k=50), search_dask(saved_index, queries, client=client, k=50)
+    assert remote.name == local.name
+    assert remote.to_polars().equals(local.to_polars())
+    written = []
+    for run in (local, remote):
+        buffer = io.BytesIO()
+        write_trec_run(run, buffer)
+        written.append(buffer.getvalue())
+    assert written[0] == written[1] and written[0].count(b"\n") > 500
 
 
 def test_dask_search_checks_queries_before_the_cluster(client, saved_index: BM25Index) -> None:
