@@ -20,7 +20,8 @@ Every measurement runs in its own fresh process with one thread (``NUMBA_NUM_THR
 Analysis is the same for stagewise and bm25s (lowercase, Lucene's English stopwords, Snowball English);
 tantivy's ``en_stem`` tokenizer lowercases and stems but keeps stopwords (the Zipf words are random letters,
 so this matters little). bm25s holds the corpus and its tokens in memory, so it only runs up to
---bm25s-up-to documents. Runs on a shared machine are noisy: compare within one run.
+--bm25s-up-to documents (default 1M); tantivy's index time is linear in the corpus and runs up to
+--tantivy-up-to (default 2M), to keep each run on a shared 2-core machine under 15 minutes. Runs on a shared machine are noisy: compare within one run.
 """
 
 from __future__ import annotations
@@ -196,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100000,1000000,0", help="corpus sizes, comma-separated; 0: all")
     parser.add_argument("--tools", default="stagewise,bm25s,tantivy")
     parser.add_argument("--bm25s-up-to", type=int, default=1_000_000, help="largest size given to bm25s")
+    parser.add_argument(
+        "--tantivy-up-to", type=int, default=2_000_000, help="largest size given to tantivy (time: ~linear)"
+    )
     parser.add_argument("--work", type=Path, default=REPO / "bench-data" / "bm25-scale-indexes")
     parser.add_argument("--keep", action="store_true", help="keep the indexes (default: delete each after use)")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -225,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         data = _prefix(args.data, n, total)
         for tool in tools:
-            if tool == "bm25s" and n > args.bm25s_up_to:
+            if (tool == "bm25s" and n > args.bm25s_up_to) or (tool == "tantivy" and n > args.tantivy_up_to):
                 continue
             out = args.work / f"{tool}-{n}"
             if out.exists():
@@ -243,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not args.keep:
                 shutil.rmtree(out)
+            if args.json:  # after each row, so that an interrupted run keeps what it measured
+                args.json.write_text(json.dumps(rows, indent=2) + "\n")
     by = {(r["tool"], r["docs"]): r for r in rows}
     ours = [r for r in rows if r["tool"] == "stagewise"]
     if len(ours) >= 2:
