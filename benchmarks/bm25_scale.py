@@ -21,7 +21,8 @@ Analysis is the same for stagewise and bm25s (lowercase, Lucene's English stopwo
 tantivy's ``en_stem`` tokenizer lowercases and stems but keeps stopwords (the Zipf words are random letters,
 so this matters little). bm25s holds the corpus and its tokens in memory, so it only runs up to
 --bm25s-up-to documents (default 1M); tantivy's index time is linear in the corpus and runs up to
---tantivy-up-to (default 2M), to keep each run on a shared 2-core machine under 15 minutes. Runs on a shared machine are noisy: compare within one run.
+--tantivy-up-to (default 2M), to keep each run on a shared 2-core machine under 15 minutes. Runs on a
+shared machine are noisy: compare within one run.
 """
 
 from __future__ import annotations
