@@ -163,11 +163,46 @@ def _rich_text(renderable: object, width: int) -> str:
 def test_terminal_tables(width: int, workdir: Path) -> None:
     """The rich tables a terminal shows (eval's transposes when narrow; compare's pairs drop two columns)."""
     from stagewise import evaluate
+    from stagewise.report import rich
     from stagewise.stats import compare
 
     result = evaluate("qrels.test", ["results.test", "results.trunc"], ["map", "ndcg@10", "P@5", "recall@100"])
-    check(f"rich_eval_{width}.txt", _rich_text(result.rich_table(width=width), width))
-    check(f"rich_eval_pq_{width}.txt", _rich_text(result.rich_table(per_query=True, width=width), width))
+    check(f"rich_eval_{width}.txt", _rich_text(rich(result, width=width), width))
+    check(f"rich_eval_pq_{width}.txt", _rich_text(rich(result, per_query=True, width=width), width))
     comp = compare("small.qrels", ["a.run", "b.run", "c.run"], ["ndcg@5", "rr"])
-    check(f"rich_compare_{width}.txt", _rich_text(comp.rich(), width))
-    check(f"rich_compare_pq_{width}.txt", _rich_text(comp.rich(per_query=True, top=2), width))
+    check(f"rich_compare_{width}.txt", _rich_text(rich(comp), width))
+    check(f"rich_compare_pq_{width}.txt", _rich_text(rich(comp, per_query=True, top=2), width))
+
+
+def test_one_format_vocabulary(workdir: Path) -> None:
+    """Every result renders through ``stagewise.report``; ``text`` (fuse's old name) is ``table``; an unknown
+    format names the ones offered; what report cannot render says so."""
+    from stagewise import report
+    from stagewise.fusion import optimize
+
+    tuned = optimize(["a.run", "b.run"], "small.qrels", "wsum", metric="ndcg@5", step=0.5)
+    assert report.render(tuned, "text") == report.render(tuned, "table") == report.render(tuned)
+    assert report.formats(tuned) == ("table", "markdown", "json")
+    with pytest.raises(ValueError, match=r"choose one of .*markdown"):
+        report.render(tuned, "latex")
+    with pytest.raises(TypeError, match="cannot render a dict"):
+        report.render({}, "table")
+    assert set(report.formats(tuned)) <= set(report.FORMATS)
+
+
+def test_results_do_not_render_themselves() -> None:
+    """No module below ``report`` imports it (an HTML report importing EvalResult would close a cycle)."""
+    import ast
+
+    src = HERE.parent / "src" / "stagewise"
+    offenders = []
+    for path in src.rglob("*.py"):
+        if path.parts[-2] in ("report", "cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(n == "stagewise.report" or n.startswith("stagewise.report.") for n in names):
+                offenders.append(str(path.relative_to(src)))
+    assert offenders == []

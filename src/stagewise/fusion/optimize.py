@@ -10,7 +10,6 @@ to the weights closest to uniform, then to the first point in the grid's order.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,36 +148,6 @@ class FusionReport:
             "seed": self.seed,
             "trials": len(self.trials),
         }
-
-    def render(self, fmt: str = "text", digits: int = 4) -> str:
-        """The report as ``text``, ``markdown`` or ``json``."""
-        if fmt == "json":
-            return json.dumps(self.describe(), indent=2) + "\n"
-        lines = [
-            f"metric: {self.metric}; search: {self.search}",
-            f"chosen on all judged queries: {self.method} ({self.metric} {self.train_score:.{digits}f} in-sample)",
-        ]
-        if self.folds:
-            header = ["fold", "method", "train", "held-out", "queries"]
-            rows = [
-                [
-                    str(f.fold),
-                    str(f.method),
-                    f"{f.train_score:.{digits}f}",
-                    f"{f.test_score:.{digits}f}",
-                    f"{f.train_queries}/{f.test_queries}",
-                ]
-                for f in self.folds
-            ]
-            widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-            if fmt == "markdown":
-                lines += ["", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-                lines += ["| " + " | ".join(r) + " |" for r in rows]
-            else:
-                lines += ["", "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-                lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-            lines += ["", f"held-out {self.metric} over all folds: {self.held_out_score:.{digits}f}"]
-        return "\n".join(lines) + "\n"
 
 
 class _Objective:

@@ -431,8 +431,8 @@ def compare(
     Returns
     -------
     Comparison
-        ``pairs`` (one :class:`PairResult` per metric and pair), ``means``, the conventions, and renderers
-        (``render``, ``to_json``, ``rich_table``, ``per_query_deltas``).
+        ``pairs`` (one :class:`PairResult` per metric and pair), ``means``, the conventions, ``to_json`` and
+        ``per_query_deltas``; :func:`stagewise.report.render` turns it into a table, markdown, LaTeX or CSV.
 
     Examples
     --------
