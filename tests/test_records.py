@@ -60,3 +60,30 @@ def test_bad_option_fails_before_files_are_read(tmp_path) -> None:
     """compare checks its cheap arguments first: a misspelt test is named, not the missing file."""
     with pytest.raises(StagewiseError, match="'test' parameter"):
         compare(tmp_path / "absent.qrels", [tmp_path / "a.run", tmp_path / "b.run"], ["map"], test="studnet")
+
+
+# ------------------------------------------------------------------------------------------------- RAG sample
+def test_rag_rows_are_the_samples_fields_in_order(tmp_path) -> None:
+    """A row is RagSample.to_dict(): the dataclass's fields in order, then ``line`` (records from a file),
+    then the ranking metrics; every field is documented in docs/rag.md."""
+    import json
+    import re
+    from pathlib import Path
+
+    from stagewise.rag import evaluate_rag
+    from stagewise.rag.diagnose import RagSample
+
+    path = tmp_path / "records.jsonl"
+    records = [
+        {"id": "q1", "retrieved": ["p3", "p9"], "gold_evidence": ["p9"], "answer": "Jo [p9]", "gold_answers": ["Jo"]},
+        {"id": "q2", "retrieved": ["p1"], "answer": "no idea", "gold_answers": []},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = evaluate_rag(path, metrics=["mrr", "recall@1"])
+    names = [f.name for f in dataclasses.fields(RagSample) if f.name not in ("line", "metrics")]
+    assert [list(row) for row in report.rows] == [[*names, "line", "mrr", "recall@1"]] * 2
+    assert report.rows[0]["line"] == 1 and report.rows[1]["mrr"] is None  # no gold evidence: no metric
+    bare = RagSample(**dict.fromkeys(names))  # no line, no metrics: the row has neither
+    assert list(bare.to_dict()) == names
+    documented = set(re.findall(r"`([a-z_@0-9]+)`", (Path(__file__).parents[1] / "docs" / "rag.md").read_text()))
+    assert set(names) <= documented
