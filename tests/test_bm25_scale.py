@@ -298,3 +298,28 @@ def test_a_streamed_corpus_without_documents_is_read_corpus_s_refusal(tmp_path: 
     with pytest.raises(InputError) as streamed:
         list(iter_corpus(path, batch_size=2))
     assert str(streamed.value) == str(whole.value) and "has no documents" in str(whole.value)
+
+
+def test_cli_search_with_an_unusable_scheduler_is_one_line(tmp_path: Path) -> None:
+    dask = pytest.importorskip("dask", reason="the dask extra is not installed")
+    from tests.test_bm25_cli import invoke
+
+    build_on_disk(_batches(_corpus(20), 10), tmp_path / "idx")
+    (tmp_path / "q.tsv").write_text("q1\twing\n")
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        for address in ("nonsense", "tcp://127.0.0.1:1"):
+            result = invoke("search", str(tmp_path / "idx"), str(tmp_path / "q.tsv"), "--engine", "dask",
+                            "--scheduler", address)  # fmt: skip
+            assert result.exit_code == 2, result.output
+            assert result.stderr.startswith("stagewise: error: --scheduler: cannot use the Dask scheduler at")
+            assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_an_index_missing_on_a_worker_is_an_input_error(client, tmp_path: Path) -> None:
+    from stagewise.retrieval.distributed import topk_dask
+
+    build_on_disk(_batches(_corpus(20), 10), tmp_path / "idx")
+    index = BM25Index.load(tmp_path / "idx")
+    index.path = tmp_path / "elsewhere"  # as if the workers had no copy at the client's path
+    with pytest.raises(InputError, match="on a Dask worker: no such index folder"):
+        topk_dask(index, ["wing"], client=client)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from stagewise.errors import StagewiseError, parameter_error
+from stagewise.errors import InputError, StagewiseError, parameter_error
 
 Progress = Callable[[int, int], None]
 _OPEN: dict[tuple, Any] = {}
@@ -41,7 +41,10 @@ def _worker_index(path: str):
     from stagewise.retrieval.index import BM25Index
 
     folder = Path(path)
-    key = _stamp(folder)
+    try:
+        key = _stamp(folder)
+    except OSError:  # no index there: load says so, as an InputError
+        return BM25Index.load(folder)
     with _OPEN_LOCK:
         index = _OPEN.get(key)
         if index is None:
@@ -66,7 +69,15 @@ def dask_client(scheduler: str | None = None, workers: int | None = None):
             "the dask engine needs dask.distributed: pip install 'stagewise[dask]' (or use --engine local)"
         ) from None
     if scheduler:
-        return Client(scheduler)
+        try:
+            return Client(scheduler)
+        except (OSError, ValueError, TimeoutError) as exc:  # unreachable, or not an address
+            raise InputError(
+                "--scheduler",
+                f"cannot use the Dask scheduler at {scheduler!r} ({exc})",
+                expected="the address of a running scheduler, such as tcp://HOST:8786",
+                hint="start one (dask scheduler), check the address, or leave out --scheduler for a local cluster",
+            ) from None
     n = workers or os.cpu_count() or 1
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
@@ -126,7 +137,16 @@ def topk_dask(
     done = 0
     for future in as_completed(futures):
         lo, hi = futures[future]
-        results[lo] = future.result()
+        try:
+            results[lo] = future.result()
+        except InputError as exc:  # raised on a worker: most often, the index is not at that path there
+            raise InputError(
+                exc.source,
+                f"on a Dask worker: {exc.problem}",
+                line=exc.line,
+                expected=exc.expected,
+                hint=exc.hint or "the index folder must be at the same path on every worker",
+            ) from None
         done += hi - lo
         if progress is not None:
             progress(done, n)
