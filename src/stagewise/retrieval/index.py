@@ -474,7 +474,7 @@ class BM25Index:
     # ------------------------------------------------------------------------------------------ storage
 
     def metadata(self) -> dict[str, Any]:
-        from stagewise import __version__
+        from stagewise._version import __version__
 
         return {
             "format": FORMAT,
