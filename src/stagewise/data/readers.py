@@ -136,9 +136,9 @@ def _normalise_columns(
 
 def _plain_file(source: PathLike) -> bool:
     """A regular, uncompressed file that the C parser can read in pieces (not stdin, not gzip)."""
-    from stagewise._native import parser
+    from stagewise._native import parsing
 
-    if parser is None or str(source) == "-":
+    if not parsing.available() or str(source) == "-":
         return False
     path = Path(source)
     try:

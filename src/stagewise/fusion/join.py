@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from stagewise._native import rows as native_rows
+from stagewise._native import rowops
 from stagewise.data.columns import position_in_segment
 from stagewise.data.run import Run
 from stagewise.data.strings import StringSources
@@ -90,41 +90,19 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
         rank = (position_in_segment(part.codes) + 1).astype(np.int32).reshape(-1, 1)
         # The keys are copied: a table owns them (a fused run may take them over and reorder them in place).
         return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys.copy(), part.run_rows(), rank)
-    if native_rows is not None and sum(len(part) for part in parts) < 2**31 - 1:
-        return _join_hashed(parts, strings, bases)
+    hashed = rowops.join_pairs(
+        [(part.codes, part.keys, part.rows, int(bases[r])) for r, part in enumerate(parts)],
+        strings.buffers(),
+        sum(len(part) for part in parts),
+    )
+    if hashed is not None:  # the compiled join: one small hash table per query, which also writes the ranks
+        _, cand_of, query, keys, home, rank = hashed
+        return Joined(cand_of, query, keys, home, rank)
     n, cand_of, query, keys, home = _join_sorted(parts, strings, bases)
     rank = np.zeros((n, len(parts)), dtype=np.int32, order="F")
     for r, part in enumerate(parts):
         rank[cand_of[r], r] = position_in_segment(part.codes) + 1
     return Joined(cand_of, query, keys, home, rank)
-
-
-def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined:
-    """The compiled join: one small hash table per query (``_native/rows.c``), which also writes the ranks."""
-    total = sum(len(part) for part in parts)
-    rank_buffer = np.zeros(total * len(parts), dtype=np.int32)
-    n, cand_of, query, keys, home = native_rows.join_pairs(
-        [
-            (
-                np.ascontiguousarray(part.codes, dtype=np.int32),
-                np.ascontiguousarray(part.keys, dtype=np.uint64),
-                None if part.rows is None else np.ascontiguousarray(part.rows, dtype=np.int64),
-                int(bases[r]),
-            )
-            for r, part in enumerate(parts)
-        ],
-        strings.buffers(),
-        rank_buffer,
-    )
-    # Column-major (total x parts), of which the first n rows are candidates: each run's column is contiguous.
-    rank = rank_buffer.reshape(len(parts), total).T[:n]
-    return Joined(
-        [np.frombuffer(c, dtype=np.int32) for c in cand_of],
-        np.frombuffer(query, dtype=np.int32),
-        np.frombuffer(keys, dtype=np.uint64),
-        np.frombuffer(home, dtype=np.int64),
-        rank,
-    )
 
 
 def _join_sorted(parts: list[Part], strings: StringSources, bases: np.ndarray):
