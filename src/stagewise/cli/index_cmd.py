@@ -158,9 +158,9 @@ def index_command(
     import time
 
     with user_errors():
+        from stagewise.data.collections import read_corpus
         from stagewise.retrieval import _folder
         from stagewise.retrieval.analysis import Analyser
-        from stagewise.retrieval.collections import read_corpus
         from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
 
         started = time.perf_counter()

@@ -22,14 +22,14 @@ _EXPORTS = {
     "Scoring": "stagewise.retrieval.variants",
     "Variant": "stagewise.retrieval.variants",
     "VARIANTS": "stagewise.retrieval.variants",
-    "Collection": "stagewise.retrieval.collections",
-    "Documents": "stagewise.retrieval.collections",
-    "read_beir": "stagewise.retrieval.collections",
-    "read_corpus": "stagewise.retrieval.collections",
-    "read_queries": "stagewise.retrieval.collections",
-    "read_classic": "stagewise.retrieval.collections",
-    "read_scifact": "stagewise.retrieval.collections",
-    "CLASSIC_COLLECTIONS": "stagewise.retrieval.collections",
+    "Collection": "stagewise.data.collections",
+    "Documents": "stagewise.data.collections",
+    "read_beir": "stagewise.data.collections",
+    "read_corpus": "stagewise.data.collections",
+    "read_queries": "stagewise.data.collections",
+    "read_classic": "stagewise.data.collections",
+    "read_scifact": "stagewise.data.collections",
+    "CLASSIC_COLLECTIONS": "stagewise.data.collections",
 }
 
 __all__ = [
@@ -52,8 +52,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from stagewise.retrieval.analysis import STEMMERS, STOPWORD_LISTS, Analyser
-    from stagewise.retrieval.collections import (
+    from stagewise.data.collections import (
         CLASSIC_COLLECTIONS,
         Collection,
         Documents,
@@ -63,6 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
         read_queries,
         read_scifact,
     )
+    from stagewise.retrieval.analysis import STEMMERS, STOPWORD_LISTS, Analyser
     from stagewise.retrieval.index import BM25Index, TopK
     from stagewise.retrieval.variants import VARIANTS, Scoring, Variant
 
