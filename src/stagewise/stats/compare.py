@@ -213,24 +213,9 @@ def compare_scores(
         raise StagewiseError(f"compare needs at least two runs; got {len(table.names)}")
     if not table.metrics:
         raise StagewiseError("give at least one metric")
-    paired_test = get_test(test)
-    correction = C.canonical(correction)
-    opts = TestOptions(
-        alternative=alternative,
-        permutations=permutations,
-        seed=seed,
-        exact=exact,
-        tie_tolerance=float(tie_tolerance),
+    paired_test, correction, opts = _checked_options(
+        test, correction, alpha, alternative, permutations, seed, exact, tie_tolerance, ci, ci_level, family
     )
-    check_options(opts)
-    if not (isinstance(alpha, int | float) and 0 < alpha < 1):
-        raise parameter_error("alpha", "compare", "a float in (0, 1)", alpha)
-    if not (isinstance(ci_level, int | float) and 0 < ci_level < 1):
-        raise parameter_error("ci_level", "compare", "a float in (0, 1)", ci_level)
-    if ci not in CI_METHODS:
-        raise parameter_error("ci", "compare", f"one of {', '.join(CI_METHODS)}", ci)
-    if family not in FAMILY_SCOPES:
-        raise parameter_error("family", "compare", f"one of {', '.join(FAMILY_SCOPES)}", family)
     base = _resolve_baseline(table.names, baseline, run_args)
     pairs = _pairs(len(table.names), base)
 
@@ -366,6 +351,42 @@ def compare_scores(
     )
 
 
+def _checked_options(
+    test: str,
+    correction: str,
+    alpha: float,
+    alternative: str,
+    permutations: int,
+    seed: int,
+    exact: bool | None,
+    tie_tolerance: float,
+    ci: str,
+    ci_level: float,
+    family: str,
+) -> tuple[Any, str, TestOptions]:
+    """The test, the canonical correction and the test options, every one checked: cheap, so :func:`compare`
+    does it before it reads a file."""
+    paired_test = get_test(test)
+    correction = C.canonical(correction)
+    opts = TestOptions(
+        alternative=alternative,
+        permutations=permutations,
+        seed=seed,
+        exact=exact,
+        tie_tolerance=float(tie_tolerance),
+    )
+    check_options(opts)
+    if not (isinstance(alpha, int | float) and 0 < alpha < 1):
+        raise parameter_error("alpha", "compare", "a float in (0, 1)", alpha)
+    if not (isinstance(ci_level, int | float) and 0 < ci_level < 1):
+        raise parameter_error("ci_level", "compare", "a float in (0, 1)", ci_level)
+    if ci not in CI_METHODS:
+        raise parameter_error("ci", "compare", f"one of {', '.join(CI_METHODS)}", ci)
+    if family not in FAMILY_SCOPES:
+        raise parameter_error("family", "compare", f"one of {', '.join(FAMILY_SCOPES)}", family)
+    return paired_test, correction, opts
+
+
 def compare(
     qrels: Any,
     runs: Any,
@@ -395,7 +416,8 @@ def compare(
     Parameters
     ----------
     qrels, runs, metrics, relevance_level, ties, missing, max_ret, judged_only
-        As :func:`stagewise.evaluate` (at least two runs). With ``missing="skip"`` runs may score different
+        As :func:`stagewise.evaluate` (at least two runs; files are read after every cheap argument is checked,
+        and a function given for ``qrels`` or ``runs`` is called then). With ``missing="skip"`` runs may score different
         queries; each pair is then tested on the queries both runs have, and the output says so.
     test : str, default="t"
         ``t`` (paired Student's t, scipy.stats.ttest_rel), ``wilcoxon`` (signed-rank, scipy.stats.wilcoxon
@@ -446,6 +468,11 @@ def compare(
     """
     from stagewise.metrics.evaluate import evaluate
 
+    if isinstance(runs, list | tuple) and len(runs) < 2:
+        raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
+    _checked_options(
+        test, correction, alpha, alternative, permutations, seed, exact, tie_tolerance, ci, ci_level, family
+    )
     result = evaluate(
         qrels,
         runs,
