@@ -10,8 +10,9 @@ Names load lazily, so importing this package is cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stagewise._lazy import lazy_exports
 
 _EXPORTS = {
     "BM25Index": "stagewise.retrieval.index",
@@ -66,15 +67,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.retrieval.index import BM25Index, TopK
     from stagewise.retrieval.variants import VARIANTS, Scoring, Variant
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stagewise.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
