@@ -77,14 +77,12 @@ def match_pairs(
 
 def join_pairs(
     parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray | None, int]], buffers: Buffers, total: int
-) -> tuple[int, list[np.ndarray], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The candidates of several result lists, each part ``(query codes, pair keys, rows or None, base row)``:
-    one small hash table per query, which also writes each candidate's rank in each part. Returns (number of
-    candidates, each part's candidate per row, each candidate's query, key and home row, ranks as a column-major
-    candidates x parts array). ``None`` also beyond 2**31 - 1 rows."""
+) -> tuple[int, list[np.ndarray], np.ndarray, np.ndarray, np.ndarray] | None:
+    """The candidates of several result lists of ``total`` rows in all, each part ``(query codes, pair keys, rows
+    or None, base row)``: one small hash table per query. Returns (number of candidates, each part's candidate
+    per row, each candidate's query, key and home row). ``None`` also beyond 2**31 - 1 rows."""
     if native is None or total >= 2**31 - 1:
         return None
-    rank_buffer = np.zeros(total * len(parts), dtype=np.int32)
     n, cand_of, query, keys, home = native.join_pairs(
         [
             (
@@ -96,15 +94,11 @@ def join_pairs(
             for codes, part_keys, rows, base in parts
         ],
         buffers,
-        rank_buffer,
     )
-    # Column-major (total x parts), of which the first n rows are candidates: each run's column is contiguous.
-    rank = rank_buffer.reshape(len(parts), total).T[:n]
     return (
         n,
         [np.frombuffer(c, dtype=np.int32) for c in cand_of],
         np.frombuffer(query, dtype=np.int32),
         np.frombuffer(keys, dtype=np.uint64),
         np.frombuffer(home, dtype=np.int64),
-        rank,
     )
