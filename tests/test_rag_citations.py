@@ -15,6 +15,7 @@ from stagewise.errors import StagewiseError
 from stagewise.rag import CachedJudge, GoldEvidenceJudge, LexicalJudge, Passage, evaluate_rag
 from stagewise.rag.citations import CitedSentence, alce_scores, split_cited_sentences, strip_markers
 from stagewise.rag.judges import agreement
+from stagewise.report import render
 
 
 def row_of(record: dict, **kwargs) -> dict:
@@ -292,5 +293,5 @@ def test_judge_loaded_from_a_module(tmp_path: Path, monkeypatch) -> None:
 
 def test_rows_are_json(tmp_path: Path) -> None:
     report = evaluate_rag([{"id": "q", "retrieved": ["p"], "answer": "x [p]", "gold_answers": ["x"]}])
-    for line in report.render("jsonl").splitlines():
+    for line in render(report, "jsonl").splitlines():
         json.loads(line)
