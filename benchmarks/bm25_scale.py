@@ -67,7 +67,7 @@ def _queries(data: Path) -> tuple[list[str], list[str]]:
 def child_index(tool: str, data: Path, out: Path) -> dict:
     started = time.perf_counter()
     if tool == "stagewise":
-        from stagewise.retrieval.collections import iter_corpus
+        from stagewise.data.collections import iter_corpus
         from stagewise.retrieval.ondisk import build_on_disk
 
         build_on_disk(iter_corpus(data / "corpus.jsonl"), out, k1=1.2, b=0.75)

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stagewise.errors import InputError
-from stagewise.retrieval import collections
+from stagewise.data import collections
 from stagewise.retrieval.analysis import Analyser
-from stagewise.retrieval.collections import Documents, iter_corpus, read_corpus
+from stagewise.data.collections import Documents, iter_corpus, read_corpus
 from stagewise.retrieval.index import BM25Index
 from stagewise.retrieval.ondisk import build_on_disk
 

@@ -107,15 +107,11 @@ def eval_command(
         check_output(output, [qrels, *runs])
         from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
 
-        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
-        from stagewise.metrics.measures import Measure
-
-        for name in metrics:  # a misspelt metric fails before any file is read
-            Measure.parse(name)
+        # The files are read by evaluate() once it has checked the metrics and conventions.
         result = evaluate(
-            read_qrels_as(qrels, qrels_format),
-            read_runs_with_progress(runs, duplicates.value),
-            metrics,
+            lambda: read_qrels_as(qrels, qrels_format),
+            lambda: read_runs_with_progress(runs, duplicates.value),
+            split_metrics(metric) if metric else list(DEFAULT_METRICS),
             relevance_level=relevance_level,
             ties=ties.value,
             missing=missing.value,

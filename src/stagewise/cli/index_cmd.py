@@ -167,9 +167,9 @@ def index_command(
     import time
 
     with user_errors():
+        from stagewise.data.collections import iter_corpus, read_corpus
         from stagewise.retrieval import _folder
         from stagewise.retrieval.analysis import Analyser
-        from stagewise.retrieval.collections import iter_corpus, read_corpus
         from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
         from stagewise.retrieval.ondisk import build_on_disk
 

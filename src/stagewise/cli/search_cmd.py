@@ -94,9 +94,9 @@ def search_command(
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise._io import write_errors
         from stagewise.cli.index_cmd import progress_bar, stdin_as_file
+        from stagewise.data.collections import read_queries
         from stagewise.data.writers import write_run, write_trec_run
         from stagewise.errors import InputError
-        from stagewise.retrieval.collections import read_queries
         from stagewise.retrieval.index import BM25Index
 
         if scheduler is not None and engine is not Engine.dask:

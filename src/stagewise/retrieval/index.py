@@ -96,11 +96,11 @@ def _checksum_terms(ids: Sequence[str], texts: Sequence[str], start: int) -> int
 
 
 def _strings_to_column(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    encoded = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    """(offsets, bytes as uint8) of ``values``: the data layer's string column, in the index's array types."""
+    from stagewise.data.strings import StringColumn
+
+    column = StringColumn.from_strings(values)
+    return column.offsets, np.frombuffer(column.data, dtype=np.uint8)
 
 
 def _column_values(offsets: np.ndarray, data: np.ndarray, rows: np.ndarray | None = None) -> list[str]:
@@ -358,7 +358,7 @@ class BM25Index:
         progress: Progress | None = None,
     ) -> BM25Index:
         """Index ``documents``: a sequence of texts (with ``ids``, default ``"0"``, ``"1"``, ...), a mapping of
-        id to text, or an object with ``ids`` and ``texts`` (a :class:`stagewise.retrieval.collections.Documents`).
+        id to text, or an object with ``ids`` and ``texts`` (a :class:`stagewise.data.collections.Documents`).
 
         The variant and parameters given become the index's defaults (stored in its metadata); any of them can
         be overridden at search time.
@@ -926,7 +926,7 @@ def index_metadata(
     checksum: int,
 ) -> dict[str, Any]:
     """``meta.json``'s content, less the arrays' descriptions (shared by the in-memory and on-disk builds)."""
-    from stagewise import __version__
+    from stagewise._version import __version__
 
     return {
         "format": FORMAT,
