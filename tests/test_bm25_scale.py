@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stagewise.errors import InputError
 from stagewise.data import collections
-from stagewise.retrieval.analysis import Analyser
 from stagewise.data.collections import Documents, iter_corpus, read_corpus
+from stagewise.errors import InputError
+from stagewise.retrieval.analysis import Analyser
 from stagewise.retrieval.index import BM25Index
 from stagewise.retrieval.ondisk import build_on_disk
 
