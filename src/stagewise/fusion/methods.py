@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from stagewise.errors import ConventionError
-from stagewise.fusion.spec import Param, canonical, lookup, split_call
 from stagewise.fusion.table import FusionTable
+from stagewise.spec import Param, Registry, canonical, parse_call
 
 MISSING_POLICIES: dict[str, str] = {
     "zero": "a run that did not return the document contributes 0",
@@ -411,27 +411,27 @@ def _positive(value: float) -> bool:
     return value > 0
 
 
-WEIGHTS = Param("weights", None, "one non-negative weight per run, in run order (default: all equal)", "")
+WEIGHTS = Param(tuple, None, "one non-negative weight per run, in run order (default: all equal)")
 RRF_K = Param(
-    "float",
+    float,
     60.0,
     "the fusion constant added to every rank (not the cutoff k of recall@k)",
     "a number >= 0",
     lambda v: v >= 0,
 )
 GAMMA = Param(
-    "float", 1.0, "exponent of the number of runs that returned the document", "a number >= 0", lambda v: v >= 0
+    float, 1.0, "exponent of the number of runs that returned the document", "a number >= 0", lambda v: v >= 0
 )
 PHI = Param(
-    "float",
+    float,
     0.8,
     "persistence: the weight of each rank relative to the one before",
     "a number in (0, 1)",
     lambda v: 0 < v < 1,
 )
-SIGMA = Param("float", 0.01, "smoothing added to the count before the log", "a number in [0, 1]", lambda v: 0 <= v <= 1)
-WINDOW = Param("int", 5, "half-width of the window of ranks averaged", "an int >= 0", lambda v: v >= 0)
-SEGMENTS = Param("int", 25, "segments per result list", "an int >= 1", lambda v: v >= 1)
+SIGMA = Param(float, 0.01, "smoothing added to the count before the log", "a number in [0, 1]", lambda v: 0 <= v <= 1)
+WINDOW = Param(int, 5, "half-width of the window of ranks averaged", "an int >= 0", lambda v: v >= 0)
+SEGMENTS = Param(int, 25, "segments per result list", "an int >= 1", lambda v: v >= 1)
 
 
 @dataclass(frozen=True)
@@ -457,202 +457,199 @@ class MethodInfo:
         return bool(self.trained)
 
 
-def _register(*infos: MethodInfo) -> dict[str, MethodInfo]:
-    table: dict[str, MethodInfo] = {}
-    for info in infos:
-        for name in (info.name, *info.aliases):
-            table[name.lower()] = info
-    return table
-
-
-METHODS: dict[str, MethodInfo] = _register(
-    MethodInfo(
-        "rrf",
-        rrf,
-        "sum of w / (rrf_k + rank)",
-        False,
-        "zero",
-        {"rrf_k": RRF_K, "weights": WEIGHTS},
-        aliases=("reciprocal_rank_fusion",),
-        ranx="rrf",
-    ),
-    MethodInfo("combsum", combsum, "sum of scores", True, "zero", aliases=("sum", "comb_sum"), ranx="sum"),
-    MethodInfo(
-        "combmnz",
-        combmnz,
-        "sum of scores times the number of runs that returned the document",
-        True,
-        "zero",
-        aliases=("mnz", "comb_mnz"),
-        ranx="mnz",
-    ),
-    MethodInfo("combmax", combmax, "highest score", True, "ignore", aliases=("max", "comb_max"), ranx="max"),
-    MethodInfo("combmin", combmin, "lowest score", True, "ignore", aliases=("min", "comb_min"), ranx="min"),
-    MethodInfo("combmed", combmed, "median score", True, "ignore", aliases=("med", "comb_med"), ranx="med"),
-    MethodInfo(
-        "combanz",
-        combanz,
-        "mean score over the runs that returned the document",
-        True,
-        "zero",
-        aliases=("anz", "comb_anz"),
-        ranx="anz",
-    ),
-    MethodInfo(
-        "combgmnz",
-        combgmnz,
-        "sum of scores times count**gamma",
-        True,
-        "zero",
-        {"gamma": GAMMA},
-        aliases=("gmnz", "comb_gmnz"),
-        ranx="gmnz",
-    ),
-    MethodInfo(
-        "wsum",
-        wsum,
-        "weighted sum of scores",
-        True,
-        "zero",
-        {"weights": WEIGHTS},
-        aliases=("weighted_sum", "linear"),
-        ranx="wsum",
-    ),
-    MethodInfo(
-        "wmnz",
-        wmnz,
-        "sum of scores times the sum of the weights of the runs that returned it",
-        True,
-        "zero",
-        {"weights": WEIGHTS},
-        aliases=("weighted_mnz",),
-        ranx="wmnz",
-    ),
-    MethodInfo(
-        "mixed", mixed, "weighted sum of scores times sqrt(count)", True, "zero", {"weights": WEIGHTS}, ranx="mixed"
-    ),
-    MethodInfo("isr", isr, "count times the sum of 1 / rank**2", False, "zero", ranx="isr"),
-    MethodInfo(
-        "log_isr",
-        log_isr,
-        "log(count) times the sum of 1 / rank**2",
-        False,
-        "zero",
-        aliases=("logisr",),
-        ranx="log_isr",
-    ),
-    MethodInfo(
-        "logn_isr",
-        logn_isr,
-        "log(count + sigma) times the sum of 1 / rank**2",
-        False,
-        "zero",
-        {"sigma": SIGMA},
-        aliases=("lognisr",),
-        ranx="logn_isr",
-    ),
-    MethodInfo(
-        "rbc",
-        rbc,
-        "sum of (1 - phi) * phi**(rank - 1)",
-        False,
-        "zero",
-        {"phi": PHI},
-        aliases=("rank_biased_centroid",),
-        ranx="rbc",
-    ),
-    MethodInfo("bordafuse", bordafuse, "sum of Borda points", False, "native", aliases=("borda",), ranx="bordafuse"),
-    MethodInfo(
-        "weighted_bordafuse",
-        weighted_bordafuse,
-        "weighted sum of Borda points",
-        False,
-        "native",
-        {"weights": WEIGHTS},
-        aliases=("w_bordafuse", "wbordafuse"),
-        ranx="w_bordafuse",
-    ),
-    MethodInfo(
-        "condorcet",
-        condorcet,
-        "sort by pairwise majority",
-        False,
-        "native",
-        aliases=("condorcetfuse",),
-        ranx="condorcet",
-    ),
-    MethodInfo(
-        "weighted_condorcet",
-        weighted_condorcet,
-        "sort by weighted pairwise majority",
-        False,
-        "native",
-        {"weights": WEIGHTS},
-        aliases=("w_condorcet", "wcondorcet"),
-        ranx="w_condorcet",
-    ),
-    MethodInfo(
-        "posfuse",
-        posfuse,
-        "sum of P(relevant | rank) learned per run",
-        False,
-        "zero",
-        trained=("probs",),
-        ranx="posfuse",
-    ),
-    MethodInfo(
-        "probfuse",
-        probfuse,
-        "sum of P(relevant | segment) / segment learned per run",
-        False,
-        "zero",
-        {"segments": SEGMENTS},
-        trained=("probs",),
-        ranx="probfuse",
-    ),
-    MethodInfo(
-        "segfuse",
-        segfuse,
-        "sum of P(relevant | segment) * (score + 1), growing segments",
-        True,
-        "zero",
-        trained=("probs",),
-        ranx="segfuse",
-    ),
-    MethodInfo(
-        "slidefuse",
-        slidefuse,
-        "sum of P(relevant | rank) averaged over a window of ranks",
-        False,
-        "zero",
-        {"window": WINDOW},
-        trained=("probs",),
-        ranx="slidefuse",
-    ),
-    MethodInfo(
-        "mapfuse",
-        mapfuse,
-        "sum of MAP / rank, MAP learned per run",
-        False,
-        "zero",
-        trained=("map_scores",),
-        ranx="mapfuse",
-    ),
-    MethodInfo(
-        "bayesfuse",
-        bayesfuse,
-        "sum of log-odds of relevance per rank bucket, learned per run",
-        False,
-        "native",
-        trained=("log_odds",),
-        ranx="bayesfuse",
-    ),
+METHODS: Registry[MethodInfo] = Registry(
+    "fusion method",
+    [
+        MethodInfo(
+            "rrf",
+            rrf,
+            "sum of w / (rrf_k + rank)",
+            False,
+            "zero",
+            {"rrf_k": RRF_K, "weights": WEIGHTS},
+            aliases=("reciprocal_rank_fusion",),
+            ranx="rrf",
+        ),
+        MethodInfo("combsum", combsum, "sum of scores", True, "zero", aliases=("sum", "comb_sum"), ranx="sum"),
+        MethodInfo(
+            "combmnz",
+            combmnz,
+            "sum of scores times the number of runs that returned the document",
+            True,
+            "zero",
+            aliases=("mnz", "comb_mnz"),
+            ranx="mnz",
+        ),
+        MethodInfo("combmax", combmax, "highest score", True, "ignore", aliases=("max", "comb_max"), ranx="max"),
+        MethodInfo("combmin", combmin, "lowest score", True, "ignore", aliases=("min", "comb_min"), ranx="min"),
+        MethodInfo("combmed", combmed, "median score", True, "ignore", aliases=("med", "comb_med"), ranx="med"),
+        MethodInfo(
+            "combanz",
+            combanz,
+            "mean score over the runs that returned the document",
+            True,
+            "zero",
+            aliases=("anz", "comb_anz"),
+            ranx="anz",
+        ),
+        MethodInfo(
+            "combgmnz",
+            combgmnz,
+            "sum of scores times count**gamma",
+            True,
+            "zero",
+            {"gamma": GAMMA},
+            aliases=("gmnz", "comb_gmnz"),
+            ranx="gmnz",
+        ),
+        MethodInfo(
+            "wsum",
+            wsum,
+            "weighted sum of scores",
+            True,
+            "zero",
+            {"weights": WEIGHTS},
+            aliases=("weighted_sum", "linear"),
+            ranx="wsum",
+        ),
+        MethodInfo(
+            "wmnz",
+            wmnz,
+            "sum of scores times the sum of the weights of the runs that returned it",
+            True,
+            "zero",
+            {"weights": WEIGHTS},
+            aliases=("weighted_mnz",),
+            ranx="wmnz",
+        ),
+        MethodInfo(
+            "mixed", mixed, "weighted sum of scores times sqrt(count)", True, "zero", {"weights": WEIGHTS}, ranx="mixed"
+        ),
+        MethodInfo("isr", isr, "count times the sum of 1 / rank**2", False, "zero", ranx="isr"),
+        MethodInfo(
+            "log_isr",
+            log_isr,
+            "log(count) times the sum of 1 / rank**2",
+            False,
+            "zero",
+            aliases=("logisr",),
+            ranx="log_isr",
+        ),
+        MethodInfo(
+            "logn_isr",
+            logn_isr,
+            "log(count + sigma) times the sum of 1 / rank**2",
+            False,
+            "zero",
+            {"sigma": SIGMA},
+            aliases=("lognisr",),
+            ranx="logn_isr",
+        ),
+        MethodInfo(
+            "rbc",
+            rbc,
+            "sum of (1 - phi) * phi**(rank - 1)",
+            False,
+            "zero",
+            {"phi": PHI},
+            aliases=("rank_biased_centroid",),
+            ranx="rbc",
+        ),
+        MethodInfo(
+            "bordafuse", bordafuse, "sum of Borda points", False, "native", aliases=("borda",), ranx="bordafuse"
+        ),
+        MethodInfo(
+            "weighted_bordafuse",
+            weighted_bordafuse,
+            "weighted sum of Borda points",
+            False,
+            "native",
+            {"weights": WEIGHTS},
+            aliases=("w_bordafuse", "wbordafuse"),
+            ranx="w_bordafuse",
+        ),
+        MethodInfo(
+            "condorcet",
+            condorcet,
+            "sort by pairwise majority",
+            False,
+            "native",
+            aliases=("condorcetfuse",),
+            ranx="condorcet",
+        ),
+        MethodInfo(
+            "weighted_condorcet",
+            weighted_condorcet,
+            "sort by weighted pairwise majority",
+            False,
+            "native",
+            {"weights": WEIGHTS},
+            aliases=("w_condorcet", "wcondorcet"),
+            ranx="w_condorcet",
+        ),
+        MethodInfo(
+            "posfuse",
+            posfuse,
+            "sum of P(relevant | rank) learned per run",
+            False,
+            "zero",
+            trained=("probs",),
+            ranx="posfuse",
+        ),
+        MethodInfo(
+            "probfuse",
+            probfuse,
+            "sum of P(relevant | segment) / segment learned per run",
+            False,
+            "zero",
+            {"segments": SEGMENTS},
+            trained=("probs",),
+            ranx="probfuse",
+        ),
+        MethodInfo(
+            "segfuse",
+            segfuse,
+            "sum of P(relevant | segment) * (score + 1), growing segments",
+            True,
+            "zero",
+            trained=("probs",),
+            ranx="segfuse",
+        ),
+        MethodInfo(
+            "slidefuse",
+            slidefuse,
+            "sum of P(relevant | rank) averaged over a window of ranks",
+            False,
+            "zero",
+            {"window": WINDOW},
+            trained=("probs",),
+            ranx="slidefuse",
+        ),
+        MethodInfo(
+            "mapfuse",
+            mapfuse,
+            "sum of MAP / rank, MAP learned per run",
+            False,
+            "zero",
+            trained=("map_scores",),
+            ranx="mapfuse",
+        ),
+        MethodInfo(
+            "bayesfuse",
+            bayesfuse,
+            "sum of log-odds of relevance per rank bucket, learned per run",
+            False,
+            "native",
+            trained=("log_odds",),
+            ranx="bayesfuse",
+        ),
+    ],
 )
 
 
 def method_names() -> list[str]:
     """Canonical names, in registry order (aliases left out)."""
-    return list(dict.fromkeys(info.name for info in METHODS.values()))
+    return METHODS.names()
 
 
 _EXAMPLES = "rrf, rrf(rrf_k=60), wsum(weights=(0.7,0.3)) or combmnz"
@@ -682,21 +679,15 @@ class FusionMethod:
         if isinstance(text, FusionMethod):
             name, given = text.name, dict(text.params)
         else:
-            name, given = split_call(str(text), "fusion method", _EXAMPLES)
-        info = lookup(METHODS, name, "fusion method", method_names())
+            call = parse_call(str(text), "fusion method", _EXAMPLES)
+            if call.at is not None:
+                raise ConventionError(f"fusion method {call.text!r} takes no @ part; expected a form like {_EXAMPLES}")
+            name, given = call.name, call.params
+        info = METHODS.lookup(name)
         given.update({k: v for k, v in overrides.items() if v is not None})
-        for key in given:
-            if key not in info.params:
-                if key == "k" and "rrf_k" in info.params:
-                    raise ConventionError(
-                        "RRF's constant is called rrf_k, not k: k is the cutoff of metrics such as recall@k"
-                    )
-                known = ", ".join(info.params) or "none"
-                raise ConventionError(f"fusion method {info.name!r} has no parameter {key!r}; its parameters: {known}")
-        params = tuple(
-            (key, param.coerce(info.name, key, given.get(key, param.default))) for key, param in info.params.items()
-        )
-        return cls(info.name, params)
+        if "k" in given and "rrf_k" in info.params:
+            raise ConventionError("RRF's constant is called rrf_k, not k: k is the cutoff of metrics such as recall@k")
+        return cls(info.name, tuple(METHODS.check_params(info.name, info.params, given).items()))
 
     @property
     def info(self) -> MethodInfo:
@@ -709,4 +700,4 @@ class FusionMethod:
         return FusionMethod.parse(self, **values)
 
     def __str__(self) -> str:
-        return canonical(self.name, self.params)
+        return canonical(self.name, None, self.params)

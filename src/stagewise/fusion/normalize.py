@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stagewise.fusion.spec import lookup
+from stagewise.spec import Registry
 
 
 @dataclass(frozen=True)
@@ -132,40 +132,35 @@ class NormInfo:
     aliases: tuple[str, ...] = ()
 
 
-def _register(*infos: NormInfo) -> dict[str, NormInfo]:
-    table: dict[str, NormInfo] = {}
-    for info in infos:
-        for name in (info.name, *info.aliases):
-            table[name.lower()] = info
-    return table
-
-
-NORMALIZATIONS: dict[str, NormInfo] = _register(
-    NormInfo("none", none, "scores as read", aliases=("raw", "identity")),
-    NormInfo("minmax", minmax, "(s - min) / (max - min), in [0, 1]", aliases=("min_max",)),
-    NormInfo(
-        "minmax_inverted",
-        minmax_inverted,
-        "(max - s) / (max - min): for distances, lower is better; reverses the order",
-        reverses=True,
-        aliases=("min_max_inverted", "inverted_minmax"),
-    ),
-    NormInfo("max", max_norm, "s / max"),
-    NormInfo("sum", sum_norm, "(s - min) / sum(s - min): the list sums to 1"),
-    NormInfo("zscore", zscore, "(s - mean) / std (population std)", aliases=("zmuv", "z_score", "z")),
-    NormInfo("rank", rank_norm, "1 - (rank - 1) / n, n the list's length"),
-    NormInfo(
-        "borda",
-        borda,
-        "1 - (rank - 1) / N, N the query's candidates over all runs; unranked: 0.5 - (n - 1) / (2N)",
-        unranked=borda_unranked,
-    ),
+NORMALIZATIONS: Registry[NormInfo] = Registry(
+    "normalisation",
+    [
+        NormInfo("none", none, "scores as read", aliases=("raw", "identity")),
+        NormInfo("minmax", minmax, "(s - min) / (max - min), in [0, 1]", aliases=("min_max",)),
+        NormInfo(
+            "minmax_inverted",
+            minmax_inverted,
+            "(max - s) / (max - min): for distances, lower is better; reverses the order",
+            reverses=True,
+            aliases=("min_max_inverted", "inverted_minmax"),
+        ),
+        NormInfo("max", max_norm, "s / max"),
+        NormInfo("sum", sum_norm, "(s - min) / sum(s - min): the list sums to 1"),
+        NormInfo("zscore", zscore, "(s - mean) / std (population std)", aliases=("zmuv", "z_score", "z")),
+        NormInfo("rank", rank_norm, "1 - (rank - 1) / n, n the list's length"),
+        NormInfo(
+            "borda",
+            borda,
+            "1 - (rank - 1) / N, N the query's candidates over all runs; unranked: 0.5 - (n - 1) / (2N)",
+            unranked=borda_unranked,
+        ),
+    ],
 )
 
 
 def normalization_names() -> list[str]:
     """Canonical names, in registry order (aliases left out)."""
-    return list(dict.fromkeys(info.name for info in NORMALIZATIONS.values()))
+    return NORMALIZATIONS.names()
 
 
 @dataclass(frozen=True)
@@ -185,7 +180,7 @@ class Normalization:
             return text
         if text is None:
             text = "none"
-        info = lookup(NORMALIZATIONS, str(text), "normalisation", normalization_names())
+        info = NORMALIZATIONS.lookup(str(text))
         return cls(info.name)
 
     @property
