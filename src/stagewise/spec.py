@@ -20,9 +20,11 @@ Spellings accepted besides the grammar, each kept because it is documented or is
   ``iprec_at_recall_0.10``, and its cutoff lists ``ndcg_cut.10,20`` (see
   :func:`stagewise.metrics.measures.expand_cutoff_lists` and :data:`stagewise.metrics.measures.TREC_EVAL_NAMES`).
 - ir_measures' names where they mean the same: ``AP``, ``nDCG@10``, ``P(rel=2)@10``, ``RR@10``, ``R@100``,
-  ``Judged@10``, ``Rprec``, ``Bpref``, ``infAP``, ``SetP``, ``SetR``, ``SetF``, ``NumRet``, ``NumRel``,
-  ``NumRelRet``, ``Success@5``, ``ERR@20``, ``RBP(p=0.8)``, ``nDCG(dcg='exp-log2')@10`` (= ``ndcg@10(gain=exp)``:
-  trec_eval's gain with the log2 discount), ``nDCG(dcg='log2')@10`` (linear gain) and ``AP(rel=2)``.
+  ``Judged@10``, ``Rprec``, ``Bpref``, ``infAP``, ``IPrec@0.5``, ``SetP``, ``SetR``, ``SetF``, ``SetAP``,
+  ``NumRet``, ``NumRel``, ``NumRelRet``, ``Success@5``, ``AP(rel=2)``, ``nDCG(dcg='log2')@10`` (linear gain) and
+  ``nDCG(dcg='exp-log2')@10`` (= ``ndcg@10(gain=exp)``: gain 2**label - 1, discount log2(rank + 1)). Not
+  ir_measures' ``RBP`` and ``ERR``: their defaults differ from ours (p = 0.8; a fixed highest grade), so the same
+  spelling would mean another number; write ``rbp(p=0.8)`` and ``err@20(max_label=4)`` instead.
 - The answer criterion ``f1:0.5`` (documented before this grammar; the same as ``f1@0.5``).
 - Names are case-insensitive, and ``-`` reads as ``_`` (``reciprocal-rank-fusion``).
 
@@ -73,13 +75,17 @@ def format_value(value: Any) -> str:
     >>> format_value(60.0), format_value(0.1), format_value((0.7, 0.3)), format_value("exp")
     ('60', '0.1', '(0.7,0.3)', 'exp')
     """
+    return _format(value, bare=True)
+
+
+def _format(value: Any, *, bare: bool) -> str:
     if isinstance(value, tuple):
-        return "(" + ",".join(format_value(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return "(" + ",".join(_format(v, bare=False) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, float):
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
-    if isinstance(value, str) and (not value or not set(value) <= _WORD_CHARS or _reads_as_other(value)):
-        return repr(value)  # quoted only when a bare word would read back as something else
+    if isinstance(value, str) and not (bare and value and set(value) <= _WORD_CHARS and not _reads_as_other(value)):
+        return repr(value)  # quoted when a bare word would not read back as itself (inside a tuple it never does)
     return str(value)
 
 

@@ -251,7 +251,7 @@ def parse_criterion(spec: str | Criterion) -> Criterion:
             params["threshold"] = kind.threshold.coerce(kind.name, "threshold", call.at)
         return Criterion(kind.name, params["threshold"])
     except ConventionError:
-        # One message for every wrong spelling, in the terms of the --correct option it comes from.
+        # One message for every wrong spelling, in the terms of the option it comes from (--correct).
         raise parameter_error("correct", "rag", f"one of {', '.join(CRITERIA)} (T a number in [0, 1])", spec) from None
 
 
