@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -48,6 +49,9 @@ __all__ = ["Call", "Param", "Registry", "canonical", "format_value", "parse_call
 
 ErrorType = type[StagewiseError]
 
+_SIMPLE = re.compile(r"([^@()\s]+)\s*(?:@\s*([^@()\s]+))?")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
 # A bare word (gain=exp, dcg=exp-log2) may hold these; any other character needs quotes.
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -62,6 +66,10 @@ def parse_value(text: str) -> Any:
     (0.5, (0.7, 0.3), 'exp', 'exp-log2')
     """
     text = text.strip()
+    if _INT.fullmatch(text):  # the common case (a cutoff, a count) without the cost of ast
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -133,6 +141,9 @@ def parse_call(text: str, what: str, examples: str, *, error: ErrorType = Conven
     {'weights': (0.7, 0.3)}
     """
     whole = str(text).strip()
+    simple = _SIMPLE.fullmatch(whole)
+    if simple:  # most names have no parentheses: no need for the scanner
+        return Call(simple.group(1), simple.group(2), {}, whole)
     unreadable = error(f"cannot read {what} {whole!r}; expected a form like {examples}")
     cut = _first_of(whole, "@(")
     name, rest = whole[:cut].strip(), whole[cut:]
@@ -197,12 +208,18 @@ def _keywords(inner: str, whole: str, examples: str, error: ErrorType) -> dict[s
             raise error(pairs)
         if keyword.arg in out:
             raise error(f"parameter {keyword.arg!r} is given twice in {whole!r}")
-        segment = (ast.get_source_segment(source, keyword.value) or "").strip()
-        value = parse_value(segment)
-        # Not a literal: only one bare word may stand for itself (gain=exp, dcg=exp-log2), not an expression.
-        if value == segment and not (segment and set(segment) <= _WORD_CHARS):
-            raise error(f"cannot read the value of parameter {keyword.arg!r} in {whole!r}")
-        out[keyword.arg] = value
+        node = keyword.value
+        if isinstance(node, ast.Name):
+            out[keyword.arg] = node.id
+            continue
+        try:
+            out[keyword.arg] = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            # Not a literal: only one bare word may stand for itself (dcg=exp-log2), not an expression.
+            segment = (ast.get_source_segment(source, node) or "").strip()
+            if not (segment and set(segment) <= _WORD_CHARS):
+                raise error(f"cannot read the value of parameter {keyword.arg!r} in {whole!r}") from None
+            out[keyword.arg] = segment
     return out
 
 

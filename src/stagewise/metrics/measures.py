@@ -423,6 +423,8 @@ def _parse_cutoff(fam: Family, text: str | None, whole: str) -> int | float | No
 
 def _parse_options(fam: Family, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """The options that differ from their defaults, sorted, so that equal measures print (and hash) the same."""
+    if not given:
+        return ()
     if "dcg" in given and "gain" in fam.options and "gain" not in given:
         given = dict(given)
         dcg = given.pop("dcg")
