@@ -23,8 +23,6 @@ from stagewise.metrics import walks as W
 from stagewise.metrics.context import EvalContext
 from stagewise.spec import Param, Registry, canonical, parse_call
 
-Option = Param  # the name this module used before the one grammar
-
 
 @dataclass(frozen=True)
 class Family:
