@@ -259,7 +259,7 @@ class Scoring:
 
     def with_params(self, **params: float | None) -> Scoring:
         """This scoring with some parameters (or the variant) changed; ``None`` keeps the current value."""
-        variant = params.pop("variant", None) or self.variant
+        variant = get_variant(params.pop("variant", None) or self.variant).name
         current = {} if variant != self.variant else self.params()
         current.update({k: v for k, v in params.items() if v is not None})
         return Scoring.of(variant, **current)
