@@ -321,6 +321,7 @@ def test_every_documented_spelling_parses(where: str, kind: str, spelling: str) 
         ("ndcg@10(gain='exp')", "ndcg@10(gain=exp)"),
         ("ndcg(gain=exp)@10", "ndcg@10(gain=exp)"),
         (" ndcg @10 ( gain = exp ) ", "ndcg@10(gain=exp)"),
+        ("ndcg(gain=exp) @ 10", "ndcg@10(gain=exp)"),
         ("rbp(p=0.9)", "rbp"),
     ],
 )
@@ -379,6 +380,7 @@ def test_bad_values_get_the_one_template(parse, text: str, error: type[Stagewise
         (Measure.parse, "P@5(rel=1, rel=2)", "parameter 'rel' is given twice"),
         (Measure.parse, "P@5(2)", "must be key=value pairs"),
         (Measure.parse, "P@5(rel=__import__('os'))", "cannot read the value of parameter 'rel'"),
+        (Measure.parse, "P@5(rel=" + "(" * 300 + "1" + ")" * 300 + ")", "cannot read the parameters"),
         (Measure.parse, "nosuch@10", "unknown metric 'nosuch'; choose one of map, P, recall"),
         (FusionMethod.parse, "rrf@10", "takes no @ part"),
         (FusionMethod.parse, "combsum(gamma=2)", "fusion method 'combsum' has no parameter 'gamma'"),
@@ -397,6 +399,21 @@ def test_no_eval_reaches_python() -> None:
     for text in ["P@5(rel=(lambda: 1)())", "P@5(rel=open('x'))", "P@5(rel=1+1)", "rrf(rrf_k=[i for i in ()])"]:
         with pytest.raises(StagewiseError):
             Measure.parse(text) if text.startswith("P") else FusionMethod.parse(text)
+
+
+_GRAMMAR_CHARS = "PRndcgmaprf1lucene@()=,'\"0123456789.-_ []:+*"
+
+
+@given(st.text(alphabet=_GRAMMAR_CHARS, max_size=30) | st.text(max_size=30))
+def test_any_text_parses_or_fails_cleanly(text: str) -> None:
+    """Whatever a user types, every reader returns a value or raises the library's error: never a traceback."""
+    for parse in (Measure.parse, FusionMethod.parse, Scoring.parse, parse_criterion, Normalization.parse):
+        try:
+            value = parse(text)
+        except StagewiseError:
+            continue
+        again = parse(str(value)) if parse is not parse_criterion else parse(value.name)
+        assert again == value
 
 
 # ------------------------------------------------------------------------------------ the registry itself

@@ -161,7 +161,7 @@ def parse_call(text: str, what: str, examples: str, *, error: ErrorType = Conven
             end = _closing(rest)
             if end < 0:
                 raise unreadable
-            inner, rest = rest[1:end], rest[end + 1 :].rstrip()
+            inner, rest = rest[1:end], rest[end + 1 :].strip()
         else:
             raise unreadable
     params = _keywords(inner or "", whole, examples, error)
@@ -197,7 +197,7 @@ def _keywords(inner: str, whole: str, examples: str, error: ErrorType) -> dict[s
     pairs = f"the parameters of {whole!r} must be key=value pairs, as in {examples}"
     try:
         call = ast.parse(f"f({inner})", mode="eval").body
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise error(f"cannot read the parameters of {whole!r}; expected key=value pairs, as in {examples}") from None
     if not isinstance(call, ast.Call) or call.args:
         raise error(pairs)
