@@ -420,7 +420,7 @@ def test_any_text_parses_or_fails_cleanly(text: str) -> None:
 
 
 def test_registry_folds_case_and_dashes_and_lists_canonical_names() -> None:
-    reg = Registry("widget", [_Named("a-b", ("alias",)), _Named("c", ())])
+    reg = Registry("widget", _Named("a-b", ("alias",)), _Named("c", ()))
     assert reg["A_B"] is reg["a-b"] is reg["ALIAS"]
     assert reg.names() == ["a-b", "c"]
     with pytest.raises(ConventionError, match="unknown widget 'zz'; choose one of a-b, c"):

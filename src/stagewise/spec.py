@@ -344,8 +344,7 @@ class Registry(Mapping[str, T], Generic[T]):
     def __init__(
         self,
         what: str,
-        entries: Iterable[T],
-        *,
+        *entries: T,
         aliases: Mapping[str, str] | None = None,
         error: ErrorType = ConventionError,
     ) -> None:

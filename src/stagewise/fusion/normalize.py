@@ -134,27 +134,25 @@ class NormInfo:
 
 NORMALIZATIONS: Registry[NormInfo] = Registry(
     "normalisation",
-    [
-        NormInfo("none", none, "scores as read", aliases=("raw", "identity")),
-        NormInfo("minmax", minmax, "(s - min) / (max - min), in [0, 1]", aliases=("min_max",)),
-        NormInfo(
-            "minmax_inverted",
-            minmax_inverted,
-            "(max - s) / (max - min): for distances, lower is better; reverses the order",
-            reverses=True,
-            aliases=("min_max_inverted", "inverted_minmax"),
-        ),
-        NormInfo("max", max_norm, "s / max"),
-        NormInfo("sum", sum_norm, "(s - min) / sum(s - min): the list sums to 1"),
-        NormInfo("zscore", zscore, "(s - mean) / std (population std)", aliases=("zmuv", "z_score", "z")),
-        NormInfo("rank", rank_norm, "1 - (rank - 1) / n, n the list's length"),
-        NormInfo(
-            "borda",
-            borda,
-            "1 - (rank - 1) / N, N the query's candidates over all runs; unranked: 0.5 - (n - 1) / (2N)",
-            unranked=borda_unranked,
-        ),
-    ],
+    NormInfo("none", none, "scores as read", aliases=("raw", "identity")),
+    NormInfo("minmax", minmax, "(s - min) / (max - min), in [0, 1]", aliases=("min_max",)),
+    NormInfo(
+        "minmax_inverted",
+        minmax_inverted,
+        "(max - s) / (max - min): for distances, lower is better; reverses the order",
+        reverses=True,
+        aliases=("min_max_inverted", "inverted_minmax"),
+    ),
+    NormInfo("max", max_norm, "s / max"),
+    NormInfo("sum", sum_norm, "(s - min) / sum(s - min): the list sums to 1"),
+    NormInfo("zscore", zscore, "(s - mean) / std (population std)", aliases=("zmuv", "z_score", "z")),
+    NormInfo("rank", rank_norm, "1 - (rank - 1) / n, n the list's length"),
+    NormInfo(
+        "borda",
+        borda,
+        "1 - (rank - 1) / N, N the query's candidates over all runs; unranked: 0.5 - (n - 1) / (2N)",
+        unranked=borda_unranked,
+    ),
 )
 
 

@@ -219,7 +219,7 @@ class _Kind:
 
 
 _KINDS: Registry[_Kind] = Registry(
-    "answer criterion", [_Kind("em"), _Kind("f1", _THRESHOLD), _Kind("contains"), _Kind("judge")]
+    "answer criterion", _Kind("em"), _Kind("f1", _THRESHOLD), _Kind("contains"), _Kind("judge")
 )
 
 

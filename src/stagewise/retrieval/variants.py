@@ -195,7 +195,7 @@ VARIANTS: dict[str, Variant] = {
 
 DEFAULT_VARIANT = "lucene"
 
-_REGISTRY: Registry[Variant] = Registry("BM25 variant", VARIANTS.values())
+_REGISTRY: Registry[Variant] = Registry("BM25 variant", *VARIANTS.values())
 
 # The parameters' checks; each variant's defaults are its own (Variant.k1 ...), so these defaults say "unset".
 PARAMS: dict[str, Param] = {
