@@ -14,8 +14,13 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/stagewise/_native/*.c
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# torch is pinned to the CPU build first: the dense extra's range then installs nothing more (an unpinned
+# torch can pull a multi-GB CUDA build).
+TORCH := torch==2.13.0
+
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[test,dense,ann]' '$(TORCH)'
 	touch $@
 
 demo: $(VENV)/.installed

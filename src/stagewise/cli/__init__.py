@@ -13,6 +13,7 @@ import typer
 from stagewise.cli import (
     compare_cmd,
     demo_cmd,
+    encode_cmd,
     eval_cmd,
     fuse_cmd,
     index_cmd,
@@ -40,6 +41,7 @@ app.command(
 )(trec_eval_cmd.trec_eval_command)
 app.command("index")(index_cmd.index_command)
 app.command("search")(search_cmd.search_command)
+app.command("encode")(encode_cmd.encode_command)
 app.command("rag")(rag_cmd.rag_command)
 app.command("demo")(demo_cmd.demo_command)
 

@@ -47,8 +47,15 @@ def search_command(
     renumber: Annotated[
         bool, typer.Option("--renumber", help="Number queries 1..n in file order (Cranfield's cran.qry needs it).")
     ] = False,
+    backend: Annotated[
+        str | None, typer.Option(help="Dense index only: encode queries with torch or onnx (default: the index's).")
+    ] = None,
+    approximate: Annotated[
+        bool, typer.Option("--approximate", help="Dense index only: search its HNSW index (built by encode --hnsw).")
+    ] = False,
 ) -> None:
-    """Search a BM25 index with a batch of queries and write a TREC run (qid Q0 docid rank score tag).
+    """Search a BM25 index (or a dense one from `stagewise encode`) with a batch of queries and write a TREC run
+    (qid Q0 docid rank score tag).
 
     Scores are written exactly (shortest round-trip decimals). Ties in score keep the document indexed first.
 
@@ -67,9 +74,17 @@ def search_command(
         from stagewise._io import write_errors
         from stagewise.cli.index_cmd import progress_bar
         from stagewise.data.writers import write_run, write_trec_run
+        from stagewise.dense.index import is_dense_index
         from stagewise.retrieval.collections import read_queries
         from stagewise.retrieval.index import BM25Index
 
+        if is_dense_index(index_dir):
+            from stagewise.cli.encode_cmd import dense_search
+
+            fmt_name = None if fmt is QueryFormat.auto else fmt.value
+            dense_search(index_dir, queries, k=k, output=output, fmt=fmt_name, name=name, renumber=renumber,
+                         backend=backend, approximate=approximate)  # fmt: skip
+            return
         started = time.perf_counter()
         index = BM25Index.load(index_dir)
         topics = read_queries(queries, format=None if fmt is QueryFormat.auto else fmt.value, renumber=renumber)
