@@ -18,6 +18,7 @@ from stagewise.cli import (
     fuse_cmd,
     index_cmd,
     rag_cmd,
+    rerank_cmd,
     search_cmd,
     trec_eval_cmd,
     validate_cmd,
@@ -42,6 +43,7 @@ app.command(
 app.command("index")(index_cmd.index_command)
 app.command("search")(search_cmd.search_command)
 app.command("encode")(encode_cmd.encode_command)
+app.command("rerank")(rerank_cmd.rerank_command)
 app.command("rag")(rag_cmd.rag_command)
 app.command("demo")(demo_cmd.demo_command)
 
