@@ -16,6 +16,7 @@ from stagewise.cli import (
     encode_cmd,
     eval_cmd,
     fuse_cmd,
+    hybrid_cmd,
     index_cmd,
     rag_cmd,
     rerank_cmd,
@@ -44,6 +45,7 @@ app.command("index")(index_cmd.index_command)
 app.command("search")(search_cmd.search_command)
 app.command("encode")(encode_cmd.encode_command)
 app.command("rerank")(rerank_cmd.rerank_command)
+app.command("hybrid")(hybrid_cmd.hybrid_command)
 app.command("rag")(rag_cmd.rag_command)
 app.command("demo")(demo_cmd.demo_command)
 
