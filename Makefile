@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-dense clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/eval_speed.py
+
+# Offline (HF_HUB_OFFLINE=1): SciFact and Cranfield from ../shared/data; encoding SciFact takes minutes on 2 cores.
+bench-dense: $(VENV)/.installed-test
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/hybrid_quality.py --markdown
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/encode_speed.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .ruff_cache

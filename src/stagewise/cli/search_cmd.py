@@ -81,6 +81,8 @@ def search_command(
         if is_dense_index(index_dir):
             from stagewise.cli.encode_cmd import dense_search
 
+            if any(v is not None for v in (variant, k1, b, delta, epsilon)) or all_documents or workers != 1:
+                typer.echo("stagewise: note: BM25 options are ignored for a dense index", err=True)
             fmt_name = None if fmt is QueryFormat.auto else fmt.value
             dense_search(index_dir, queries, k=k, output=output, fmt=fmt_name, name=name, renumber=renumber,
                          backend=backend, approximate=approximate)  # fmt: skip
