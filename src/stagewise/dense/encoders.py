@@ -18,7 +18,9 @@ no torch needed once the export exists).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -371,6 +373,10 @@ class OnnxEncoder(TransformerEncoder):
         require("onnx")
         encoder = SentenceTransformerEncoder(folder)
         auto_model = encoder.model[0].auto_model
+        with contextlib.suppress(AttributeError, ValueError, ImportError):
+            # Plain matmul-softmax attention exports in the pattern onnxruntime fuses into one Attention node
+            # (SDPA's export does not fuse); fp32 either way, so the vectors do not change.
+            auto_model.set_attn_implementation("eager")
 
         class Transformer(torch.nn.Module):  # keyword call: positional order differs across transformers releases
             def __init__(self) -> None:
@@ -398,11 +404,12 @@ class OnnxEncoder(TransformerEncoder):
             with torch.inference_mode(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # tracer notes about shapes; the test checks cosine >= 0.9999
                 torch.onnx.export(
-                    transformer, args, str(tmp / ONNX_FILE), input_names=["input_ids", "attention_mask",
+                    transformer, args, str(tmp / "raw.onnx"), input_names=["input_ids", "attention_mask",
                     "token_type_ids"], output_names=["last_hidden_state"], dynamic_axes={"input_ids": axes,
                     "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
                     opset_version=opset, dynamo=False,
                 )  # fmt: skip
+            fused = _optimize(tmp / "raw.onnx", tmp / ONNX_FILE, folder)
             tokenizer = _copy_tokenizer(encoder._tokenizer)
             tokenizer.no_truncation()
             tokenizer.save(str(tmp / "tokenizer.json"))
@@ -415,7 +422,7 @@ class OnnxEncoder(TransformerEncoder):
             for module in json.loads(modules_file.read_text()) if modules_file.is_file() else []:
                 (tmp / module.get("path", "")).mkdir(exist_ok=True)  # 2_Normalize has no files
             info = {"model": name, "source": str(folder), "dimension": encoder.dimension, "opset": opset,
-                    "exported_with": f"torch {torch.__version__}"}  # fmt: skip
+                    "exported_with": f"torch {torch.__version__}", "fused_operators": fused}  # fmt: skip
             (tmp / "stagewise_onnx.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
             if target.exists():
                 shutil.rmtree(target)
@@ -424,6 +431,35 @@ class OnnxEncoder(TransformerEncoder):
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return target
+
+
+def _optimize(raw: Path, target: Path, folder: Path) -> dict[str, int] | None:
+    """onnxruntime's transformer optimizer on a BERT-family export (fused attention, layer norms, GELU; fp32),
+    else the export as it is. Returns the fused operators' counts, or None when not optimised."""
+    config = _read_json(folder / "config.json")
+    heads, hidden = config.get("num_attention_heads"), config.get("hidden_size")
+    if config.get("model_type") in ("bert", "roberta", "xlm-roberta", "distilbert", "mpnet") and heads and hidden:
+        try:
+            from onnxruntime.transformers.optimizer import optimize_model
+
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                model_type = (
+                    "bert" if config["model_type"] in ("roberta", "xlm-roberta", "mpnet") else config["model_type"]
+                )
+                model = optimize_model(str(raw), model_type=model_type, num_heads=int(heads), hidden_size=int(hidden),
+                                       opt_level=1, use_gpu=False)  # fmt: skip
+                stats = {k: v for k, v in model.get_fused_operator_statistics().items() if v}
+                model.save_model_to_file(str(target))
+            raw.unlink()
+            return stats
+        except Exception as exc:  # any optimizer failure leaves the plain export, which is correct
+            if os.environ.get("STAGEWISE_DEBUG"):
+                raise
+            warnings.warn(f"onnxruntime's optimizer failed ({exc}); using the plain export", stacklevel=2)
+            target.unlink(missing_ok=True)
+    os.replace(raw, target)
+    return None
 
 
 def _copy_tokenizer(tokenizer: Any) -> Any:
