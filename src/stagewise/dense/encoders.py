@@ -454,8 +454,6 @@ def _optimize(raw: Path, target: Path, folder: Path) -> dict[str, int] | None:
             raw.unlink()
             return stats
         except Exception as exc:  # any optimizer failure leaves the plain export, which is correct
-            if os.environ.get("STAGEWISE_DEBUG"):
-                raise
             warnings.warn(f"onnxruntime's optimizer failed ({exc}); using the plain export", stacklevel=2)
             target.unlink(missing_ok=True)
     os.replace(raw, target)
