@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test sanitize lint bench clean
+.PHONY: demo test sanitize lint bench bench-dense clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +14,13 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/stagewise/_native/*.c
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# torch is pinned to the CPU build first: the dense extra's range then installs nothing more (an unpinned
+# torch can pull a multi-GB CUDA build).
+TORCH := torch==2.13.0
+
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[test,dense,ann,dask]' '$(TORCH)'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -34,6 +39,11 @@ sanitize: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/eval_speed.py
+
+# Offline (HF_HUB_OFFLINE=1): SciFact and Cranfield from ../shared/data; encoding SciFact takes minutes on 2 cores.
+bench-dense: $(VENV)/.installed-test
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/hybrid_quality.py --markdown
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/encode_speed.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .ruff_cache

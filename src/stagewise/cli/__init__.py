@@ -14,10 +14,13 @@ import typer
 from stagewise.cli import (
     compare_cmd,
     demo_cmd,
+    encode_cmd,
     eval_cmd,
     fuse_cmd,
+    hybrid_cmd,
     index_cmd,
     rag_cmd,
+    rerank_cmd,
     search_cmd,
     trec_eval_cmd,
     validate_cmd,
@@ -71,6 +74,9 @@ app.command(
 )(trec_eval_cmd.trec_eval_command)
 app.command("index")(index_cmd.index_command)
 app.command("search")(search_cmd.search_command)
+app.command("encode")(encode_cmd.encode_command)
+app.command("rerank")(rerank_cmd.rerank_command)
+app.command("hybrid")(hybrid_cmd.hybrid_command)
 app.command("rag")(rag_cmd.rag_command)
 app.command("demo")(demo_cmd.demo_command)
 

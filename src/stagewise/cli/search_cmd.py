@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -73,8 +74,15 @@ def search_command(
     renumber: Annotated[
         bool, typer.Option("--renumber", help="Number queries 1..n in file order (Cranfield's cran.qry needs it).")
     ] = False,
+    backend: Annotated[
+        str | None, typer.Option(help="Dense index only: encode queries with torch or onnx (default: the index's).")
+    ] = None,
+    approximate: Annotated[
+        bool, typer.Option("--approximate", help="Dense index only: search its HNSW index (built by encode --hnsw).")
+    ] = False,
 ) -> None:
-    """Search a BM25 index with a batch of queries and write a TREC run (qid Q0 docid rank score tag).
+    """Search a BM25 index (or a dense one from `stagewise encode`) with a batch of queries and write a TREC run
+    (qid Q0 docid rank score tag).
 
     Scores are written exactly (shortest round-trip decimals). Ties in score keep the document indexed first.
 
@@ -96,11 +104,28 @@ def search_command(
         from stagewise.cli.index_cmd import progress_bar, stdin_as_file
         from stagewise.data.collections import read_queries
         from stagewise.data.writers import write_run, write_trec_run
+        from stagewise.dense.index import is_dense_index
         from stagewise.errors import InputError
         from stagewise.retrieval.index import BM25Index
 
         if scheduler is not None and engine is not Engine.dask:
             raise InputError("--scheduler", "is only used with --engine dask", hint="add --engine dask")
+        if is_dense_index(index_dir):
+            from stagewise.cli.encode_cmd import dense_search
+
+            if engine is Engine.dask:
+                raise InputError(str(index_dir), "is a dense index; --engine dask searches BM25 indexes only")
+            bm25_only = any(v is not None for v in (variant, k1, b, delta, epsilon)) or all_documents
+            if bm25_only or workers not in (None, 1):
+                typer.echo("stagewise: note: BM25 options are ignored for a dense index", err=True)
+            fmt_name = None if fmt is QueryFormat.auto else fmt.value
+            with contextlib.ExitStack() as stack:
+                if str(queries) == "-":
+                    source = stack.enter_context(stdin_as_file("query set", fmt.value))
+                    queries, fmt_name = source, source.suffix[1:]
+                dense_search(index_dir, queries, k=k, output=output, fmt=fmt_name, name=name, renumber=renumber,
+                             backend=backend, approximate=approximate)  # fmt: skip
+            return
         started = time.perf_counter()
         index = BM25Index.load(index_dir)
         if str(queries) == "-":

@@ -1,0 +1,163 @@
+"""``stagewise encode CORPUS -o DIR [--model PATH] [--backend torch|onnx]``, and dense search for
+``stagewise search``."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stagewise.cli.common import user_errors
+from stagewise.cli.index_cmd import CorpusFormat
+
+
+class Backend(StrEnum):
+    torch = "torch"
+    onnx = "onnx"
+
+
+class Dtype(StrEnum):
+    float32 = "float32"
+    float16 = "float16"
+
+
+def encode_command(
+    corpus: Annotated[
+        Path,
+        typer.Argument(
+            help="Documents: a BEIR folder (corpus.jsonl), JSONL (_id/id + title/text/contents), "
+            "TSV (id<TAB>text) or a SMART file (.I records); .gz accepted."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Dense index directory to write (replaced whole).")],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="A local sentence-transformers (or ONNX) model folder; default the packaged all-MiniLM-L6-v2. "
+            "Nothing is downloaded."
+        ),
+    ] = None,
+    backend: Annotated[
+        Backend,
+        typer.Option(help="torch (sentence-transformers) or onnx (onnxruntime; exported once, kept in DIR/onnx)."),
+    ] = Backend.torch,
+    dtype: Annotated[Dtype, typer.Option(help="Vectors on disk: float32, or float16 (half the size).")] = Dtype.float32,
+    batch_size: Annotated[int, typer.Option(help="Texts per batch (texts are length-sorted first).")] = 64,
+    threads: Annotated[int | None, typer.Option(help="CPU threads for the model (default: all).")] = None,
+    hnsw: Annotated[
+        bool, typer.Option("--hnsw", help="Also build an approximate HNSW index (faiss) and report its recall@k.")
+    ] = False,
+    fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Corpus format.")] = CorpusFormat.auto,
+    id_field: Annotated[str | None, typer.Option(help="JSONL field holding the document id.")] = None,
+    text_field: Annotated[
+        list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
+    ] = None,
+) -> None:
+    """Encode a corpus into a dense index: vectors memory-mapped by `stagewise search`, with the model, its
+    dimension, normalisation and a corpus checksum in DIR/meta.json.
+
+    Texts are tokenised once, sorted by length into batches, and those longer than the model's limit are
+    truncated and counted.
+
+    Examples:
+
+      stagewise encode ../shared/data/scifact -o scifact-dense
+
+      stagewise encode corpus.jsonl -o dense --backend onnx --dtype float16
+
+      stagewise search scifact-dense queries.jsonl -k 100 -o dense.run
+    """
+    import shutil
+    import tempfile
+    import time
+
+    with user_errors():
+        from stagewise.errors import InputError
+
+        out_real, in_real = output.resolve(), corpus.resolve()
+        if out_real == in_real or in_real.is_relative_to(out_real):
+            raise InputError(output, "would replace the corpus it encodes", hint="give --output a new folder")
+        from stagewise.cli.index_cmd import progress_bar
+        from stagewise.dense.encoders import ONNX_FILE, load_encoder
+        from stagewise.dense.index import DenseIndex
+        from stagewise.retrieval.collections import read_corpus
+
+        started = time.perf_counter()
+        documents = read_corpus(
+            corpus,
+            format=None if fmt is CorpusFormat.auto else fmt.value,
+            id_field=id_field,
+            text_fields=text_field or None,
+        )
+        scratch = None
+        cache = None
+        if backend is Backend.onnx and not (model and (Path(model) / ONNX_FILE).is_file()):
+            if (output / "onnx" / ONNX_FILE).is_file():
+                cache = output / "onnx"
+            else:
+                scratch = Path(tempfile.mkdtemp(prefix=".stagewise-onnx-export."))
+                cache = scratch / "onnx"
+                typer.echo("exporting the model to ONNX (once; kept in DIR/onnx)", err=True)
+        try:
+            encoder = load_encoder(
+                model, backend=backend.value, onnx_cache=cache, batch_size=batch_size, threads=threads
+            )
+            progress, update = progress_bar("encoding")
+            with progress:
+                index = DenseIndex.build(documents, encoder, dtype=dtype.value, progress=update)
+            index.save(output)
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+        typer.echo(f"{encoder.last_report}", err=True)
+        if hnsw:
+            from stagewise.dense.approx import HNSWIndex
+
+            approx = HNSWIndex.build(index)
+            approx.save(output)
+            typer.echo(f"hnsw: {approx.report}", err=True)
+        elapsed = time.perf_counter() - started
+        typer.echo(f"encoded {index!r} in {elapsed:.2f} s -> {output}", err=True)
+
+
+def dense_search(
+    index_dir: Path,
+    queries: Path,
+    *,
+    k: int,
+    output: Path | None,
+    fmt: str | None,
+    name: str | None,
+    renumber: bool,
+    backend: str | None,
+    approximate: bool,
+) -> None:
+    """The dense half of `stagewise search`: encode the queries with the index's model, exact (or HNSW) top-k."""
+    import time
+
+    from stagewise._io import write_errors
+    from stagewise.data.writers import write_run, write_trec_run
+    from stagewise.dense.index import DenseIndex
+    from stagewise.retrieval.collections import read_queries
+
+    started = time.perf_counter()
+    index = DenseIndex.load(index_dir)
+    topics = read_queries(queries, format=fmt, renumber=renumber)
+    run = index.search(topics, k=k, backend=backend, approximate=approximate, name=name)
+    if output is None:
+        sys.stdout.flush()
+        write_trec_run(run, sys.stdout.buffer)
+    else:
+        with write_errors(output):
+            write_run(run, output, format="trec")
+    elapsed = time.perf_counter() - started
+    kind = "approximate (HNSW)" if approximate else "exact"
+    target = f" -> {output}" if output is not None else ""
+    typer.echo(
+        f"searched {len(topics):,} queries with {index.meta['model']} ({kind} inner product), top {k}, "
+        f"in {elapsed:.2f} s{target}",
+        err=True,
+    )

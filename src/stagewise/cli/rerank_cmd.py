@@ -1,0 +1,96 @@
+"""``stagewise rerank RUN --corpus C --queries Q --reranker NAME --depth 100 -o OUT``"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stagewise.cli.common import check_output, user_errors
+from stagewise.cli.index_cmd import CorpusFormat
+
+
+def default_cache() -> Path:
+    """The score cache shared by reranks that give no --cache: the user's cache folder."""
+    import os
+
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "stagewise" / "rerank-scores.sqlite"
+
+
+def rerank_command(
+    run_file: Annotated[Path, typer.Argument(help="The run to rerank (TREC, CSV, TSV, JSONL or Parquet).")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="Documents (BEIR folder, JSONL, TSV or SMART).")],
+    queries: Annotated[Path, typer.Option("--queries", help="Queries (BEIR folder, JSONL, TSV or SMART).")],
+    reranker: Annotated[
+        str,
+        typer.Option(
+            help="bm25-proximity (no extra), bi-encoder (packaged MiniLM; model='DIR' for another), "
+            "cross-encoder(path='DIR') (a local sentence-transformers CrossEncoder folder)."
+        ),
+    ] = "bm25-proximity",
+    depth: Annotated[int, typer.Option(help="Results per query to rerank; results below are dropped.")] = 100,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="TREC run file to write (atomically); default stdout.")
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="SQLite score cache (model, query hash, document hash); default in ~/.cache/stagewise."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Keep scores in memory only.")] = False,
+    batch_size: Annotated[int | None, typer.Option(help="Pairs per batch (pairs are length-sorted first).")] = None,
+    corpus_format: Annotated[CorpusFormat, typer.Option(help="Corpus format.")] = CorpusFormat.auto,
+    query_format: Annotated[CorpusFormat, typer.Option(help="Query file format.")] = CorpusFormat.auto,
+    renumber: Annotated[
+        bool, typer.Option("--renumber", help="Number queries 1..n in file order (Cranfield's cran.qry needs it).")
+    ] = False,
+    name: Annotated[str | None, typer.Option(help="Run tag (default the reranker's name).")] = None,
+) -> None:
+    """Rerank each query's first --depth results of a run and write the reranked run.
+
+    Pairs of all queries are packed into length-sorted batches; scores are cached by (model, query, document
+    hash), so a rerun scores nothing again.
+
+    Examples:
+
+      stagewise rerank fused.run --corpus corpus.jsonl --queries queries.jsonl --reranker bm25-proximity -o rr.run
+
+      stagewise rerank fused.run --corpus c.jsonl --queries q.jsonl --reranker "cross-encoder(path='ce')" --depth 50
+    """
+    import time
+
+    with user_errors():
+        check_output(output, [run_file, corpus, queries], input_folders=(corpus, queries))
+        from stagewise._io import write_errors
+        from stagewise.cli.index_cmd import progress_bar
+        from stagewise.data.readers import read_run
+        from stagewise.data.writers import write_run, write_trec_run
+        from stagewise.rerank.rerankers import make_reranker
+        from stagewise.retrieval.collections import read_corpus, read_queries
+
+        started = time.perf_counter()
+        run = read_run(run_file)
+        docs = read_corpus(corpus, format=None if corpus_format is CorpusFormat.auto else corpus_format.value)
+        topics = read_queries(
+            queries, format=None if query_format is CorpusFormat.auto else query_format.value, renumber=renumber
+        )
+        model = make_reranker(reranker, cache=None if no_cache else (cache or default_cache()), batch_size=batch_size)
+        progress, update = progress_bar("reranking")
+        with progress:
+            reranked = model.rerank(topics, run, docs, depth=depth, progress=update, name=name)
+        if output is None:
+            sys.stdout.flush()
+            write_trec_run(reranked, sys.stdout.buffer)
+        else:
+            with write_errors(output):
+                write_run(reranked, output, format="trec")
+        stats = reranked.rerank
+        target = f" -> {output}" if output is not None else ""
+        typer.echo(
+            f"reranked {stats['queries']:,} queries to depth {depth} with {model.name}: {stats['pairs']:,} pairs, "
+            f"{stats['scored']:,} scored, {stats['from_cache']:,} from the cache, in "
+            f"{time.perf_counter() - started:.2f} s{target}",
+            err=True,
+        )

@@ -1,0 +1,249 @@
+"""The built-in rerankers, chosen by a name that round-trips: ``bm25-proximity``, ``bi-encoder``,
+``cross-encoder(path='/models/ce')``.
+
+- ``bm25-proximity`` needs no extra: Lucene BM25 (k1, b) with corpus statistics from the documents given,
+  plus Tao and Zhai's (2007) proximity bonus ``log(alpha + exp(-MinDist))``, where MinDist is the smallest
+  distance in analysed tokens between occurrences of two different query terms (the document's length when
+  fewer than two query terms occur).
+- ``bi-encoder`` is the cosine of the query's and the document's vectors (the packaged all-MiniLM-L6-v2, or
+  ``model=PATH``), documents encoded once per rerank.
+- ``cross-encoder`` scores each (query, document) pair with a sentence-transformers ``CrossEncoder`` loaded
+  from a local folder (``path=``); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from stagewise.errors import ConventionError, InputError
+from stagewise.rerank.base import PairReranker, ScoreCache
+
+
+def _quote(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+def canonical(kind: str, params: dict[str, Any], defaults: dict[str, Any]) -> str:
+    shown = [(k, v) for k, v in params.items() if v is not None and v != defaults.get(k)]
+    return kind if not shown else kind + "(" + ",".join(f"{k}={_quote(v)}" for k, v in shown) + ")"
+
+
+class BM25ProximityReranker(PairReranker):
+    """BM25 plus a term-proximity bonus over the candidates; no extra needed."""
+
+    kind = "bm25-proximity"
+    defaults: ClassVar[dict[str, Any]] = {"k1": 1.2, "b": 0.75, "alpha": 0.3}
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75, alpha: float = 0.3, **kwargs: Any) -> None:
+        for key, value, ok in (("k1", k1, k1 >= 0), ("b", b, 0 <= b <= 1), ("alpha", alpha, alpha > 0)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not ok:
+                raise ConventionError(
+                    f"The {key!r} parameter of bm25-proximity must be a number in its range. Got {value!r} instead."
+                )
+        self.k1, self.b, self.alpha = float(k1), float(b), float(alpha)
+        self.name = canonical(self.kind, {"k1": self.k1, "b": self.b, "alpha": self.alpha}, self.defaults)
+        super().__init__(**kwargs)
+        self._stats_for: int | None = None
+        self._checksum = ""
+
+    def prepare(self, docs: Mapping[str, str]) -> None:
+        if self._stats_for == id(docs):
+            return
+        from stagewise.dense.index import corpus_checksum
+        from stagewise.retrieval.analysis import Analyser
+
+        self.analyser = Analyser()
+        analysed = self.analyser.analyse_many(list(docs.values()))
+        self.n_docs = len(analysed)
+        lengths = np.diff(analysed.offsets)
+        self.avgdl = float(lengths.mean()) if len(lengths) else 0.0
+        # document frequency: distinct (doc, term) pairs
+        doc_of = np.repeat(np.arange(len(analysed)), lengths)
+        keep = analysed.term_ids >= 0
+        pairs = np.unique(doc_of[keep].astype(np.int64) * (len(analysed.terms) + 1) + analysed.term_ids[keep])
+        df = np.bincount(pairs % (len(analysed.terms) + 1), minlength=len(analysed.terms))
+        self.df = dict(zip(analysed.terms, df.tolist(), strict=True))
+        self._checksum = corpus_checksum(list(docs), list(docs.values()))[7:23]
+        self._stats_for = id(docs)
+
+    def cache_name(self) -> str:
+        return f"{self.name}@{self._checksum}"  # IDF and avgdl depend on the corpus
+
+    def score_pairs(self, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+        out = np.zeros(len(query_texts))
+        for i, (query, doc) in enumerate(zip(query_texts, doc_texts, strict=True)):
+            q_terms = list(dict.fromkeys(self.analyser.analyse(query)))
+            tokens = self.analyser.analyse(doc)
+            positions: dict[str, list[int]] = {}
+            for pos, token in enumerate(tokens):
+                positions.setdefault(token, []).append(pos)
+            norm = self.k1 * (1 - self.b + self.b * len(tokens) / self.avgdl) if self.avgdl else self.k1
+            score = 0.0
+            for term in q_terms:
+                tf = len(positions.get(term, ()))
+                if tf:
+                    df = self.df.get(term, 0)
+                    idf = math.log(1 + (self.n_docs - df + 0.5) / (df + 0.5))
+                    score += idf * tf * (self.k1 + 1) / (tf + norm)
+            present = [positions[t] for t in q_terms if t in positions]
+            min_dist = float(len(tokens))
+            for a in range(len(present)):
+                for b in range(a + 1, len(present)):
+                    min_dist = min(min_dist, _min_gap(present[a], present[b]))
+            out[i] = score + math.log(self.alpha + math.exp(-min_dist))
+        return out
+
+
+def _min_gap(a: list[int], b: list[int]) -> float:
+    """Smallest |x - y| over x in a, y in b (both sorted): a merge walk."""
+    i = j = 0
+    best = math.inf
+    while i < len(a) and j < len(b):
+        gap = a[i] - b[j]
+        best = min(best, abs(gap))
+        if gap < 0:
+            i += 1
+        else:
+            j += 1
+    return best
+
+
+class BiEncoderReranker(PairReranker):
+    """Cosine of query and document vectors from a dense encoder (default: the packaged MiniLM)."""
+
+    kind = "bi-encoder"
+    defaults: ClassVar[dict[str, Any]] = {"model": None, "backend": "torch"}
+    batch_size = 4096  # pairs per batch; the encoder batches texts itself
+
+    def __init__(self, *, model: str | None = None, backend: str = "torch", encoder: Any = None, **kwargs: Any) -> None:
+        self.model, self.backend = model, backend
+        self._encoder = encoder
+        label = {"model": model, "backend": backend} if encoder is None else {"model": encoder.name}
+        self.name = canonical(self.kind, label, self.defaults)
+        super().__init__(**kwargs)
+
+    @property
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            from stagewise.dense.encoders import load_encoder
+
+            self._encoder = load_encoder(self.model, backend=self.backend)
+        return self._encoder
+
+    def cache_name(self) -> str:
+        # Named without loading the model, so a rerun served from the cache never imports torch.
+        if self._encoder is not None:
+            return f"{self.kind}:{self._encoder.name}"
+        from stagewise.dense._deps import PACKAGED_MODEL, resolve_model
+
+        name, folder = resolve_model(self.model)
+        return f"{self.kind}:{name if name == PACKAGED_MODEL else folder}"
+
+    def score_pairs(self, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+        from stagewise.dense.encoders import normalize_rows
+
+        uq = list(dict.fromkeys(query_texts))
+        ud = list(dict.fromkeys(doc_texts))
+        qv = normalize_rows(self.encoder.encode(uq))
+        dv = normalize_rows(self.encoder.encode(ud))
+        qi = {t: i for i, t in enumerate(uq)}
+        di = {t: i for i, t in enumerate(ud)}
+        q_rows = np.fromiter((qi[t] for t in query_texts), dtype=np.int64, count=len(query_texts))
+        d_rows = np.fromiter((di[t] for t in doc_texts), dtype=np.int64, count=len(doc_texts))
+        return (qv[q_rows] * dv[d_rows]).sum(axis=1, dtype=np.float32).astype(np.float64)
+
+
+class CrossEncoderReranker(PairReranker):
+    """A sentence-transformers ``CrossEncoder`` from a local folder scores each pair (one score a pair)."""
+
+    kind = "cross-encoder"
+    defaults: ClassVar[dict[str, Any]] = {"path": None, "max_length": None}
+
+    def __init__(
+        self, *, path: str | os.PathLike[str] | None = None, max_length: int | None = None, **kwargs: Any
+    ) -> None:
+        if path is None:
+            raise ConventionError(
+                "cross-encoder needs a local model folder: --reranker \"cross-encoder(path='DIR')\" (no cross-encoder "
+                "is packaged, and nothing is downloaded)"
+            )
+        self.path = os.fspath(path)
+        if not os.path.isdir(self.path):
+            raise InputError(
+                self.path,
+                "is not a local cross-encoder folder",
+                hint="models are never downloaded; give a folder saved with CrossEncoder.save",
+            )
+        self.max_length = max_length
+        self.name = canonical(self.kind, {"path": self.path, "max_length": max_length}, self.defaults)
+        super().__init__(**kwargs)
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            from stagewise.dense._deps import require
+
+            st = require("sentence_transformers")
+            try:
+                self._model = st.CrossEncoder(self.path, device="cpu", max_length=self.max_length)
+            except (OSError, ValueError) as exc:
+                raise InputError(self.path, f"cannot be loaded as a cross-encoder ({exc})") from None
+        return self._model
+
+    def score_pairs(self, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+        pairs = list(zip(query_texts, doc_texts, strict=True))
+        scores = np.asarray(
+            self.model.predict(pairs, batch_size=len(pairs), show_progress_bar=False, convert_to_numpy=True)
+        )
+        if scores.ndim == 2 and scores.shape[1] == 1:
+            scores = scores[:, 0]
+        if scores.ndim != 1:
+            raise ConventionError(
+                f"the cross-encoder at {self.path} gives {scores.shape[1]} scores a pair; a reranker needs one"
+            )
+        return scores.astype(np.float64)
+
+
+RERANKERS: dict[str, Callable[..., PairReranker]] = {
+    "bm25_proximity": BM25ProximityReranker,
+    "bi_encoder": BiEncoderReranker,
+    "cross_encoder": CrossEncoderReranker,
+}
+RERANKER_NAMES = ["bm25-proximity", "bi-encoder", "cross-encoder"]
+
+
+def make_reranker(
+    spec: str, *, cache: ScoreCache | str | os.PathLike[str] | None = None, **options: Any
+) -> PairReranker:
+    """A reranker from its name: ``bm25-proximity``, ``bm25-proximity(k1=0.9,b=0.4)``, ``bi-encoder``,
+    ``bi-encoder(model='DIR',backend='onnx')``, ``cross-encoder(path='DIR')``. ``str`` of the result parses
+    back to an equal reranker.
+
+    >>> str(make_reranker("bm25-proximity(b=0.4)"))
+    'bm25-proximity(b=0.4)'
+    """
+    from stagewise.spec import fold, parse_call
+
+    examples = "bm25-proximity, bi-encoder, cross-encoder(path='DIR')"
+    call = parse_call(spec, "reranker", examples)
+    name = call.name
+    factory = RERANKERS.get(fold(name))
+    if factory is None or call.at is not None:
+        raise ConventionError(f"unknown reranker {spec!r}; choose one of {', '.join(RERANKER_NAMES)}")
+    try:
+        return factory(cache=cache, **call.params, **options)
+    except TypeError as exc:
+        raise ConventionError(
+            f"bad parameters for reranker {name!r} ({exc}); expected a form like {examples}"
+        ) from None
