@@ -1,0 +1,73 @@
+"""What every engine does: evaluate runs, with per-query values and means identical to the in-memory path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from stagewise.data.qrels import Qrels
+from stagewise.data.readers import read_qrels
+from stagewise.metrics.context import Conventions
+from stagewise.metrics.defaults import DEFAULT_METRICS
+from stagewise.metrics.evaluate import parse_metrics
+from stagewise.metrics.measures import Measure
+from stagewise.metrics.result import EvalResult, RunScores
+
+from ._sources import run_sources
+
+
+class Engine:
+    """How the per-query work of an evaluation is partitioned and gathered. Subclasses say how a list of
+    ``(name, source)`` runs becomes :class:`RunScores` (:meth:`score_runs`); the kernels are the metrics
+    engine's, so every engine gives the same numbers."""
+
+    name = "engine"
+
+    def evaluate(
+        self,
+        qrels: Any,
+        runs: Any,
+        metrics: str | Iterable[str] = DEFAULT_METRICS,
+        *,
+        relevance_level: int = 1,
+        ties: str = "docid",
+        missing: str = "zero",
+        max_ret: int | None = None,
+        judged_only: bool = False,
+        duplicates: str = "error",
+    ) -> EvalResult:
+        """As :func:`stagewise.evaluate`, run by this engine; ``duplicates`` is read_run's policy."""
+        judgements: Qrels = read_qrels(qrels)
+        sources = run_sources(runs)
+        parsed = parse_metrics(metrics)
+        base = Conventions(
+            relevance_level=relevance_level,
+            ties=ties,  # type: ignore[arg-type]
+            missing=missing,  # type: ignore[arg-type]
+            max_ret=max_ret,
+            judged_only=judged_only,
+        )
+        scores = self.score_runs(judgements, sources, parsed, base, duplicates)
+        return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
+
+    def score_runs(
+        self,
+        qrels: Qrels,
+        sources: list[tuple[str, Any]],
+        parsed: list[tuple[str, Measure]],
+        base: Conventions,
+        duplicates: str,
+    ) -> list[RunScores]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the engine started (a local Dask cluster); nothing for the others."""
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
