@@ -12,18 +12,23 @@ from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     Duplicates,
     DuplicatesOption,
+    EngineChoice,
+    EngineOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
     QrelsFormatOption,
     RelevanceLevelOption,
+    SchedulerOption,
     Ties,
     TiesOption,
     baseline_label,
     check_output,
     emit,
+    engine_for,
     read_qrels_as,
     read_runs_with_progress,
+    run_labels,
     show_table,
     split_metrics,
     stage_progress,
@@ -179,6 +184,8 @@ def compare_command(
     digits: Annotated[int, typer.Option(help="Decimals of the means in table, markdown and LaTeX output.")] = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
+    engine: EngineOption = EngineChoice.local,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Compare runs with paired significance tests, corrected for multiple comparisons, with effect sizes.
 
@@ -200,6 +207,9 @@ def compare_command(
       stagewise compare qrels.txt a.run b.run c.run -c bh --format json -o comparison.json
     """
     with user_errors():
+        from stagewise.engines import expand_globs
+
+        runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
         from stagewise.errors import StagewiseError
         from stagewise.metrics.evaluate import DEFAULT_METRICS
@@ -213,31 +223,57 @@ def compare_command(
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         for name in metrics:  # a misspelt metric fails before any file is read
             Measure.parse(name)
-        loaded = read_runs_with_progress(runs, duplicates.value)
-        with stage_progress("evaluating the runs", "testing", "comparisons") as report:
-            result = compare(
-                read_qrels_as(qrels, qrels_format),
-                loaded,
-                metrics,
-                test=test.value,
-                baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
-                correction=correction.value,
-                alpha=alpha,
-                alternative=alternative.value,
-                permutations=permutations,
-                seed=seed,
-                exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
-                tie_tolerance=tie_tolerance,
-                ci=ci.value,
-                ci_level=ci_level,
-                family=family.value,
-                relevance_level=relevance_level,
-                ties=ties.value,
-                missing=missing.value,
-                max_ret=max_ret,
-                judged_only=judged_only,
-                progress=report,
-            )
+        tests = dict(
+            test=test.value,
+            correction=correction.value,
+            alpha=alpha,
+            alternative=alternative.value,
+            permutations=permutations,
+            seed=seed,
+            exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
+            tie_tolerance=tie_tolerance,
+            ci=ci.value,
+            ci_level=ci_level,
+            family=family.value,
+        )
+        conventions = dict(
+            relevance_level=relevance_level,
+            ties=ties.value,
+            missing=missing.value,
+            max_ret=max_ret,
+            judged_only=judged_only,
+        )
+        if engine is EngineChoice.local and scheduler is None:
+            loaded = read_runs_with_progress(runs, duplicates.value)
+            with stage_progress("evaluating the runs", "testing", "comparisons") as report:
+                result = compare(
+                    read_qrels_as(qrels, qrels_format),
+                    loaded,
+                    metrics,
+                    baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
+                    progress=report,
+                    **tests,
+                    **conventions,
+                )
+        else:
+            from stagewise.stats import compare_scores
+
+            labels = run_labels(runs)
+            with engine_for(engine, scheduler) as chosen:
+                scores = chosen.evaluate(
+                    read_qrels_as(qrels, qrels_format),
+                    dict(zip(labels, runs, strict=True)),
+                    metrics,
+                    duplicates=duplicates.value,
+                    **conventions,
+                )
+            with stage_progress("testing", "testing", "comparisons") as report:
+                result = compare_scores(
+                    scores,
+                    baseline=None if baseline is None else baseline_label(baseline, runs, labels),
+                    progress=report,
+                    **tests,
+                )
         if fmt is OutputFormat.table and output is None:
             show_table(
                 lambda _width: result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top),

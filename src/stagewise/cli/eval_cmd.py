@@ -12,17 +12,22 @@ from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     Duplicates,
     DuplicatesOption,
+    EngineChoice,
+    EngineOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
     QrelsFormatOption,
     RelevanceLevelOption,
+    SchedulerOption,
     Ties,
     TiesOption,
     check_output,
     emit,
+    engine_for,
     read_qrels_as,
     read_runs_with_progress,
+    run_labels,
     show_table,
     split_metrics,
     user_errors,
@@ -89,6 +94,8 @@ def eval_command(
     digits: Annotated[int, typer.Option(help="Decimals in table, markdown and LaTeX output.")] = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
+    engine: EngineOption = EngineChoice.local,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Score runs against judgements: one row per run, one column per metric.
 
@@ -102,8 +109,15 @@ def eval_command(
       stagewise eval qrels.txt bm25.run dense.run -m ndcg@10 -m recall@100
 
       stagewise eval qrels.txt run.trec -m "ndcg@10(gain=exp)" --format json --per-query -o scores.json
+
+      stagewise eval qrels.txt huge.run --engine stream
+
+      stagewise eval qrels.txt 'runs/*.trec' --engine dask --scheduler tcp://scheduler:8786
     """
     with user_errors():
+        from stagewise.engines import expand_globs
+
+        runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
         from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
 
@@ -112,16 +126,29 @@ def eval_command(
 
         for name in metrics:  # a misspelt metric fails before any file is read
             Measure.parse(name)
-        result = evaluate(
-            read_qrels_as(qrels, qrels_format),
-            read_runs_with_progress(runs, duplicates.value),
-            metrics,
+        conventions = dict(
             relevance_level=relevance_level,
             ties=ties.value,
             missing=missing.value,
             max_ret=max_ret,
             judged_only=judged_only,
         )
+        if engine is EngineChoice.local and scheduler is None:
+            result = evaluate(
+                read_qrels_as(qrels, qrels_format),
+                read_runs_with_progress(runs, duplicates.value),
+                metrics,
+                **conventions,
+            )
+        else:
+            with engine_for(engine, scheduler) as chosen:
+                result = chosen.evaluate(
+                    read_qrels_as(qrels, qrels_format),
+                    dict(zip(run_labels(runs), runs, strict=True)),
+                    metrics,
+                    duplicates=duplicates.value,
+                    **conventions,
+                )
         if fmt is OutputFormat.table and output is None:
             show_table(
                 lambda width: result.rich_table(per_query=per_query, digits=digits, width=width),

@@ -60,7 +60,7 @@ class StreamEngine(Engine):
                     for run in runs_from_stream(fh, where, name, duplicates, self.block_bytes)
                 ]
             if not parts:
-                raise InputError(where, "is empty", expected="lines of 6 fields 'query_id Q0 doc_id rank score run_tag'")
+                raise InputError(where, "is empty", expected="lines of 'query_id Q0 doc_id rank score run_tag'")
             out.append(gather(qrels, parts, parsed, base, name, where))
         return out
 

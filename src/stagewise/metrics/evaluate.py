@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from stagewise.data.qrels import Qrels
-from stagewise.data.run import Run
 from stagewise.data.readers import read_qrels, read_runs
+from stagewise.data.run import Run
 from stagewise.errors import MetricError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.metrics.defaults import DEFAULT_METRICS
