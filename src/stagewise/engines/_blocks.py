@@ -22,9 +22,9 @@ from stagewise.data.run import Run
 from stagewise.errors import InputError
 
 #: Bytes read at a time by the stream engine: with the run's own arrays this bounds memory (a block of the
-#: benchmark's shape is ~400k rows), whatever the file's size; only a single query larger than a block makes
+#: benchmark's shape is ~100k rows), whatever the file's size; only a single query larger than a block makes
 #: a block grow (to that query).
-BLOCK_BYTES = 16 * 2**20
+BLOCK_BYTES = 4 * 2**20
 
 UNGROUPED_HINT = (
     "group the run by query first, e.g. LC_ALL=C sort -k1,1 -s RUN > SORTED_RUN, "
@@ -128,11 +128,14 @@ def shifted(exc: InputError, lines: int) -> InputError:
 
 
 class GroupCheck:
-    """Remembers the queries already read, to refuse a query whose lines come back after another's."""
+    """Remembers the queries already read, to refuse a query whose lines come back after another's; with
+    ``ordered``, also a query whose id is lower (byte order) than the one before it."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, ordered: bool = False) -> None:
         self.source = source
         self.seen: set[str] = set()
+        self.ordered = ordered
+        self.last: str | None = None
 
     def check(self, queries: list[str], rows: np.ndarray, line_of: Callable[[int], int | None]) -> None:
         """``queries[i]`` starts a stretch of lines at row ``rows[i]`` of the block."""
@@ -145,7 +148,17 @@ class GroupCheck:
                     line=line_of(row),
                     hint=UNGROUPED_HINT,
                 )
+            if self.ordered and self.last is not None and query < self.last:  # code points: UTF-8 byte order
+                raise InputError(
+                    self.source,
+                    f"query {query!r} comes after query {self.last!r}: the run is not sorted by query id (byte "
+                    "order), which fusing runs read in parts needs",
+                    line=line_of(row),
+                    hint="sort each run by query id first, e.g. LC_ALL=C sort -k1,1 -s RUN > SORTED_RUN, or use "
+                    "--engine local, which reads the runs into memory",
+                )
             self.seen.add(query)
+            self.last = query
 
 
 def run_from_block(

@@ -131,7 +131,7 @@ class DaskEngine(Engine):
         The local cluster's shape (default: one single-threaded worker process per CPU).
     partition_bytes : int, default=64 MiB
         Nominal bytes of run file per task; each partition is moved to whole queries.
-    block_bytes : int, default=16 MiB
+    block_bytes : int, default=4 MiB
         Bytes a task reads at a time (bounds a worker's memory per task).
     progress : bool, optional
         Show the cluster's progress bar on stderr (default: when stderr is a terminal).

@@ -43,8 +43,30 @@ def evaluate_part(qrels: Qrels, run: Run, parsed: list[tuple[str, Measure]], bas
     run_only = run.query_ids[~judged]
     if not judged.any():
         return Part(run.query_ids[:0], None, run.query_ids, run_only)
-    scores = measure_run(qrels, run, parsed, dataclasses.replace(base, missing="skip"))
+    own = judgements_of(qrels, run.query_ids[judged])
+    scores = measure_run(own, run, parsed, dataclasses.replace(base, missing="skip"))
     return Part(scores.query_ids, scores.values, run.query_ids, run_only)
+
+
+def judgements_of(qrels: Qrels, query_ids: np.ndarray) -> Qrels:
+    """The judgements of some of the judged queries (``query_ids``, sorted): a part's work and memory then
+    follow the part, not the whole qrels."""
+    if len(query_ids) == len(qrels.query_ids):
+        return qrels
+    index = np.searchsorted(qrels.query_ids, query_ids)
+    starts, stops = qrels.offsets[index], qrels.offsets[index + 1]
+    lengths = stops - starts
+    rows = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    codes = np.repeat(np.arange(len(index), dtype=np.int32), lengths)
+    return Qrels(
+        qrels.query_ids[index],
+        codes,
+        qrels.docs.take(rows),
+        qrels.labels[rows],
+        qrels.pair_keys[rows],
+        name=qrels.name,
+        source=qrels.source,
+    )
 
 
 def merge_parts(parts: list[Part]) -> Part:
