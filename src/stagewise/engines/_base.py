@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from stagewise.data.qrels import Qrels
@@ -58,6 +58,15 @@ class Engine:
         base: Conventions,
         duplicates: str,
     ) -> list[RunScores]:
+        raise NotImplementedError
+
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
+        """``fn(group)`` for groups of whole queries of several runs, in query order: a group is one Run per
+        run (in the order given) holding that run's rows of the group's queries (none, if it lacks them all).
+        For stages whose result for a query depends on that query's rows only (fusion); ``fn`` must be
+        picklable for the Dask engine."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -12,9 +12,11 @@ The qrels are sent to every worker once. Metric names travel as text and are par
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stagewise._io import display_name
@@ -28,8 +30,9 @@ from stagewise.metrics.result import RunScores
 
 from ._base import Engine
 from ._blocks import BLOCK_BYTES, count_lines, open_run, query_boundary, runs_from_stream, shifted
+from ._groups import iter_groups, lower_bound, split_queries
 from ._parts import Part, evaluate_part, gather, merge_parts
-from ._sources import is_path, trec_file
+from ._sources import is_path, run_sources, trec_file
 
 #: Nominal bytes of run file per task (a partition is then moved to whole queries).
 PARTITION_BYTES = 64 * 2**20
@@ -107,6 +110,32 @@ def _file_task(
                 ]
             return merge_parts(parts)
         return evaluate_part(qrels, read_run(source, name=name, duplicates=duplicates), parsed, base)
+    except StagewiseError as exc:
+        return _error_record(exc)
+
+
+def _group_task(
+    paths: list[str], wheres: list[str], names: list[str], low: str | None, high: str | None,
+    fn: Callable[[list[Any]], Any], duplicates: str, block_bytes: int,
+) -> list[Any] | dict[str, Any]:
+    """``fn`` over the groups of queries in ``[low, high)`` of sorted run files, each range found by binary
+    search."""
+    try:
+        with contextlib.ExitStack() as stack:
+            streams, starts = [], {}
+            for path, where, name in zip(paths, wheres, names, strict=True):
+                size = os.path.getsize(path)
+                start = 0 if low is None else lower_bound(path, low, size)
+                end = size if high is None else lower_bound(path, high, size)
+                fh = stack.enter_context(open(path, "rb"))
+                fh.seek(start)
+                starts[where] = (path, start)
+                streams.append((fh, where, name, max(0, end - start), 0))
+            try:
+                return [fn(group) for group in iter_groups(streams, duplicates, block_bytes)]
+            except InputError as exc:
+                path, start = starts.get(exc.source or "", (None, 0))
+                raise shifted(exc, count_lines(path, start) if path else 0) from None
     except StagewiseError as exc:
         return _error_record(exc)
 
@@ -257,6 +286,44 @@ class DaskEngine(Engine):
                     _raise_record(part)
             out.append(gather(qrels, parts, parsed, base, name, where))
         return out
+
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
+        """Groups of plain TREC run files sorted by query id (byte order): the query space is cut at split
+        queries taken from the largest file, each range is a task, and results come back in query order."""
+        sources = run_sources(runs)
+        paths, wheres, names = [], [], []
+        for name, source in sources:
+            where = display_name(source) if is_path(source) else name
+            if not (is_path(source) and trec_file(source) and os.path.isfile(source) and _plain(os.fspath(source))):
+                raise InputError(
+                    where,
+                    "is not a plain TREC run file; the Dask engine fuses uncompressed TREC files it can seek in",
+                    hint="use --engine stream or --engine local",
+                )
+            paths.append(os.path.abspath(os.fspath(source)))
+            wheres.append(where)
+            names.append(name)
+        sizes = [os.path.getsize(p) for p in paths]
+        largest = int(max(range(len(paths)), key=lambda i: sizes[i]))
+        count = max(1, math.ceil(sum(sizes) / self.partition_bytes))
+        splits = split_queries(paths[largest], sizes[largest], count)
+        bounds = [None, *splits, None]
+        client = self.client
+        per_file = max(2**20, self.block_bytes // len(paths))
+        futures = [
+            client.submit(
+                _group_task, paths, wheres, names, low, high, fn, duplicates, per_file, pure=False
+            )
+            for low, high in itertools.pairwise(bounds)
+        ]
+        self._show_progress(futures)
+        for future in futures:
+            result = future.result()
+            if isinstance(result, dict):
+                _raise_record(result)
+            yield from result
 
     def _show_progress(self, futures: list[Any]) -> None:
         """The cluster's own progress bar (distributed's), drawn on stderr so stdout keeps only the results."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stagewise.data.qrels import Qrels
@@ -12,6 +13,7 @@ from stagewise.metrics.measures import Measure
 from stagewise.metrics.result import RunScores
 
 from ._base import Engine
+from ._sources import run_sources
 
 
 class LocalEngine(Engine):
@@ -31,3 +33,8 @@ class LocalEngine(Engine):
             measure_run(qrels, read_run(source, name=name, duplicates=duplicates), parsed, base)
             for name, source in sources
         ]
+
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
+        yield fn([read_run(source, name=name, duplicates=duplicates) for name, source in run_sources(runs)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stagewise._io import display_name
@@ -14,8 +16,9 @@ from stagewise.metrics.result import RunScores
 
 from ._base import Engine
 from ._blocks import BLOCK_BYTES, open_run, runs_from_stream
+from ._groups import iter_groups
 from ._parts import evaluate_part, gather
-from ._sources import is_path
+from ._sources import is_path, run_sources, trec_file
 
 
 class StreamEngine(Engine):
@@ -63,6 +66,29 @@ class StreamEngine(Engine):
                 raise InputError(where, "is empty", expected="lines of 'query_id Q0 doc_id rank score run_tag'")
             out.append(gather(qrels, parts, parsed, base, name, where))
         return out
+
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
+        """Groups read side by side from TREC run files sorted by query id (byte order); each file is read in
+        blocks of ``block_bytes`` divided among the files, so memory is bounded whatever the number of runs."""
+        sources = run_sources(runs)
+        for name, source in sources:
+            if not (is_path(source) and trec_file(source)):
+                where = display_name(source) if is_path(source) else name
+                raise InputError(
+                    where,
+                    "is not a TREC run file; the stream engine reads runs side by side from TREC files",
+                    hint="use --engine local",
+                )
+        per_file = max(2**20, self.block_bytes // len(sources))
+        with contextlib.ExitStack() as stack:
+            streams = [
+                (stack.enter_context(open_run(source)), display_name(source), name, None, 0)
+                for name, source in sources
+            ]
+            for group in iter_groups(streams, duplicates, per_file):
+                yield fn(group)
 
     def __repr__(self) -> str:
         return f"StreamEngine(block_bytes={self.block_bytes})"
