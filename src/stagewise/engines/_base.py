@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+import numpy as np
 
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels
@@ -14,6 +17,24 @@ from stagewise.metrics.measures import Measure
 from stagewise.metrics.result import EvalResult, RunScores
 
 from ._sources import run_sources
+
+
+def _top_label(qrels: Qrels, query_ids: np.ndarray | None) -> int:
+    """The highest label among the judgements of ``query_ids`` (all queries: None), 1 when there are none:
+    the default ``max_label`` of ERR, which the local engine takes from the evaluated queries' judgements."""
+    labels = qrels.labels if query_ids is None else qrels.labels[np.isin(qrels.query_ids[qrels.query_codes], query_ids)]
+    return int(labels.max()) if len(labels) else 1
+
+
+def _pin_err(parsed: list[tuple[str, Measure]], top: int) -> list[tuple[str, Measure]]:
+    """ERR without ``max_label`` takes the highest label of the evaluated judgements; a part of a run sees only
+    its own, so the engines state it (the result keeps the measures as given)."""
+    out = []
+    for name, measure in parsed:
+        if measure.family == "err" and "max_label" not in dict(measure.options):
+            measure = dataclasses.replace(measure, options=tuple(sorted((*measure.options, ("max_label", top)))))
+        out.append((name, measure))
+    return out
 
 
 class Engine:
@@ -47,7 +68,13 @@ class Engine:
             max_ret=max_ret,
             judged_only=judged_only,
         )
-        scores = self.score_runs(judgements, sources, parsed, base, duplicates)
+        top = _top_label(judgements, None)
+        scores = self.score_runs(judgements, sources, _pin_err(parsed, top), base, duplicates)
+        if base.missing == "skip" and _pin_err(parsed, top) != parsed:
+            for i, run in enumerate(scores):  # err's default depends on which judged queries the run has
+                own = _top_label(judgements, run.query_ids)
+                if own != top:
+                    scores[i] = self.score_runs(judgements, [sources[i]], _pin_err(parsed, own), base, duplicates)[0]
         return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
 
     def score_runs(

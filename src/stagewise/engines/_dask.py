@@ -6,7 +6,7 @@ query is read by exactly one task). A task streams its byte range in blocks (bou
 applies the metrics engine's per-query kernels and sends back the per-query values; the client gathers them
 into the in-memory result (see ``_parts``). Compressed files and the tabular formats are one task each.
 
-The qrels are sent to every worker once. Metric names travel as text and are parsed on the worker.
+The qrels are sent to every worker once. Measures travel as their canonical text and are parsed on the worker.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_run
 from stagewise.errors import InputError, StagewiseError
 from stagewise.metrics.context import Conventions
-from stagewise.metrics.evaluate import parse_metrics
 from stagewise.metrics.measures import Measure
 from stagewise.metrics.result import RunScores
 
@@ -72,11 +71,11 @@ def _raise_record(record: dict[str, Any]) -> None:
 
 
 def _range_task(
-    path: str, where: str, name: str, index: int, count: int, size: int, qrels: Qrels, metrics: list[str],
+    path: str, where: str, name: str, index: int, count: int, size: int, qrels: Qrels, metrics: list[tuple[str, str]],
     base: Conventions, duplicates: str, block_bytes: int,
 ) -> Part | dict[str, Any]:
     """Partition ``index`` of ``count`` of a plain TREC file: its byte range moved to whole queries, streamed."""
-    parsed = parse_metrics(metrics)
+    parsed = [(key, Measure.parse(text)) for key, text in metrics]
     try:
         start = query_boundary(path, size * index // count, size)
         end = query_boundary(path, size * (index + 1) // count, size)
@@ -96,11 +95,11 @@ def _range_task(
 
 
 def _file_task(
-    source: Any, where: str, name: str, qrels: Qrels, metrics: list[str], base: Conventions, duplicates: str,
-    block_bytes: int,
+    source: Any, where: str, name: str, qrels: Qrels, metrics: list[tuple[str, str]], base: Conventions,
+    duplicates: str, block_bytes: int,
 ) -> Part | dict[str, Any]:
     """A whole file: a compressed TREC run streamed in blocks, any other format read whole."""
-    parsed = parse_metrics(metrics)
+    parsed = [(key, Measure.parse(text)) for key, text in metrics]
     try:
         if trec_file(source):
             with open_run(source) as fh:
@@ -238,7 +237,7 @@ class DaskEngine(Engine):
         duplicates: str,
     ) -> list[RunScores]:
         client = self.client
-        metrics = [name for name, _ in parsed]
+        metrics = [(name, str(measure)) for name, measure in parsed]
         shared = client.scatter(qrels, broadcast=True, hash=False)
         futures: list[list[Any]] = []
         wheres: list[str] = []
