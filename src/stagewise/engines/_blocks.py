@@ -162,10 +162,19 @@ class GroupCheck:
 
 
 def run_from_block(
-    data: bytes, source: str, name: str, duplicates: str, groups: GroupCheck | None = None
+    data: bytes, source: str, name: str, duplicates: str, groups: GroupCheck | None = None, first_line: int = 1
 ) -> Run:
-    """A block's rows as a Run; line numbers in errors count from the block's first line."""
-    parsed, line_of = trec.parse_run(data, source)
+    """A block's rows as a Run; ``first_line`` is the file line of the block's first byte, so that errors (and
+    the line numbers inside their messages) name the file's lines."""
+    try:
+        parsed, block_line_of = trec.parse_run(data, source)
+    except InputError as exc:
+        raise shifted(exc, first_line - 1) from None
+
+    def line_of(row: int) -> int | None:
+        line = block_line_of(row)
+        return None if line is None else line + first_line - 1
+
     if isinstance(parsed, trec.Parsed):
         codes = parsed.codes
         starts = np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1)) if len(codes) else codes
@@ -201,14 +210,13 @@ def runs_from_stream(
     block_bytes: int = BLOCK_BYTES,
     limit: int | None = None,
     groups: GroupCheck | None = None,
+    line_base: int = 0,
 ) -> Iterator[Run]:
-    """One Run per block of whole queries; errors name the line counted from the stream's start."""
+    """One Run per block of whole queries; errors name the line counted from the file's start, the stream
+    starting after ``line_base`` lines."""
     groups = groups if groups is not None else GroupCheck(source)
     for block, first_line in iter_blocks(fh, block_bytes, limit):
-        try:
-            yield run_from_block(block, source, name, duplicates, groups)
-        except InputError as exc:
-            raise shifted(exc, first_line - 1) from None
+        yield run_from_block(block, source, name, duplicates, groups, first_line + line_base)
 
 
 @contextmanager

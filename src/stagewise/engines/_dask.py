@@ -28,7 +28,7 @@ from stagewise.metrics.measures import Measure
 from stagewise.metrics.result import RunScores
 
 from ._base import Engine
-from ._blocks import BLOCK_BYTES, count_lines, open_run, query_boundary, runs_from_stream, shifted
+from ._blocks import BLOCK_BYTES, count_lines, open_run, query_boundary, runs_from_stream
 from ._groups import iter_groups, lower_bound, split_queries
 from ._parts import Part, evaluate_part, gather, merge_parts
 from ._sources import is_path, run_sources, trec_file
@@ -81,15 +81,17 @@ def _range_task(
         end = query_boundary(path, size * (index + 1) // count, size)
         if end <= start:
             return merge_parts([])
-        parts = []
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            try:
-                for run in runs_from_stream(fh, where, name, duplicates, block_bytes, limit=end - start):
-                    parts.append(evaluate_part(qrels, run, parsed, base))
-            except InputError as exc:
-                raise shifted(exc, count_lines(path, start)) from None
-        return merge_parts(parts)
+
+        def read(line_base: int) -> Part:
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                runs = runs_from_stream(fh, where, name, duplicates, block_bytes, end - start, line_base=line_base)
+                return merge_parts([evaluate_part(qrels, run, parsed, base) for run in runs])
+
+        try:
+            return read(0)
+        except InputError:  # again, counting the lines before the partition, so the error names the file's line
+            return read(count_lines(path, start))
     except StagewiseError as exc:
         return _error_record(exc)
 
@@ -120,21 +122,27 @@ def _group_task(
     """``fn`` over the groups of queries in ``[low, high)`` of sorted run files, each range found by binary
     search."""
     try:
-        with contextlib.ExitStack() as stack:
-            streams, starts = [], {}
-            for path, where, name in zip(paths, wheres, names, strict=True):
-                size = os.path.getsize(path)
-                start = 0 if low is None else lower_bound(path, low, size)
-                end = size if high is None else lower_bound(path, high, size)
-                fh = stack.enter_context(open(path, "rb"))
-                fh.seek(start)
-                starts[where] = (path, start)
-                streams.append((fh, where, name, max(0, end - start), 0))
-            try:
+        ranges = []
+        for path in paths:
+            size = os.path.getsize(path)
+            start = 0 if low is None else lower_bound(path, low, size)
+            end = size if high is None else lower_bound(path, high, size)
+            ranges.append((start, max(0, end - start)))
+
+        def read(line_bases: list[int]) -> list[Any]:
+            with contextlib.ExitStack() as stack:
+                streams = []
+                for path, where, name, (start, length), lines in zip(paths, wheres, names, ranges, line_bases,
+                                                                      strict=True):
+                    fh = stack.enter_context(open(path, "rb"))
+                    fh.seek(start)
+                    streams.append((fh, where, name, length, lines))
                 return [fn(group) for group in iter_groups(streams, duplicates, block_bytes)]
-            except InputError as exc:
-                path, start = starts.get(exc.source or "", (None, 0))
-                raise shifted(exc, count_lines(path, start) if path else 0) from None
+
+        try:
+            return read([0] * len(paths))
+        except InputError:  # again, counting the lines before each range, so the error names the file's line
+            return read([count_lines(path, start) for path, (start, _) in zip(paths, ranges, strict=True)])
     except StagewiseError as exc:
         return _error_record(exc)
 

@@ -18,9 +18,8 @@ import numpy as np
 
 from stagewise.data.run import Run
 from stagewise.data.strings import StringColumn
-from stagewise.errors import InputError
 
-from ._blocks import GroupCheck, iter_blocks, query_of, run_from_block, shifted
+from ._blocks import GroupCheck, iter_blocks, query_of, run_from_block
 
 UNSORTED_HINT = (
     "sort each run by query id first, e.g. LC_ALL=C sort -k1,1 -s RUN > SORTED_RUN, "
@@ -80,11 +79,9 @@ class _Sorted:
             except StopIteration:
                 self.done = True
                 return
-            try:
-                run = run_from_block(block, self.where, self.name, self.duplicates, self.groups)
-            except InputError as exc:
-                raise shifted(exc, first_line - 1 + self.line_base) from None
-            self.pending = run
+            self.pending = run_from_block(
+                block, self.where, self.name, self.duplicates, self.groups, first_line + self.line_base
+            )
 
     def take_through(self, query: str) -> Run | None:
         """Pending queries up to and including ``query``."""
