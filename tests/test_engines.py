@@ -361,3 +361,124 @@ def test_cli_failures_are_one_line() -> None:
     assert_clean_failure(invoke("eval", QRELS, RUN, "--scheduler", "tcp://x:1"), "--engine dask")
     assert_clean_failure(invoke("fuse", RUN, RUN, "--optimize", "--qrels", QRELS, "--engine", "stream"),
                          "--engine local")
+
+
+# ----------------------------------------------------------------------------------------------------- Dask
+@pytest.fixture(scope="module")
+def dask_client():
+    """One two-worker cluster for the module (a cluster takes seconds to start)."""
+    distributed = pytest.importorskip("distributed", reason="dask's distributed is not installed: stagewise[dask]")
+    cluster = distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=":0")
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def dask_engine(client, partition_bytes: int = 3000, block_bytes: int = 1000):
+    from stagewise.engines import DaskEngine
+
+    return DaskEngine(client=client, partition_bytes=partition_bytes, block_bytes=block_bytes, progress=False)
+
+
+@pytest.mark.parametrize("missing", ["zero", "skip"])
+def test_dask_matches_local_on_every_family(dask_client, files, missing: str) -> None:
+    runs = [RUN, str(files["trunc_grouped"])]
+    expected = evaluate_local(QRELS, runs, METRICS, missing=missing)
+    for partition_bytes in (2000, 1 << 30):
+        engine = dask_engine(dask_client, partition_bytes)
+        assert_same(expected, evaluate(QRELS, runs, METRICS, engine=engine, missing=missing))
+
+
+def test_dask_on_trec_eval_test_files_and_other_formats(dask_client, trec_eval_test: Path, tmp_path: Path) -> None:
+    packed = tmp_path / "results.test.gz"
+    packed.write_bytes(gzip.compress((trec_eval_test / "results.test").read_bytes()))
+    as_csv = tmp_path / "results.csv"
+    from stagewise.data.readers import read_run
+
+    read_run(trec_eval_test / "results.test").to_polars().write_csv(as_csv)
+    pairs = [("qrels.test", "results.test"), ("qrels-302.test", "results-302.test")]
+    for qrels, run in pairs:
+        grouped = grouped_copy(trec_eval_test / run, tmp_path / run)
+        expected = evaluate_local(trec_eval_test / qrels, {run: trec_eval_test / run}, METRICS)
+        got = evaluate(trec_eval_test / qrels, {run: grouped}, METRICS, engine=dask_engine(dask_client))
+        assert_same(expected, got)
+    expected = evaluate_local(QRELS, {"gz": str(packed), "csv": str(as_csv)}, METRICS)
+    assert_same(expected, evaluate(QRELS, {"gz": str(packed), "csv": str(as_csv)}, METRICS,
+                                   engine=dask_engine(dask_client)))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(pair=qrels_and_run(), partition_bytes=st.integers(1, 400), missing=st.sampled_from(["zero", "skip"]))
+def test_dask_matches_local_on_random_runs(dask_client, pair, partition_bytes: int, missing: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        qrels, run = write_pair(folder, *pair)
+        engine = dask_engine(dask_client, partition_bytes, block_bytes=64)
+        try:
+            expected = evaluate_local(qrels, [run, run], METRICS, missing=missing)
+        except StagewiseError as exc:
+            with pytest.raises(StagewiseError) as raised:
+                evaluate(qrels, [run, run], METRICS, engine=engine, missing=missing)
+            assert str(raised.value) == str(exc)
+            return
+        assert_same(expected, evaluate(qrels, [run, run], METRICS, engine=engine, missing=missing))
+
+
+def test_dask_refuses_a_run_split_between_partitions(dask_client, tmp_path: Path) -> None:
+    lines = Path(RUN).read_bytes().splitlines(keepends=True)
+    run = tmp_path / "run"
+    run.write_bytes(b"".join(lines) + lines[0])
+    with pytest.raises(InputError, match="not grouped by query") as raised:
+        evaluate(QRELS, str(run), ["map"], engine=dask_engine(dask_client, partition_bytes=5000))
+    assert "LC_ALL=C sort -k1,1 -s" in str(raised.value)
+    bad = tmp_path / "bad"  # an error inside a later partition names the file's line
+    bad.write_bytes(b"".join(lines[:900]) + b"301 Q0 DOC 1 notanumber tag\n" + b"".join(lines[900:]))
+    with pytest.raises(InputError) as local:
+        evaluate_local(QRELS, str(bad), ["map"])
+    with pytest.raises(InputError) as remote:
+        evaluate(QRELS, str(bad), ["map"], engine=dask_engine(dask_client, partition_bytes=5000))
+    assert str(remote.value) == str(local.value) and remote.value.line == 901
+
+
+def test_dask_compare_gives_the_same_p_values(dask_client, files) -> None:
+    runs = {"results.test": RUN, "trunc": str(files["trunc_grouped"])}
+    for test in ("randomization", "bootstrap"):
+        local = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, permutations=3000)
+        remote = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, permutations=3000,
+                         engine=dask_engine(dask_client))
+        assert remote.render("json", per_query=True) == local.render("json", per_query=True)
+
+
+@pytest.mark.parametrize(("method", "options"), FUSIONS)
+def test_dask_fusion_writes_the_local_bytes(dask_client, robust_sorted: list[str], method: str, options: dict) -> None:
+    want, statement = fused_bytes(robust_sorted, method, options)
+    for partition_bytes in (2_000_000, 1 << 30):
+        sink = io.BytesIO()
+        engine = dask_engine(dask_client, partition_bytes, block_bytes=1 << 20)
+        assert fuse_to(robust_sorted, sink, method, engine=engine, **options) == statement
+        assert sink.getvalue() == want
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.function_scoped_fixture])
+@given(runs=st.lists(qrels_and_run(), min_size=2, max_size=3), partition_bytes=st.integers(1, 300))
+def test_dask_fusion_matches_local_on_random_runs(dask_client, runs, partition_bytes: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for i, (_, text) in enumerate(runs):
+            raw = Path(folder) / f"r{i}.raw"
+            raw.write_text(text)
+            paths.append(str(sorted_copy(raw, Path(folder) / f"r{i}")))
+        want, statement = fused_bytes(paths, "combmnz", {})
+        sink = io.BytesIO()
+        assert fuse_to(paths, sink, "combmnz", engine=dask_engine(dask_client, partition_bytes, 64)) == statement
+        assert sink.getvalue() == want
+
+
+def test_cli_dask_engine_starts_a_local_cluster(tmp_path: Path) -> None:
+    pytest.importorskip("distributed", reason="dask's distributed is not installed: stagewise[dask]")
+    command = ["eval", QRELS, RUN, "-m", "map,ndcg@10,err", "-f", "json", "-q"]
+    local, remote = invoke(*command), invoke(*command, "--engine", "dask")
+    assert remote.exit_code == 0, remote.output
+    assert remote.stdout == local.stdout

@@ -221,7 +221,7 @@ class DaskEngine(Engine):
                     n_workers=self.n_workers or os.cpu_count() or 1,
                     threads_per_worker=self.threads_per_worker,
                     processes=self.processes,
-                    dashboard_address=None,
+                    dashboard_address=":0",
                 )
                 self._client = distributed.Client(cluster)
                 self._owned.append(cluster)
