@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/stagewise/_native/*.c
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask]'
 	touch $@
 
 demo: $(VENV)/.installed
