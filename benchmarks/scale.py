@@ -41,7 +41,7 @@ workers, partition, qrels, runs, metrics, check = (int(sys.argv[1]), int(sys.arg
                                                    sys.argv[4].split(","), sys.argv[5].split(","), sys.argv[6] == "1")
 from stagewise.engines import DaskEngine, evaluate
 start = time.perf_counter()
-engine = DaskEngine(n_workers=workers, threads_per_worker=1, processes=True, partition_bytes=partition, progress=False)
+engine = DaskEngine(n_workers=workers, threads_per_worker=1, processes=True, partition_bytes=partition)
 client = engine.client
 client.wait_for_workers(workers)
 started = time.perf_counter() - start

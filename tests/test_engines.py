@@ -378,7 +378,7 @@ def dask_client():
 def dask_engine(client, partition_bytes: int = 3000, block_bytes: int = 1000):
     from stagewise.engines import DaskEngine
 
-    return DaskEngine(client=client, partition_bytes=partition_bytes, block_bytes=block_bytes, progress=False)
+    return DaskEngine(client=client, partition_bytes=partition_bytes, block_bytes=block_bytes)
 
 
 @pytest.mark.parametrize("missing", ["zero", "skip"])
@@ -482,3 +482,14 @@ def test_cli_dask_engine_starts_a_local_cluster(tmp_path: Path) -> None:
     local, remote = invoke(*command), invoke(*command, "--engine", "dask")
     assert remote.exit_code == 0, remote.output
     assert remote.stdout == local.stdout
+
+
+def test_dask_reports_progress_as_the_cluster_finishes_tasks(dask_client) -> None:
+    from stagewise.engines import DaskEngine
+
+    seen: list[tuple[int, int]] = []
+    engine = DaskEngine(client=dask_client, partition_bytes=5000, progress=lambda *report: seen.append(report))
+    evaluate(QRELS, [RUN, RUN], ["map"], engine=engine)
+    total = seen[-1][1]
+    assert total > 2 and seen[0] == (0, total) and seen[-1] == (total, total)
+    assert [d for d, _ in seen] == list(range(total + 1))

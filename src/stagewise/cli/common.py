@@ -113,6 +113,18 @@ def engine_for(engine: EngineChoice, scheduler: str | None):
     return get_engine(engine.value, scheduler=scheduler)
 
 
+@contextlib.contextmanager
+def engine_progress(chosen: Any) -> Iterator[None]:
+    """While the block runs, a progress bar of the Dask engine's tasks as the cluster reports them done (on a
+    terminal only); nothing for the other engines."""
+    if getattr(chosen, "name", None) != "dask":
+        yield
+        return
+    with stage_progress("starting the Dask cluster", "Dask tasks", "tasks") as report:
+        chosen.progress = report
+        yield
+
+
 # Convention options shared by the commands that evaluate runs (eval, compare).
 RelevanceLevelOption = Annotated[
     int,

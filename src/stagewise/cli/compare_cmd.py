@@ -26,6 +26,7 @@ from stagewise.cli.common import (
     check_output,
     emit,
     engine_for,
+    engine_progress,
     read_qrels_as,
     read_runs_with_progress,
     run_labels,
@@ -259,7 +260,7 @@ def compare_command(
             from stagewise.stats import compare_scores
 
             labels = run_labels(runs)
-            with engine_for(engine, scheduler) as chosen:
+            with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
                 scores = chosen.evaluate(
                     read_qrels_as(qrels, qrels_format),
                     dict(zip(labels, runs, strict=True)),

@@ -25,6 +25,7 @@ from stagewise.cli.common import (
     check_output,
     emit,
     engine_for,
+    engine_progress,
     read_qrels_as,
     read_runs_with_progress,
     run_labels,
@@ -141,7 +142,7 @@ def eval_command(
                 **conventions,
             )
         else:
-            with engine_for(engine, scheduler) as chosen:
+            with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
                 result = chosen.evaluate(
                     read_qrels_as(qrels, qrels_format),
                     dict(zip(run_labels(runs), runs, strict=True)),

@@ -290,7 +290,9 @@ def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path
     options = {k: v for k, v in common.items() if k != "relevance_level"}
     if output is not None and _format_for(output, None) != "trec":
         raise StagewiseError(f"--engine {chosen.name} writes TREC runs; write {output} with --engine local")
-    with chosen:
+    from stagewise.cli.common import engine_progress
+
+    with chosen, engine_progress(chosen):
         if output is None:
             info = fuse_to(runs, sys.stdout.buffer, method, engine=chosen, **options)
             sys.stdout.flush()

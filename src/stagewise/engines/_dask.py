@@ -15,7 +15,6 @@ import contextlib
 import itertools
 import math
 import os
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -169,8 +168,9 @@ class DaskEngine(Engine):
         Nominal bytes of run file per task; each partition is moved to whole queries.
     block_bytes : int, default=4 MiB
         Bytes a task reads at a time (bounds a worker's memory per task).
-    progress : bool, optional
-        Show the cluster's progress bar on stderr (default: when stderr is a terminal).
+    progress : callable, optional
+        Called as ``progress(done, total)`` in tasks as the cluster reports them finished (the CLI draws its
+        progress bar from it).
 
     The run files must be readable at the same paths by the workers (a shared file system), and the workers
     need stagewise installed.
@@ -188,7 +188,7 @@ class DaskEngine(Engine):
         processes: bool = True,
         partition_bytes: int = PARTITION_BYTES,
         block_bytes: int = BLOCK_BYTES,
-        progress: bool | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         _distributed()
         if partition_bytes < 1 or block_bytes < 1:
@@ -325,22 +325,22 @@ class DaskEngine(Engine):
             )
             for low, high in itertools.pairwise(bounds)
         ]
-        self._show_progress(futures)
-        for future in futures:
+        for done, future in enumerate(futures, start=1):  # in query order, each range as soon as it is ready
             result = future.result()
+            if self.progress is not None:
+                self.progress(done, len(futures))
             if isinstance(result, dict):
                 _raise_record(result)
             yield from result
 
     def _show_progress(self, futures: list[Any]) -> None:
-        """The cluster's own progress bar (distributed's), drawn on stderr so stdout keeps only the results."""
-        show = self.progress if self.progress is not None else sys.stderr.isatty()
-        if not show:
+        """Reports ``progress(done, total)`` as the cluster says tasks finish (``distributed.as_completed``)."""
+        if self.progress is None:
             return
         distributed = _distributed()
-        with contextlib.redirect_stdout(sys.stderr):
-            distributed.progress(futures, notebook=False)
-            sys.stderr.write("\n")
+        self.progress(0, len(futures))
+        for done, _ in enumerate(distributed.as_completed(futures), start=1):
+            self.progress(done, len(futures))
 
     def __repr__(self) -> str:
         where = self.scheduler or "local cluster"
