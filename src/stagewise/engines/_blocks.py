@@ -22,9 +22,9 @@ from stagewise.data.run import Run
 from stagewise.errors import InputError
 
 #: Bytes read at a time by the stream engine: with the run's own arrays this bounds memory (a block of the
-#: benchmark's shape is ~100k rows), whatever the file's size; only a single query larger than a block makes
+#: benchmark's shape is ~55k rows), whatever the file's size; only a single query larger than a block makes
 #: a block grow (to that query).
-BLOCK_BYTES = 4 * 2**20
+BLOCK_BYTES = 2 * 2**20
 
 UNGROUPED_HINT = (
     "group the run by query first, e.g. LC_ALL=C sort -k1,1 -s RUN > SORTED_RUN, "

@@ -166,7 +166,7 @@ class DaskEngine(Engine):
         The local cluster's shape (default: one single-threaded worker process per CPU).
     partition_bytes : int, default=64 MiB
         Nominal bytes of run file per task; each partition is moved to whole queries.
-    block_bytes : int, default=4 MiB
+    block_bytes : int, default=2 MiB
         Bytes a task reads at a time (bounds a worker's memory per task).
     progress : callable, optional
         Called as ``progress(done, total)`` in tasks as the cluster reports them finished (the CLI draws its
