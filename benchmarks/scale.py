@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -37,9 +38,9 @@ TARGET_SECONDS = 3_600
 CHILD = r"""
 import hashlib, json, resource, sys, time
 import numpy as np
-workers, partition, qrels, runs, metrics, check = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
-                                                   sys.argv[4].split(","), sys.argv[5].split(","), sys.argv[6] == "1")
-from stagewise.engines import DaskEngine, evaluate
+workers, partition, qrels, runs, metrics = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                                            sys.argv[4].split(","), sys.argv[5].split(","))
+from stagewise.engines import DaskEngine
 start = time.perf_counter()
 engine = DaskEngine(n_workers=workers, threads_per_worker=1, processes=True, partition_bytes=partition)
 client = engine.client
@@ -50,18 +51,28 @@ result = engine.evaluate(qrels, runs, metrics)
 wall = time.perf_counter() - start
 worker_peaks = client.run(lambda: __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss * 1024)
 engine.close()
-same = None
-if check:
-    local = evaluate(qrels, [runs[0]], metrics)
-    a, b = local.runs[0], result.runs[0]
-    same = bool(all(np.array_equal(a.values[m], b.values[m]) for m in metrics) and a.means == b.means
-                and np.array_equal(a.query_ids, b.query_ids))
-print("@@RESULT@@ " + json.dumps({
+first = result.runs[0]
+digest = hashlib.sha256(first.query_ids.astype(str).tobytes())
+for m in metrics:
+    digest.update(np.ascontiguousarray(first.values[m]).tobytes())
+print("@@RESULT@@ " + json.dumps({"digest": digest.hexdigest(), "first_means": first.means,
     "workers": workers, "start_s": started, "wall_s": wall,
     "client_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     "worker_peak_bytes": sorted(worker_peaks.values()),
     "queries": int(sum(len(r.query_ids) for r in result.runs)),
-    "means": result.means, "same_as_local": same}))
+    "means": result.means}))
+"""
+
+LOCAL = r"""
+import hashlib, json, sys
+import numpy as np
+from stagewise.engines import evaluate
+qrels, run, metrics = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+first = evaluate(qrels, {"run0.txt": run}, metrics).runs[0]
+digest = hashlib.sha256(first.query_ids.astype(str).tobytes())
+for m in metrics:
+    digest.update(np.ascontiguousarray(first.values[m]).tobytes())
+print("@@RESULT@@ " + json.dumps({"digest": digest.hexdigest(), "first_means": first.means}))
 """
 
 
@@ -96,17 +107,20 @@ def main() -> None:
     total_bytes = sum(os.path.getsize(r) for r in runs)
     rows = _count_lines(Path(runs[0])) * args.runs  # the generator writes the same number of lines per run
     env = {"PYTHONPATH": str(REPO / "src"), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    results = []
-    for i, workers in enumerate(args.workers):
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(workers), str(args.partition_mb * 2**20), str(folder / "qrels.txt"),
-             ",".join(runs), ",".join(METRICS), "1" if i == 0 else "0"],
-            capture_output=True, text=True, env=env,
-        )
+
+    def child(code: str, *argv: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env)
         if out.returncode != 0:
-            raise SystemExit(f"{workers} worker(s) failed:\n{out.stderr[-4000:]}")
+            raise SystemExit(f"{argv[:1]} failed:\n{out.stderr[-4000:]}")
         line = next(x for x in out.stdout.splitlines() if x.startswith(MARK))
-        results.append(json.loads(line[len(MARK):]))
+        return json.loads(line[len(MARK) :])
+
+    results = [
+        child(CHILD, str(w), str(args.partition_mb * 2**20), str(folder / "qrels.txt"), ",".join(runs),
+              ",".join(METRICS))
+        for w in args.workers
+    ]
+    local = child(LOCAL, str(folder / "qrels.txt"), runs[0], ",".join(METRICS))
 
     cores = os.cpu_count() or 1
     print(f"\n{args.runs} run files, {total_bytes / 1e9:.2f} GB, {rows / 1e6:.0f}M lines; {cores} CPU cores; "
@@ -119,8 +133,9 @@ def main() -> None:
               f"{r['client_peak_bytes'] / 1e6:>11.0f}{max(peaks) / 1e6:>17.0f}"
               f"{(r['client_peak_bytes'] + sum(peaks)) / 1e6:>9.0f}")
     same_means = all(r["means"] == results[0]["means"] for r in results)
-    print(f"same means in every configuration: {'PASS' if same_means else 'MISS'}; run0 per-query values and means "
-          f"identical to the in-memory engine: {'PASS' if results[0]['same_as_local'] else 'MISS'}")
+    same_local = all(r["digest"] == local["digest"] and r["first_means"] == local["first_means"] for r in results)
+    print(f"same means in every configuration: {'PASS' if same_means else 'MISS'}; run0's per-query values and "
+          f"means identical to the in-memory engine's: {'PASS' if same_local else 'MISS'}")
 
     # The per-row cost of one busy worker: from the configurations that do not oversubscribe the cores.
     fair = [r for r in results if r["workers"] <= cores] or results[:1]
@@ -132,9 +147,10 @@ def main() -> None:
           f"({1e9 / per_worker:.0f} ns a row, reading included)")
     print(f"1,000 runs at MS MARCO v2 depth ({V2_QUERIES:,} dev1+dev2 queries x {V2_DEPTH:,} = "
           f"{V2_QUERIES * V2_DEPTH / 1e6:.1f}M rows a run, {v2_rows / 1e9:.1f}G rows, ~{v2_rows * 36 / 1e12:.2f} TB "
-          f"of TREC text) in an hour: {needed:.1f} workers at this rate, so {int(needed) + 1} single-threaded workers "
-          f"(~{worker_mb:.0f} MB each), e.g. {int(needed / 8) + 1} machines of 8 cores, with the runs on storage every "
-          f"worker reads at {v2_rows * 36 / TARGET_SECONDS / 1e6:.0f} MB/s in all")
+          f"of TREC text) in an hour: {needed:.1f} workers at this rate, so {math.ceil(needed)} single-threaded "
+          f"worker(s) (~{worker_mb:.0f} MB each; {math.ceil(needed / 8)} machine(s) of 8 cores), reading the runs "
+          f"from shared storage at {v2_rows * 36 / TARGET_SECONDS / 1e6:.0f} MB/s in all")
+    print("in general: workers = runs x queries x depth / (rows per worker-second x seconds), at ~36 bytes a row")
     print(json.dumps(results, indent=1))
 
 
