@@ -20,6 +20,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/stagewise demo
+	@echo "stagewise is installed in $(VENV): run '. $(VENV)/bin/activate' to use the stagewise command directly."
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks

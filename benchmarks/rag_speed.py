@@ -77,12 +77,13 @@ def make_records(n: int, seed: int = 7, with_texts: bool = False) -> list[dict]:
 
 def _time(label: str, path: Path, n: int, repeat: int, **kwargs) -> float:
     from stagewise.rag import evaluate_rag
+    from stagewise.report import render
 
     best = float("inf")
     for _ in range(repeat):
         start = time.process_time()
         report = evaluate_rag(path, **kwargs)
-        text = report.render("jsonl")
+        text = render(report, "jsonl")
         report.summary()
         best = min(best, time.process_time() - start)
     assert text.count("\n") == n

@@ -205,8 +205,10 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.data / "clapnq_dev_answerable.jsonl").is_file():
         sys.exit(f"CLAP NQ files not found in {args.data}")
     report, retriever, answers, run = diagnose(args.data, args.correct, retriever=args.retriever)
+    from stagewise.report import render
+
     print(f"retriever: {retriever}\n")
-    print(report.render("markdown"))
+    print(render(report, "markdown"))
     if args.out is not None:
         from stagewise.data.readers import read_run
         from stagewise.data.writers import write_run
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
         write_run(read_run(run, name="bm25"), args.out / "bm25.trec")
-        (args.out / "labels.jsonl").write_text(report.render("jsonl"), encoding="utf-8")
+        (args.out / "labels.jsonl").write_text(render(report, "jsonl"), encoding="utf-8")
         print(f"wrote {args.out}/answers.jsonl, bm25.trec, labels.jsonl", file=sys.stderr)
 
 

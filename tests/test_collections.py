@@ -212,3 +212,12 @@ def test_bm25_on_cranfield_is_pinned(shared_data: Path) -> None:
     means = evaluate(collection.read_qrels(), run, ["ndcg@10", "map"]).means[run.name]
     assert means["ndcg@10"] == pytest.approx(0.3695, abs=5e-5)
     assert means["map"] == pytest.approx(0.3062, abs=5e-5)
+
+
+@pytest.mark.parametrize(("name", "text"), [("empty.jsonl", ""), ("empty.tsv", "\n"), ("blank.jsonl", "\n\n")])
+def test_a_corpus_without_documents_is_refused(tmp_path, name: str, text: str) -> None:
+    """Indexing nothing used to succeed with 0 documents (exit 0) and every search then found nothing."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match="has no documents"):
+        read_corpus(path)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from stagewise.errors import StagewiseError
+from stagewise.report import render, rich
 from stagewise.stats import (
     adjust,
     bootstrap_test,
@@ -390,7 +391,7 @@ def test_constant_nonzero_difference() -> None:
     p = compare_scores(scores).pairs[0]
     assert p.statistic > 1e6 or math.isinf(p.statistic)
     assert p.p_value < 1e-6
-    assert json.loads(compare_scores(scores).render("json"))  # non-finite values become null, valid JSON
+    assert json.loads(render(compare_scores(scores), "json"))  # non-finite values become null, valid JSON
 
 
 # ------------------------------------------------------------------------------------- families and table
@@ -420,11 +421,11 @@ def test_letters_mark_significantly_better_runs() -> None:
     assert result.better_than("mid", "m") == ["weak"]
     assert result.better_than("weak", "m") == []
     assert result.best("m") == ["strong"]
-    text = result.render("table")
+    text = render(result, "table")
     assert "strong  0.7" in text and "* abd" in text
-    md = result.render("markdown")
+    md = render(result, "markdown")
     assert "<sup>abd</sup>" in md and "**0.7" in md
-    tex = result.render("latex")
+    tex = render(result, "latex")
     assert "\\textsuperscript{abd}" in tex and "\\textbf{0.7" in tex
 
 
@@ -453,7 +454,7 @@ def test_skip_policy_pairs_on_common_queries() -> None:
 
 def test_json_contract() -> None:
     result = compare_scores(scores_of(40, runs=3, metrics=("x", "y")), test="randomization", seed=4)
-    data = json.loads(result.render("json", per_query=True, top=2))
+    data = json.loads(render(result, "json", per_query=True, top=2))
     assert {"pairs", "means"} <= set(data)
     assert set(data["means"]) == {"run0", "run1", "run2"} and set(data["means"]["run0"]) == {"x", "y"}
     for pair in data["pairs"]:
@@ -479,7 +480,7 @@ def test_mean_diff_is_b_minus_a() -> None:
 
 def test_csv_has_every_pair_field() -> None:
     result = compare_scores(scores_of(30, runs=3))
-    lines = result.render("csv").splitlines()
+    lines = render(result, "csv").splitlines()
     assert lines[0].split(",") == [*PAIR_KEYS, "n_queries", "significant"]
     assert len(lines) == 4
 
@@ -556,7 +557,7 @@ def test_rich_pairs_table_fits_the_terminal_without_cutting_cells():
 
     def shown(width: int) -> str:
         console = Console(width=width, record=True, color_system=None)
-        console.print(result.rich(show_pairs=True))
+        console.print(rich(result, show_pairs=True))
         return console.export_text()
 
     narrow, wide = shown(80), shown(200)

@@ -11,6 +11,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from stagewise.cli import compare_cmd
+from stagewise.report import render
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ROBUST = SHARED / "data" / "trec_robust03_runs"
@@ -88,7 +89,7 @@ def test_significance_letters_agree_with_the_pairs(all_pairs) -> None:
     for other in worse:
         pair = all_pairs.pair("map", best, other)
         assert pair.p_adjusted < 0.05
-    text = all_pairs.render("markdown")
+    text = render(all_pairs, "markdown")
     row = next(line for line in text.splitlines() if best in line)
     assert "".join(labels[r] for r in worse) in row
 

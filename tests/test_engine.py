@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stagewise
+from stagewise.report import render
 
 QRELS = {"q1": {"a": 1, "b": 0, "c": 2, "z": 3}, "q2": {"x": 1}, "q3": {"m": 0}}
 RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}, "q2": {"y": 2.0, "x": 1.0}}
@@ -163,5 +164,5 @@ def test_perfect_ranking_scores_one(world: tuple[dict, dict]) -> None:
 def test_markdown_and_latex_tables_escape_run_names() -> None:
     """A run name with a pipe or LaTeX's special characters stays one cell (eval and compare share the escapes)."""
     result = stagewise.evaluate({"q": {"a": 1}}, {"run|x_^~": {"q": {"a": 1.0}}}, ["map"])
-    assert "| run\\|x_^~ | 1.0000 |" in result.render("markdown")
-    assert "run|x\\_\\^{}\\~{} & 1.0000" in result.render("latex")
+    assert "| run\\|x_^~ | 1.0000 |" in render(result, "markdown")
+    assert "run|x\\_\\^{}\\~{} & 1.0000" in render(result, "latex")

@@ -25,6 +25,7 @@ from stagewise.fusion import fuse
 from stagewise.fusion.engine import fuse_to
 from stagewise.metrics.evaluate import evaluate as evaluate_local
 from stagewise.metrics.measures import FAMILIES, known_names
+from stagewise.report import render
 from stagewise.stats import compare
 from tests.clean_failure import assert_clean_failure
 from tests.conftest import SHARED
@@ -66,7 +67,7 @@ def assert_same(expected, got) -> None:
         assert have.missing_queries == want.missing_queries
         assert have.run_only_queries == want.run_only_queries
     assert got.conventions_report() == expected.conventions_report()
-    assert got.render("json", per_query=True) == expected.render("json", per_query=True)
+    assert render(got, "json", per_query=True) == render(expected, "json", per_query=True)
 
 
 def grouped_copy(source: str | Path, target: Path) -> Path:
@@ -262,7 +263,7 @@ def test_compare_gives_the_same_output_on_the_stream_engine(files) -> None:
         local = compare(QRELS, runs, ["map", "ndcg@10", "P@10"], test=test, seed=11, permutations=2000)
         streamed = compare(QRELS, runs, ["map", "ndcg@10", "P@10"], test=test, seed=11, permutations=2000,
                            engine="stream")
-        assert streamed.render("json", per_query=True) == local.render("json", per_query=True)
+        assert render(streamed, "json", per_query=True) == render(local, "json", per_query=True)
 
 
 # --------------------------------------------------------------------------------------------------- fusion
@@ -447,7 +448,7 @@ def test_dask_compare_gives_the_same_p_values(dask_client, files) -> None:
         local = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, permutations=3000)
         remote = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, permutations=3000,
                          engine=dask_engine(dask_client))
-        assert remote.render("json", per_query=True) == local.render("json", per_query=True)
+        assert render(remote, "json", per_query=True) == render(local, "json", per_query=True)
 
 
 @pytest.mark.parametrize(("method", "options"), FUSIONS)

@@ -269,7 +269,7 @@ def test_same_file_name_twice_stays_two_runs(tmp_path):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "run.txt").write_text("q Q0 a 1 2.0 t\nq Q0 b 2 1.0 t\n")
     fused = fuse([tmp_path / "x" / "run.txt", tmp_path / "y" / "run.txt"], "combsum", norm="none")
-    assert fused.fusion["runs"] == ["run.txt", "run.txt#2"]
+    assert fused.fusion["runs"] == ["x/run.txt", "y/run.txt"]  # told apart by their folders, as the CLI does
     assert scores_of(fused)["q"] == {"a": 4.0, "b": 2.0}
 
 

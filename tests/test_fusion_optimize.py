@@ -12,6 +12,7 @@ from stagewise import evaluate, read_qrels
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.fusion import build_table, fuse, grid_weights, optimize
 from stagewise.fusion.train import judge, position_probs
+from stagewise.report import render
 
 
 # ------------------------------------------------------------------------------------------- the grid
@@ -104,7 +105,7 @@ def test_cross_validation_reports_each_fold_and_the_held_out_score():
     measured = evaluate(qrels, report.run, ["mrr"], missing="skip").runs[0].means["mrr"]
     assert report.held_out_score == pytest.approx(measured)
     # Each query was fused by the weights of the fold that held it out.
-    text = report.render()
+    text = render(report)
     assert "held-out mrr over all folds" in text and "fold" in text
     assert report.run.fusion["optimization"]["folds"][0]["weights"] is not None
     for fold in report.folds:

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import stagewise
+from stagewise.checks import validate
 from stagewise.cli import app
 from stagewise.data.readers import read_qrels, read_run
-from stagewise.data.validate import validate
 from stagewise.data.writers import write_qrels, write_run
 from stagewise.errors import InputError, StagewiseError
 from tests.clean_failure import assert_clean_failure

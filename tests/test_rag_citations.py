@@ -24,6 +24,7 @@ from stagewise.rag import (
     split_cited_sentences,
 )
 from stagewise.rag.citations import strip_markers
+from stagewise.report import render
 
 
 def row_of(record: dict, **kwargs) -> dict:
@@ -301,5 +302,5 @@ def test_judge_loaded_from_a_module(tmp_path: Path, monkeypatch) -> None:
 
 def test_rows_are_json(tmp_path: Path) -> None:
     report = evaluate_rag([{"id": "q", "retrieved": ["p"], "answer": "x [p]", "gold_answers": ["x"]}])
-    for line in report.render("jsonl").splitlines():
+    for line in render(report, "jsonl").splitlines():
         json.loads(line)

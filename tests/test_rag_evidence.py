@@ -14,6 +14,7 @@ import stagewise
 from stagewise.errors import InputError
 from stagewise.rag import evaluate_rag, records_from_run
 from stagewise.rag.diagnose import _engine_metrics
+from stagewise.report import render
 
 
 def test_ranking_metrics_by_hand() -> None:
@@ -234,4 +235,4 @@ def test_speed_benchmark_records_run(monkeypatch: pytest.MonkeyPatch) -> None:
     records = module.make_records(300, with_texts=True)
     report = evaluate_rag(records, judge="lexical")
     assert report.n == 300 and sum(report.counts().values()) == 300
-    assert report.render("jsonl").count("\n") == 300
+    assert render(report, "jsonl").count("\n") == 300

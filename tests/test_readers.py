@@ -798,3 +798,14 @@ def test_trec_qrels_writer_round_trips_and_refuses_white_space(tmp_path: Path) -
     with pytest.raises(StagewiseError, match="a doc_id contains white space, which a TREC qrels file cannot hold"):
         stagewise.write_qrels(stagewise.read_qrels({"q": {"a b": 1}}), tmp_path / "bad.txt")
     assert not (tmp_path / "bad.txt").exists()
+
+
+def test_runs_with_one_file_name_in_two_folders_keep_their_folders(tmp_path: Path) -> None:
+    """evaluate()/read_runs() name files by the shortest path suffix that tells them apart, as the CLI does."""
+    for folder, score in (("a", 1.0), ("b", 2.0)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "run.trec").write_text(f"q Q0 d 1 {score} t\n")
+    a, b = str(tmp_path / "a" / "run.trec"), tmp_path / "b" / "run.trec"
+    runs = stagewise.read_runs([a, b, a])
+    assert [r.name for r in runs] == ["a/run.trec", "b/run.trec", "a/run.trec#2"]
+    assert [r.scores.tolist() for r in runs] == [[1.0], [2.0], [1.0]]

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from stagewise import read_run
 from stagewise._native import rows as native_rows
 from stagewise.data import order as order_module
-from stagewise.data.columns import position_in_segment
 from stagewise.data.strings import StringColumn, StringSources
 from stagewise.fusion import fuse
 from stagewise.fusion import join as join_module
@@ -103,11 +102,11 @@ def _joined_pairs(parts, joined, strings):
     """Each part's rows as (query, doc) -> rank, read through the join's candidate mapping."""
     docs = strings.take(joined.home)
     out = []
-    for r, cand in enumerate(joined.cand_of):
+    for part, cand in zip(parts, joined.cand_of, strict=True):
         out.append(
             {
-                (int(joined.query[c]), docs.value(int(c))): int(joined.rank[c, r])
-                for c in np.asarray(cand, dtype=np.int64)
+                (int(joined.query[c]), docs.value(int(c))): int(rank)
+                for c, rank in zip(np.asarray(cand, dtype=np.int64), join_module.ranks(part), strict=True)
             }
         )
     return out, sorted((int(q), docs.value(i)) for i, q in enumerate(joined.query))
@@ -125,10 +124,7 @@ def test_hashed_join_equals_the_sorted_join(case):
     n, cand_of, query, keys, home = join_module._join_sorted(parts, strings, bases) if len(parts) > 1 else (None,) * 5
     if n is None:
         return
-    rank = np.zeros((n, len(parts)), dtype=np.int32)
-    for r, part in enumerate(parts):
-        rank[cand_of[r], r] = position_in_segment(part.codes) + 1
-    sorted_join = join_module.Joined(cand_of, query, keys, home, rank)
+    sorted_join = join_module.Joined(cand_of, query, keys, home)
     assert len(hashed) == len(sorted_join)
     assert _joined_pairs(parts, hashed, strings) == _joined_pairs(parts, sorted_join, strings)
     # Candidates are grouped by query, ascending.

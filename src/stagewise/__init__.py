@@ -27,7 +27,7 @@ _EXPORTS = {
     "read_runs": "stagewise.data.readers",
     "write_qrels": "stagewise.data.writers",
     "write_run": "stagewise.data.writers",
-    "validate": "stagewise.data.validate",
+    "validate": "stagewise.checks",
     "evaluate_rag": "stagewise.rag.diagnose",
     "compare": "stagewise.stats",
     "fuse": "stagewise.fusion.api",
@@ -38,10 +38,10 @@ _EXPORTS = {
 __all__ = [*_EXPORTS, "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.checks import validate
     from stagewise.data.qrels import Qrels
     from stagewise.data.readers import read_qrels, read_run, read_runs
     from stagewise.data.run import Run
-    from stagewise.data.validate import validate
     from stagewise.data.writers import write_qrels, write_run
     from stagewise.errors import InputError, StagewiseError
     from stagewise.fusion.api import fuse

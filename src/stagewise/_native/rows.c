@@ -445,11 +445,9 @@ static inline int64_t part_row(const Part *part, Py_ssize_t i) {
     return part->base + (part->rows.buf ? ((const int64_t *)part->rows.buf)[i] : (int64_t)i);
 }
 
-/* join_pairs(parts, sources, rank int32 (writable, zeros))
+/* join_pairs(parts, sources)
  *   parts: a sequence of (codes int32, keys uint64, rows int64 or None, base int), one per run; a part's codes
  *   never decrease; its row i is string base + rows[i] (base + i when rows is None).
- *   rank: a column-major (total rows x parts) matrix; rank[c, p] becomes the 1-based position of candidate c
- *   in part p's list for its query (0 where part p lacks it). Only the first n_candidates rows are written.
  * -> (n_candidates, (candidate of each row of each part, int32 bytes, ...), query of each candidate int32,
  *     key of each candidate uint64, string row of each candidate int64)
  *
@@ -458,13 +456,9 @@ static inline int64_t part_row(const Part *part, Py_ssize_t i) {
  * Candidates are numbered by query, then by first appearance (part order, then row order). */
 static PyObject *join_pairs(PyObject *self, PyObject *args) {
     PyObject *seq, *source_seq;
-    Py_buffer rankb;
-    if (!PyArg_ParseTuple(args, "OOw*", &seq, &source_seq, &rankb)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO", &seq, &source_seq)) return NULL;
     Sources s;
-    if (sources_open(&s, source_seq) < 0) {
-        PyBuffer_Release(&rankb);
-        return NULL;
-    }
+    if (sources_open(&s, source_seq) < 0) return NULL;
     int64_t n_str = sources_rows(&s);
     PyObject *query_b = NULL, *key_b = NULL, *home_b = NULL, *cands = NULL, *result = NULL;
     Py_ssize_t *cursor = NULL;
@@ -517,10 +511,6 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_OverflowError, "more rows than int32 candidate numbers hold");
         goto done;
     }
-    if (rankb.len != total_rows * m * (Py_ssize_t)sizeof(int32_t)) {
-        PyErr_SetString(PyExc_ValueError, "rank must hold total rows x parts int32 values");
-        goto done;
-    }
     /* at most one candidate per row: sized for that, shrunk at the end */
     query_b = PyBytes_FromStringAndSize(NULL, total_rows * (Py_ssize_t)sizeof(int32_t));
     /* writable: a fused run can take the keys over and reorder them in place */
@@ -564,8 +554,7 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
             const int32_t *code = part->codes.buf;
             const uint64_t *key = part->keys.buf;
             int32_t *cand = (int32_t *)PyBytes_AS_STRING(part->cand);
-            int32_t *rank = (int32_t *)rankb.buf + p * total_rows;
-            Py_ssize_t first = cursor[p], i = first;
+            Py_ssize_t i = cursor[p];
             for (; i < part->n && code[i] == q; i++) {
                 int64_t row = part_row(part, i);
                 size_t slot = slot_of(&table, key[i]);
@@ -582,7 +571,6 @@ static PyObject *join_pairs(PyObject *self, PyObject *args) {
                     home[c] = row;
                 }
                 cand[i] = (int32_t)c;
-                rank[c] = (int32_t)(i - first + 1);
             }
             cursor[p] = i;
         }
@@ -612,7 +600,6 @@ done:
     free(table.slot);
     if (parts) release_parts(parts, m);
     sources_close(&s);
-    PyBuffer_Release(&rankb);
     return result;
 }
 

@@ -219,40 +219,10 @@ def split_metrics(values: list[str]) -> list[str]:
 
 
 def run_labels(paths: list[str]) -> list[str]:
-    """A name for each run file: its file name, or where files share one, the shortest path suffix that tells
-    them apart (``a/run.trec`` and ``b/run.trec``; ``x/a/run.trec`` and ``y/a/run.trec``). The same file
-    given twice can only be told apart by position: ``run.trec`` and ``run.trec#2``.
+    """A name for each run file (see :func:`stagewise.data.readers.path_labels`)."""
+    from stagewise.data.readers import path_labels
 
-    >>> run_labels(["a/run.trec", "b/run.trec", "x/bm25.run", "../c/a/dense.run", "/d/a/dense.run"])
-    ['a/run.trec', 'b/run.trec', 'bm25.run', 'c/a/dense.run', 'd/a/dense.run']
-    >>> run_labels(["run.trec", "./run.trec"])
-    ['run.trec', 'run.trec#2']
-    """
-    import os.path
-    from pathlib import PurePath
-
-    parts = [PurePath(os.path.normpath(p)).parts if p != "-" else ("stdin",) for p in paths]
-    parts = [tuple(x for x in ps if x not in ("..", ".", os.sep)) or ps for ps in parts]
-    groups: dict[str, list[int]] = {}
-    for i, ps in enumerate(parts):
-        groups.setdefault(ps[-1], []).append(i)
-    labels = [ps[-1] for ps in parts]
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        longest = max(len(parts[i]) for i in members)
-        for k in range(2, longest + 1):  # one depth for the whole group, so its labels read alike
-            suffixes = ["/".join(parts[i][-k:]) for i in members]
-            if len(set(suffixes)) == len(suffixes):
-                for i, label in zip(members, suffixes, strict=True):
-                    labels[i] = label
-                break
-    seen: dict[str, int] = {}
-    for i, label in enumerate(labels):  # what is left is the same file twice
-        seen[label] = seen.get(label, 0) + 1
-        if seen[label] > 1:
-            labels[i] = f"{label}#{seen[label]}"
-    return labels
+    return path_labels(paths)
 
 
 @contextlib.contextmanager

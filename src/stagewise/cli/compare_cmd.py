@@ -275,10 +275,13 @@ def compare_command(
                     progress=report,
                     **tests,
                 )
+        from stagewise.report import compare as render_compare
+
+        options = dict(digits=digits, show_pairs=pairs, per_query=per_query, top=top)
         if fmt is OutputFormat.table and output is None:
             show_table(
-                lambda _width: result.rich(digits=digits, show_pairs=pairs, per_query=per_query, top=top),
-                lambda: result.render("table", digits=digits, show_pairs=pairs, per_query=per_query, top=top),
+                lambda _width: render_compare.rich(result, **options),
+                lambda: render_compare.render(result, "table", **options),
             )
             return
-        emit(result.render(fmt.value, digits=digits, show_pairs=pairs, per_query=per_query, top=top), output)
+        emit(render_compare.render(result, fmt.value, **options), output)

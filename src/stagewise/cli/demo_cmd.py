@@ -17,6 +17,7 @@ def demo_command() -> None:
         from stagewise import lesson
         from stagewise._bundled import sample_path
         from stagewise.metrics.evaluate import evaluate
+        from stagewise.report import eval as report
 
         console = Console()
         qrels = sample_path("qrels.test")
@@ -24,7 +25,7 @@ def demo_command() -> None:
         result = evaluate(
             qrels, runs, ["map", "ndcg@10", "ndcg@10(gain=exp)", "P@10", "recall@100", "mrr@10", "bpref", "judged@10"]
         )
-        show_table(lambda width: result.rich_table(width=width), lambda: result.render("table"))
+        show_table(lambda width: report.rich(result, width=width), lambda: report.render(result, "table"))
         console.print(
             "\nThe lesson's example, relevances [1, 0, 2] in rank order: "
             f"DCG (exp gain) = {lesson.dcg([1, 0, 2]):.4g}, ideal = {lesson.dcg([2, 1, 0]):.4f}, "

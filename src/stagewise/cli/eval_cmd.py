@@ -150,10 +150,12 @@ def eval_command(
                     duplicates=duplicates.value,
                     **conventions,
                 )
+        from stagewise.report import eval as report
+
         if fmt is OutputFormat.table and output is None:
             show_table(
-                lambda width: result.rich_table(per_query=per_query, digits=digits, width=width),
-                lambda: result.render("table", per_query=per_query, digits=digits),
+                lambda width: report.rich(result, per_query=per_query, digits=digits, width=width),
+                lambda: report.render(result, "table", per_query=per_query, digits=digits),
             )
             return
-        emit(result.render(fmt.value, per_query=per_query, digits=digits), output)
+        emit(report.render(result, fmt.value, per_query=per_query, digits=digits), output)

@@ -40,6 +40,9 @@ class Search(StrEnum):
 
 
 class ReportFormat(StrEnum):
+    """The --optimize report's formats, in report/'s vocabulary; ``text`` is the old name of ``table``."""
+
+    table = "table"
     text = "text"
     markdown = "markdown"
     json = "json"
@@ -159,8 +162,9 @@ def fuse_command(
         ),
     ] = Ties.docid,
     report_format: Annotated[
-        ReportFormat, typer.Option("--report-format", help="Format of the --optimize report.")
-    ] = ReportFormat.text,
+        ReportFormat,
+        typer.Option("--report-format", help="Format of the --optimize report (text: the old name of table)."),
+    ] = ReportFormat.table,
     list_methods: Annotated[
         bool, typer.Option("--list-methods", help="List every method and normalisation, then exit.")
     ] = False,
@@ -238,7 +242,9 @@ def fuse_command(
             fused = fuse(named, method, qrels=qrels, **common)
         _write(fused, output, False if no_meta else (meta if meta is not None else True))
         if report is not None:
-            text = report.render(report_format.value)
+            from stagewise.report import render
+
+            text = render(report, report_format.value)
             if output is None:
                 typer.echo(text, err=True, nl=False)
             else:

@@ -181,4 +181,6 @@ def rag_command(
             kilt_k=kilt_k,
             evidence=evidence.value,
         )
-        emit(report.render(fmt.value, per_sample=per_sample, digits=digits), output)
+        from stagewise.report import rag as render_rag
+
+        emit(render_rag.render(report, fmt.value, per_sample=per_sample, digits=digits), output)

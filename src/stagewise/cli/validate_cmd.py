@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -26,9 +25,11 @@ def validate_command(
     scripts can stop on it.
     """
     with user_errors():
-        from stagewise.data.validate import validate
+        from stagewise.checks import validate
 
         report = validate(read_qrels_as(qrels, qrels_format), runs)
-        typer.echo(json.dumps(report.to_json(), indent=2) if as_json else report.render().rstrip("\n"))
+        from stagewise.report import validate as render_validate
+
+        typer.echo(render_validate.render(report, "json" if as_json else "table").rstrip("\n"))
         if not report.ok:
             raise typer.Exit(1)

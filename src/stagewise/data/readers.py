@@ -7,8 +7,8 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import polars as pl
@@ -382,23 +382,62 @@ def _is_single_nested_run(obj: Mapping) -> bool:
     return isinstance(first, Mapping) and not any(isinstance(v, Mapping) for v in first.values())
 
 
+def path_labels(paths: Sequence[str]) -> list[str]:
+    """A name for each run file: its file name, or where files share one, the shortest path suffix that tells
+    them apart (``a/run.trec`` and ``b/run.trec``; ``x/a/run.trec`` and ``y/a/run.trec``). The same file
+    given twice can only be told apart by position: ``run.trec`` and ``run.trec#2``.
+
+    >>> path_labels(["a/run.trec", "b/run.trec", "x/bm25.run", "../c/a/dense.run", "/d/a/dense.run"])
+    ['a/run.trec', 'b/run.trec', 'bm25.run', 'c/a/dense.run', 'd/a/dense.run']
+    >>> path_labels(["run.trec", "./run.trec"])
+    ['run.trec', 'run.trec#2']
+    >>> path_labels(["a/run.trec", "b/run.trec", "a/run.trec"])
+    ['a/run.trec', 'b/run.trec', 'a/run.trec#2']
+    """
+    parts = [PurePath(os.path.normpath(p)).parts if p != "-" else ("stdin",) for p in paths]
+    parts = [tuple(x for x in ps if x not in ("..", ".", os.sep)) or ps for ps in parts]
+    groups: dict[str, list[int]] = {}
+    for i, ps in enumerate(parts):
+        groups.setdefault(ps[-1], []).append(i)
+    labels = [ps[-1] for ps in parts]
+    for members in groups.values():
+        distinct = {parts[i] for i in members}  # the same file twice is told apart by position, below
+        if len(distinct) < 2:
+            continue
+        longest = max(len(ps) for ps in distinct)
+        for k in range(2, longest + 1):  # one depth for the whole group, so its labels read alike
+            if len({ps[-k:] for ps in distinct}) == len(distinct):
+                for i in members:
+                    labels[i] = "/".join(parts[i][-k:])
+                break
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):  # what is left is the same file twice
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[i] = f"{label}#{seen[label]}"
+    return labels
+
+
 def read_runs(runs: Any) -> list[Run]:
     """Runs from one source, a list of sources or a ``{name: run}`` mapping (anything :func:`read_run` takes).
 
-    The same name twice (``a/run.txt`` and ``b/run.txt``) becomes ``run.txt`` and ``run.txt#2``, so each run
-    stays its own row. A single ``{query: {doc: score}}`` dict is one run.
+    Files are named by :func:`path_labels` (``a/run.txt`` and ``b/run.txt`` keep their folders); any name
+    still given twice becomes ``name`` and ``name#2``, so each run stays its own row. A single
+    ``{query: {doc: score}}`` dict is one run.
     """
     if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
         loaded = [read_run(v, name=str(k)) for k, v in runs.items()]
     elif isinstance(runs, list | tuple):
         if not runs:
             raise StagewiseError("no runs given: pass a run, or a list or {name: run} mapping of runs")
-        loaded = [read_run(item) for item in runs]
+        paths = [i for i, item in enumerate(runs) if isinstance(item, str | os.PathLike)]
+        labels = dict(zip(paths, path_labels([os.fspath(runs[i]) for i in paths]), strict=True))
+        loaded = [read_run(item, name=labels.get(i)) for i, item in enumerate(runs)]
     else:
         loaded = [read_run(runs)]
     seen: dict[str, int] = {}
     named = []
-    for run in loaded:  # the same file name twice (a/run.txt, b/run.txt) must stay two rows
+    for run in loaded:  # two runs of one name (the same file twice, or two objects) must stay two rows
         count = seen.get(run.name, 0)
         seen[run.name] = count + 1
         named.append(run.renamed(f"{run.name}#{count + 1}") if count else run)

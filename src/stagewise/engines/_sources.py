@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stagewise.data.readers import _format_of, _is_single_nested_run
+from stagewise.data.readers import _format_of, _is_single_nested_run, path_labels
 from stagewise.data.run import Run
 from stagewise.errors import InputError, StagewiseError
 
@@ -40,15 +40,19 @@ def _default_name(source: Any) -> str:
 
 
 def run_sources(runs: Any) -> list[tuple[str, Any]]:
-    """``(name, source)`` of every run; the same name twice becomes ``name#2`` (as read_runs does)."""
+    """``(name, source)`` of every run, named as read_runs names them (files by :func:`path_labels`; a name
+    still given twice becomes ``name#2``)."""
     if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
         named = [(str(k), v) for k, v in runs.items()]
-    elif isinstance(runs, list | tuple):
-        if not runs:
+    elif isinstance(runs, list | tuple) or (
+        isinstance(runs, str) and any(c in runs for c in _MAGIC) and not os.path.exists(runs)
+    ):
+        if isinstance(runs, list | tuple) and not runs:
             raise StagewiseError("no runs given: pass a run, or a list or {name: run} mapping of runs")
-        named = [(_default_name(s), s) for s in expand_globs(list(runs))]
-    elif isinstance(runs, str) and any(c in runs for c in _MAGIC) and not os.path.exists(runs):
-        named = [(_default_name(s), s) for s in expand_globs([runs])]
+        items = expand_globs(list(runs) if isinstance(runs, list | tuple) else [runs])
+        paths = [i for i, item in enumerate(items) if is_path(item)]
+        labels = dict(zip(paths, path_labels([os.fspath(items[i]) for i in paths]), strict=True))
+        named = [(labels.get(i) or _default_name(item), item) for i, item in enumerate(items)]
     else:
         named = [(_default_name(runs), runs)]
     seen: dict[str, int] = {}

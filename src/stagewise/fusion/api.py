@@ -226,7 +226,7 @@ def fuse(
         training=training,
     )
     scores, rows = apply(chosen, table, policy, trained), table.output_rows()
-    del table  # the rank and score matrices go before the run is built: a lower peak of memory
+    del table  # its per-run columns go before the run is built: a lower peak of memory
     fused = rows.to_run(scores, name=name or info.name, cls=FusedRun, consume=True)
     fused.fusion = statement
     return fused

@@ -68,15 +68,15 @@ class Joined:
         Each part's candidate, row by row.
     query, keys, home : numpy.ndarray
         Each candidate's query code (int32), pair key (uint64) and global row in the runs' strings (int64).
-    rank : numpy.ndarray of int32, shape (candidates, parts)
-        1-based position of each candidate in each part's list for its query; 0 where the part lacks it.
+
+    Nothing here is candidates x parts: a part's ranks are its rows' positions in their lists
+    (:func:`ranks`), so the join's memory grows with the rows joined, however disjoint the parts are.
     """
 
     cand_of: list[np.ndarray]
     query: np.ndarray
     keys: np.ndarray
     home: np.ndarray
-    rank: np.ndarray
 
     def __len__(self) -> int:
         return len(self.query)
@@ -87,23 +87,22 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
     r's first row at ``bases[r]``)."""
     if len(parts) == 1:
         part = parts[0]
-        rank = (position_in_segment(part.codes) + 1).astype(np.int32).reshape(-1, 1)
         # The keys are copied: a table owns them (a fused run may take them over and reorder them in place).
-        return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys.copy(), part.run_rows(), rank)
+        return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys.copy(), part.run_rows())
     if native_rows is not None and sum(len(part) for part in parts) < 2**31 - 1:
         return _join_hashed(parts, strings, bases)
-    n, cand_of, query, keys, home = _join_sorted(parts, strings, bases)
-    rank = np.zeros((n, len(parts)), dtype=np.int32, order="F")
-    for r, part in enumerate(parts):
-        rank[cand_of[r], r] = position_in_segment(part.codes) + 1
-    return Joined(cand_of, query, keys, home, rank)
+    _, cand_of, query, keys, home = _join_sorted(parts, strings, bases)
+    return Joined(cand_of, query, keys, home)
+
+
+def ranks(part: Part) -> np.ndarray:
+    """1-based position (int32) of each of the part's rows in its list for its query: the run's own order."""
+    return (position_in_segment(part.codes) + 1).astype(np.int32)
 
 
 def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined:
-    """The compiled join: one small hash table per query (``_native/rows.c``), which also writes the ranks."""
-    total = sum(len(part) for part in parts)
-    rank_buffer = np.zeros(total * len(parts), dtype=np.int32)
-    n, cand_of, query, keys, home = native_rows.join_pairs(
+    """The compiled join: one small hash table per query (``_native/rows.c``)."""
+    _, cand_of, query, keys, home = native_rows.join_pairs(
         [
             (
                 np.ascontiguousarray(part.codes, dtype=np.int32),
@@ -114,16 +113,12 @@ def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -
             for r, part in enumerate(parts)
         ],
         strings.buffers(),
-        rank_buffer,
     )
-    # Column-major (total x parts), of which the first n rows are candidates: each run's column is contiguous.
-    rank = rank_buffer.reshape(len(parts), total).T[:n]
     return Joined(
         [np.frombuffer(c, dtype=np.int32) for c in cand_of],
         np.frombuffer(query, dtype=np.int32),
         np.frombuffer(keys, dtype=np.uint64),
         np.frombuffer(home, dtype=np.int64),
-        rank,
     )
 
 

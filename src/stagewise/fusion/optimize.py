@@ -10,7 +10,6 @@ to the weights closest to uniform, then to the first point in the grid's order.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,36 +148,6 @@ class FusionReport:
             "seed": self.seed,
             "trials": len(self.trials),
         }
-
-    def render(self, fmt: str = "text", digits: int = 4) -> str:
-        """The report as ``text``, ``markdown`` or ``json``."""
-        if fmt == "json":
-            return json.dumps(self.describe(), indent=2) + "\n"
-        lines = [
-            f"metric: {self.metric}; search: {self.search}",
-            f"chosen on all judged queries: {self.method} ({self.metric} {self.train_score:.{digits}f} in-sample)",
-        ]
-        if self.folds:
-            header = ["fold", "method", "train", "held-out", "queries"]
-            rows = [
-                [
-                    str(f.fold),
-                    str(f.method),
-                    f"{f.train_score:.{digits}f}",
-                    f"{f.test_score:.{digits}f}",
-                    f"{f.train_queries}/{f.test_queries}",
-                ]
-                for f in self.folds
-            ]
-            widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-            if fmt == "markdown":
-                lines += ["", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-                lines += ["| " + " | ".join(r) + " |" for r in rows]
-            else:
-                lines += ["", "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-                lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-            lines += ["", f"held-out {self.metric} over all folds: {self.held_out_score:.{digits}f}"]
-        return "\n".join(lines) + "\n"
 
 
 class _Objective:
@@ -361,6 +330,63 @@ def optimize(
     >>> str(report.method), report.train_score, [score for _, score in report.trials]
     ('wsum(weights=(0,1))', 1.0, [0.3333333333333333, 0.5, 1.0])
     """
+    setup = _prepare(runs, qrels, method, metric, norm, depth, queries, missing, step, search, max_rounds, params)
+    table, info = setup.table, setup.base.info
+    objective = _Objective(table, setup.judgements, metric, setup.missing, relevance_level, ties)
+    choose = dict(search=setup.search, step=step, max_rounds=max_rounds)
+    chosen, train_score, trained, trials = _choose(objective, setup.base, setup.judged, progress=progress, **choose)
+    fold_results: list[FoldResult] = []
+    if folds is not None:
+        scores, fold_results = _cross_validate(objective, setup, folds, seed, choose)
+    else:
+        scores = apply(chosen, table, setup.missing, trained)
+    run = table.to_run(scores, name=name or info.name, cls=FusedRun)
+    report = FusionReport(
+        metric=metric,
+        search=setup.described_search,
+        method=chosen,
+        train_score=train_score,
+        run=run,
+        folds=fold_results,
+        held_out_score=objective.evaluate(run) if folds is not None else None,
+        trials=trials,
+        seed=seed if folds is not None else None,
+        ties=ties,
+    )
+    run.fusion = _metadata(setup, report, trained, depth=depth, queries=queries, relevance_level=relevance_level)
+    return report
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What :func:`optimize` checked and built before any search: the method, its normalisation and
+    missing-document policy, the table of runs, the judgements and which table queries they cover, and the
+    search resolved from ``auto`` (with its description for the report)."""
+
+    base: FusionMethod
+    normalization: Any
+    missing: str
+    table: FusionTable
+    judgements: Qrels
+    judged: np.ndarray
+    search: str
+    described_search: str
+
+
+def _prepare(
+    runs: Any,
+    qrels: Any,
+    method: str | FusionMethod,
+    metric: str,
+    norm: Any,
+    depth: int | None,
+    queries: str,
+    missing: str | None,
+    step: float,
+    search: str,
+    max_rounds: int,
+    params: dict[str, Any],
+) -> _Setup:
     loaded = load_runs(runs)
     judgements = read_qrels(qrels)
     if search not in SEARCHES:
@@ -384,86 +410,72 @@ def optimize(
     if info.weighted and search == "auto":
         points = math.comb(_divisions(step) + table.n_runs - 1, table.n_runs - 1)
         search = "grid" if points <= GRID_LIMIT else "coordinate"
-    described_search = (
-        "trained"
-        if info.supervised
-        else (
-            f"grid (step {step}, {math.comb(_divisions(step) + table.n_runs - 1, table.n_runs - 1)} points)"
-            if search == "grid"
-            else f"coordinate ascent (step {step}, at most {max_rounds} rounds)"
-        )
-    )
-    objective = _Objective(table, judgements, metric, policy, relevance_level, ties)
+    if info.supervised:
+        described = "trained"
+    elif search == "grid":
+        described = f"grid (step {step}, {math.comb(_divisions(step) + table.n_runs - 1, table.n_runs - 1)} points)"
+    else:
+        described = f"coordinate ascent (step {step}, at most {max_rounds} rounds)"
     judged = np.isin(table.query_ids, judgements.query_ids)
     if not judged.any():
         raise StagewiseError("no fused query has judgements; check that the qrels and the runs use the same query ids")
+    return _Setup(base, normalization, policy, table, judgements, judged, search, described)
 
-    chosen, train_score, trained, trials = _choose(
-        objective, base, judged, search=search, step=step, max_rounds=max_rounds, progress=progress
-    )
-    fold_results: list[FoldResult] = []
-    held_out = None
-    scores = None
-    if folds is not None:
-        fold_of = _assign_folds(judged, folds, seed)
-        scores = np.empty(len(table), dtype=np.float64)
-        for fold in range(folds):
-            train = judged & (fold_of != fold)
-            test = fold_of == fold
-            fold_method, fold_train, fold_trained, _ = _choose(
-                objective, base, train, search=search, step=step, max_rounds=max_rounds, progress=None
+
+def _cross_validate(
+    objective: _Objective, setup: _Setup, folds: int, seed: int, choose: dict[str, Any]
+) -> tuple[np.ndarray, list[FoldResult]]:
+    """Every query's fused scores by the choice made on the folds that do not hold it, and each fold's result."""
+    table, judged = setup.table, setup.judged
+    fold_of = _assign_folds(judged, folds, seed)
+    scores = np.empty(len(table), dtype=np.float64)
+    results = []
+    for fold in range(folds):
+        train = judged & (fold_of != fold)
+        test = fold_of == fold
+        fold_method, fold_train, fold_trained, _ = _choose(objective, setup.base, train, progress=None, **choose)
+        rows = table.rows_of_queries(test)
+        scores[rows] = objective.scores(fold_method, test, fold_trained)
+        test_run = objective.subtable(test).to_run(scores[rows], name="held-out")
+        results.append(
+            FoldResult(
+                fold=fold + 1,
+                method=fold_method,
+                train_queries=int(train.sum()),
+                test_queries=int((test & judged).sum()),
+                train_score=fold_train,
+                test_score=objective.evaluate(test_run) if (test & judged).any() else float("nan"),
             )
-            rows = table.rows_of_queries(test)
-            scores[rows] = objective.scores(fold_method, test, fold_trained)
-            test_run = objective.subtable(test).to_run(scores[rows], name="held-out")
-            fold_results.append(
-                FoldResult(
-                    fold=fold + 1,
-                    method=fold_method,
-                    train_queries=int(train.sum()),
-                    test_queries=int((test & judged).sum()),
-                    train_score=fold_train,
-                    test_score=objective.evaluate(test_run) if (test & judged).any() else float("nan"),
-                )
-            )
-    if scores is None:
-        scores = apply(chosen, table, policy, trained)
-    run = table.to_run(scores, name=name or info.name, cls=FusedRun)
-    if folds is not None:
-        held_out = objective.evaluate(run)
-    report = FusionReport(
-        metric=metric,
-        search=described_search,
-        method=chosen,
-        train_score=train_score,
-        run=run,
-        folds=fold_results,
-        held_out_score=held_out,
-        trials=trials,
-        seed=seed if folds is not None else None,
-        ties=ties,
-    )
-    run.fusion = describe(
-        chosen,
-        normalization,
+        )
+    return scores, results
+
+
+def _metadata(
+    setup: _Setup, report: FusionReport, trained: dict | None, *, depth: int | None, queries: str, relevance_level: int
+) -> dict[str, Any]:
+    """The fused run's statement: how it was fused (:func:`describe`), how the choice was made, on what."""
+    info = setup.base.info
+    judged = int(setup.judged.sum())
+    out = describe(
+        report.method,
+        setup.normalization,
         depth=depth,
         queries=queries,
-        missing=policy,
-        table=table,
+        missing=setup.missing,
+        table=setup.table,
         trained=trained,
-        training={"qrels": judgements.name, "relevance_level": relevance_level, "queries": int(judged.sum())},
+        training={"qrels": setup.judgements.name, "relevance_level": relevance_level, "queries": judged},
     )
-    run.fusion["optimization"] = report.describe()
-    if folds is not None:
-        run.fusion["optimization"]["note"] = (
-            "the run is cross-validated: each query was fused with the choice of the fold that held it out"
-        )
-    else:
-        run.fusion["optimization"]["note"] = "the run uses the choice made on all judged queries (in-sample)"
+    out["optimization"] = {
+        **report.describe(),
+        "note": "the run is cross-validated: each query was fused with the choice of the fold that held it out"
+        if report.folds
+        else "the run uses the choice made on all judged queries (in-sample)",
+    }
     if not info.supervised:
-        run.fusion.pop("trained", None)
-        run.fusion["training"] = {"qrels": judgements.name, "queries": int(judged.sum())}
-    return report
+        out.pop("trained", None)
+        out["training"] = {"qrels": setup.judgements.name, "queries": judged}
+    return out
 
 
 def _assign_folds(judged: np.ndarray, folds: int, seed: int) -> np.ndarray:

@@ -1,19 +1,26 @@
-"""The fusion table: runs joined on (query, document), one row per candidate and one column per run.
+"""The fusion table: runs joined on (query, document), one row per candidate and, per run, the candidates it
+returned.
 
 Every fusion method is a function of this table, so the join, the depth cut, the query policy and the
 normalisation happen once, vectorised over all queries:
 
 1. each run keeps its first ``depth`` results per query (its own order: score descending, doc id
    descending) and the queries the policy selects;
-2. the runs are joined on (query, document) (see :mod:`stagewise.fusion.join`), which gives
-   ``rank[candidate, run]``;
-3. each run's lists are normalised with segment reductions (no loop over queries) and scattered into
-   ``score[candidate, run]``, when a method first asks for scores (rank-based methods never do).
+2. the runs are joined on (query, document) (see :mod:`stagewise.fusion.join`), which gives each run's rows
+   their candidate (``cand_of[r]``) and rank (``rank_of[r]``);
+3. each run's lists are normalised with segment reductions (no loop over queries) into ``score_of[r]``, when a
+   method first asks for scores (rank-based methods never do).
+
+The table is sparse: it holds one value per row a run returned, never a candidates x runs matrix, so its memory
+grows with the rows fused however disjoint the runs are (200 nearly disjoint runs of 10k rows are 2M candidates;
+dense, their rank and score matrices alone were 4.8 GB). The dense ``rank``, ``score`` and ``present`` are still
+there for a small table or a block of one (:meth:`FusionTable.blocks`), for the methods that need a whole row
+of cells at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +32,7 @@ from stagewise.data.order import evaluation_order
 from stagewise.data.run import Run
 from stagewise.data.strings import StringColumn, StringSources
 from stagewise.errors import ConventionError, StagewiseError
-from stagewise.fusion.join import Part, cut, join
+from stagewise.fusion.join import Part, cut, join, ranks
 from stagewise.fusion.normalize import Lists, Normalization
 
 QUERY_POLICIES: dict[str, str] = {
@@ -33,6 +40,10 @@ QUERY_POLICIES: dict[str, str] = {
     "intersection": "only queries that every run has are fused",
     "error": "every run must have the same queries (an error names the differences)",
 }
+
+# The most cells (candidates x runs) a dense block holds: 2M float64 cells are 16 MB a matrix, so a method that
+# needs whole rows (a median, a fill for documents a run did not return) stays near 100 MB whatever the size.
+BLOCK_CELLS = 2**21
 
 
 @dataclass
@@ -45,53 +56,92 @@ class FusionTable:
     query_ids : numpy.ndarray of str
         The fused queries, sorted (byte order); ``query`` indexes into it.
     query : numpy.ndarray of int32, shape (n,)
-        Each candidate's query.
+        Each candidate's query; candidates are grouped by query, ascending.
     keys : numpy.ndarray of uint64, shape (n,)
         Each candidate's pair key (the hash of query and doc id that every container shares).
-    score : numpy.ndarray of float64, shape (n, m)
-        Normalised score of each candidate in each run; 0 where the run did not return it (see ``present``).
-        Computed on first use.
-    rank : numpy.ndarray of int32, shape (n, m)
-        1-based rank of each candidate in each run (after the depth cut); 0 where the run did not return it.
+    cand_of : list of numpy.ndarray of int
+        Per run, the candidate of each of its rows (the run's rows within the depth cut, grouped by query,
+        ascending, each list in the run's order).
+    rank_of : list of numpy.ndarray of int32
+        Per run, the 1-based rank of each row in its list (after the depth cut; a normalisation that reverses
+        the order re-ranks).
+    score_of : list of numpy.ndarray of float64
+        Per run, the normalised score of each row. Computed on first use.
     length : numpy.ndarray of int64, shape (q, m)
         How many results each run gives each query (after the depth cut); 0 when the run lacks the query.
     candidates : numpy.ndarray of int64, shape (q,)
         Distinct documents of each query over all runs.
     unranked : numpy.ndarray of float64, shape (q, m), or None
         The normalisation's value for a document a run did not return (only Borda defines one).
+
+    ``rank``, ``score`` and ``present`` are the same cells as dense (n, m) matrices, built on first use: for a
+    small table or a block (:meth:`blocks`), not for a large one.
     """
 
     run_names: tuple[str, ...]
     query_ids: np.ndarray
     query: np.ndarray
     keys: np.ndarray
-    rank: np.ndarray
+    cand_of: list[np.ndarray]
+    rank_of: list[np.ndarray]
     length: np.ndarray
     candidates: np.ndarray
     unranked: np.ndarray | None
     _strings: StringSources  # the runs' doc ids, read as one column
     _home: np.ndarray  # each candidate's row in _strings
-    _score: np.ndarray | None = None
-    _normalise: Callable[[], np.ndarray] | None = None  # makes _score when first asked for
+    _score_of: list[np.ndarray] | None = None
+    _normalise: Callable[[], list[np.ndarray]] | None = None  # makes _score_of when first asked for
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_runs(self) -> int:
-        return self.rank.shape[1]
-
-    @property
-    def score(self) -> np.ndarray:
-        """``score[i, r]``: the normalised score of candidate i in run r (0 where r did not return it)."""
-        if self._score is None:
-            self._score = self._normalise()
-        return self._score
+        return len(self.cand_of)
 
     def __len__(self) -> int:
         return len(self.query)
 
     @property
+    def n_rows(self) -> int:
+        """Rows over all runs: the number of cells a run returned."""
+        return sum(len(c) for c in self.cand_of)
+
+    @property
+    def score_of(self) -> list[np.ndarray]:
+        """Per run, the normalised score of each of its rows (aligned with ``cand_of``)."""
+        if self._score_of is None:
+            self._score_of = self._normalise()
+        return self._score_of
+
+    def row_query(self, r: int) -> np.ndarray:
+        """The query of each row of run ``r`` (never decreasing)."""
+        key = ("row_query", r)
+        if key not in self._cache:
+            self._cache[key] = self.query[self.cand_of[r]]
+        return self._cache[key]
+
+    def _dense(self, columns: list[np.ndarray], dtype: type) -> np.ndarray:
+        out = np.zeros((len(self), self.n_runs), dtype=dtype, order="F")  # each run's column contiguous
+        for r, values in enumerate(columns):
+            out[self.cand_of[r], r] = values
+        return out
+
+    @property
+    def rank(self) -> np.ndarray:
+        """``rank[i, r]``: the rank of candidate i in run r, 0 where r did not return it (dense: n x m)."""
+        if "rank" not in self._cache:
+            self._cache["rank"] = self._dense(self.rank_of, np.int32)
+        return self._cache["rank"]
+
+    @property
+    def score(self) -> np.ndarray:
+        """``score[i, r]``: the normalised score of candidate i in run r, 0 where r did not return it (dense)."""
+        if "score" not in self._cache:
+            self._cache["score"] = self._dense(self.score_of, np.float64)
+        return self._cache["score"]
+
+    @property
     def present(self) -> np.ndarray:
-        """``present[i, r]``: run r returned candidate i."""
+        """``present[i, r]``: run r returned candidate i (dense)."""
         if "present" not in self._cache:
             self._cache["present"] = self.rank > 0
         return self._cache["present"]
@@ -100,9 +150,9 @@ class FusionTable:
     def count(self) -> np.ndarray:
         """How many runs returned each candidate (the "number of non-zero" of CombMNZ)."""
         if "count" not in self._cache:
-            count = self.present[:, 0].astype(np.int64)
-            for r in range(1, self.n_runs):  # column by column: a row sum over few columns is slow in numpy
-                count += self.present[:, r]
+            count = np.zeros(len(self), dtype=np.int64)
+            for cand in self.cand_of:  # a run returns a candidate at most once
+                count[cand] += 1
             self._cache["count"] = count
         return self._cache["count"]
 
@@ -114,21 +164,75 @@ class FusionTable:
         return self._cache["docs"]
 
     def take(self, rows: np.ndarray) -> FusionTable:
-        """The table restricted to ``rows`` (candidates), with the same queries and runs."""
+        """The table restricted to ``rows`` (candidates, ascending), with the same queries and runs."""
         rows = np.asarray(rows, dtype=np.int64)
+        new = np.full(len(self), -1, dtype=np.int64)
+        new[rows] = np.arange(len(rows))
+        kept = []
+        for cand in self.cand_of:
+            mapped = new[cand]
+            kept.append(np.flatnonzero(mapped >= 0))
+        cand_of = [new[cand[keep]] for cand, keep in zip(self.cand_of, kept, strict=True)]
+        rank_of = [rank[keep] for rank, keep in zip(self.rank_of, kept, strict=True)]
+        return self._derived(rows, cand_of, rank_of, lambda scores: [s[k] for s, k in zip(scores, kept, strict=True)])
+
+    def _derived(
+        self,
+        rows: np.ndarray | slice,
+        cand_of: list[np.ndarray],
+        rank_of: list[np.ndarray],
+        select: Callable[[list[np.ndarray]], list[np.ndarray]],
+    ) -> FusionTable:
         return FusionTable(
             run_names=self.run_names,
             query_ids=self.query_ids,
             query=self.query[rows],
             keys=self.keys[rows],
-            rank=np.asfortranarray(self.rank[rows]),
+            cand_of=cand_of,
+            rank_of=rank_of,
             length=self.length,
             candidates=self.candidates,
             unranked=self.unranked,
             _strings=self._strings,
             _home=self._home[rows],
-            _score=None if self._score is None else np.asfortranarray(self._score[rows]),
-            _normalise=None if self._score is not None else lambda: np.asfortranarray(self.score[rows]),
+            _score_of=None if self._score_of is None else select(self._score_of),
+            _normalise=None if self._score_of is not None else lambda: select(self.score_of),
+        )
+
+    def blocks(self, max_cells: int | None = None) -> Iterator[tuple[int, int, list[tuple[int, int]]]]:
+        """Consecutive candidate ranges ``(lo, hi, rows)`` of whole queries, each at most ``max_cells`` cells
+        (candidates x runs; default :data:`BLOCK_CELLS`) unless one query alone has more; ``rows[r]`` is the
+        range of run r's rows whose candidates lie in ``lo:hi``."""
+        n, m = len(self), self.n_runs
+        if n == 0:
+            return
+        per_block = max(1, (max_cells or BLOCK_CELLS) // max(m, 1))
+        if n <= per_block:
+            yield 0, n, [(0, len(c)) for c in self.cand_of]
+            return
+        starts = np.flatnonzero(np.r_[True, self.query[1:] != self.query[:-1]])  # each query's first candidate
+        cuts = [0]
+        while cuts[-1] < n:
+            lo = cuts[-1]
+            if lo + per_block >= n:
+                cuts.append(n)
+                break
+            i = int(np.searchsorted(starts, lo + per_block, side="right")) - 1  # the last query start in reach
+            if starts[i] <= lo:  # one query holds more than a block: it alone
+                i = int(np.searchsorted(starts, lo, side="right"))
+            cuts.append(int(starts[i]) if i < len(starts) else n)
+        bounds = np.asarray(cuts, dtype=np.int64)
+        codes = np.r_[self.query[bounds[:-1]], self.query[-1] + 1]  # each block's first query, and past the last
+        run_bounds = [np.searchsorted(self.row_query(r), codes, side="left") for r in range(m)]
+        for b in range(len(bounds) - 1):
+            yield int(bounds[b]), int(bounds[b + 1]), [(int(rb[b]), int(rb[b + 1])) for rb in run_bounds]
+
+    def block(self, lo: int, hi: int, rows: list[tuple[int, int]]) -> FusionTable:
+        """The candidates ``lo:hi`` as a table of their own (one of :meth:`blocks`)."""
+        cand_of = [cand[a:b] - lo for cand, (a, b) in zip(self.cand_of, rows, strict=True)]
+        rank_of = [rank[a:b] for rank, (a, b) in zip(self.rank_of, rows, strict=True)]
+        return self._derived(
+            slice(lo, hi), cand_of, rank_of, lambda scores: [s[a:b] for s, (a, b) in zip(scores, rows, strict=True)]
         )
 
     def rows_of_queries(self, selected: np.ndarray) -> np.ndarray:
@@ -301,7 +405,7 @@ def build_table(
             raise StagewiseError(f"run {run.name!r} has no results for the fused queries")
     strings = StringSources([run.docs for run in runs])
     joined = join(parts, strings, strings.bases[:-1])
-    m, q, n = len(runs), len(query_ids), len(joined)
+    m, q = len(runs), len(query_ids)
     candidates = np.diff(segment_offsets(joined.query, q))
 
     lists: list[Lists | None] = []
@@ -316,21 +420,18 @@ def build_table(
         length[list_codes, r] = lengths
     info = normalization.info
 
-    def normalise() -> np.ndarray:
-        score = np.zeros((n, m), dtype=np.float64, order="F")  # column-major: each run's column is contiguous
-        for r, own in enumerate(lists):
-            if own is not None:
-                score[joined.cand_of[r], r] = np.asarray(info.function(own), dtype=np.float64)
-        return score
+    def normalise() -> list[np.ndarray]:
+        return [
+            np.zeros(0) if own is None else np.asarray(info.function(own), dtype=np.float64) for own in lists
+        ]
 
-    score = None
-    rank = joined.rank
+    score_of = None
+    rank_of = [ranks(part) for part in parts]
     if info.reverses:  # a normalisation that reverses a list's order re-ranks it
-        score, rank = normalise(), np.asfortranarray(rank)
+        score_of = normalise()
         for r, (part, own) in enumerate(zip(parts, lists, strict=True)):
             if own is not None:
-                values = score[joined.cand_of[r], r]
-                rank[joined.cand_of[r], r] = _rerank(part, values, own.starts, own.lengths)
+                rank_of[r] = _rerank(part, score_of[r], own.starts, own.lengths)
     unranked = None
     if info.unranked is not None:
         unranked = info.unranked(length.astype(np.float64), candidates[:, None].astype(np.float64))
@@ -340,12 +441,13 @@ def build_table(
         query_ids=query_ids,
         query=joined.query,
         keys=joined.keys,
-        rank=rank,
+        cand_of=joined.cand_of,
+        rank_of=rank_of,
         length=length,
         candidates=candidates,
         unranked=unranked,
         _strings=strings,
         _home=joined.home,
-        _score=score,
+        _score_of=score_of,
         _normalise=normalise,
     )

@@ -67,8 +67,8 @@ def _training(table: FusionTable, judged: Judged, queries: np.ndarray | None) ->
 
 def _cells(table: FusionTable, judged: Judged, train: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
     """(0-based position, relevant) of every result run ``r`` returns for a training query."""
-    mine = table.present[:, r] & train[table.query]
-    return table.rank[mine, r].astype(np.int64) - 1, judged.relevant[mine]
+    mine = train[table.row_query(r)]
+    return table.rank_of[r][mine].astype(np.int64) - 1, judged.relevant[table.cand_of[r][mine]]
 
 
 def position_probs(table: FusionTable, judged: Judged, train: np.ndarray) -> list[np.ndarray]:
@@ -92,14 +92,14 @@ def segment_probs(table: FusionTable, judged: Judged, train: np.ndarray, segment
     cut into ``segments`` segments of ceil(n / segments) results (ProbFuseAll: unjudged count non-relevant)."""
     out = []
     for r in range(table.n_runs):
-        mine = table.present[:, r] & train[table.query] & judged.relevant
+        mine = train[table.row_query(r)] & judged.relevant[table.cand_of[r]]
         n_queries = int(np.count_nonzero(table.length[train, r]))
         if n_queries == 0:
             out.append(np.zeros(segments))
             continue
-        length = table.length[table.query[mine], r]
+        length = table.length[table.row_query(r)[mine], r]
         size = np.maximum(np.ceil(length / segments).astype(np.int64), 1)
-        k = (table.rank[mine, r].astype(np.int64) - 1) // size
+        k = (table.rank_of[r][mine].astype(np.int64) - 1) // size
         segment_length = np.minimum((k + 1) * size, length) - k * size
         out.append(np.bincount(k, weights=1.0 / segment_length, minlength=segments)[:segments] / n_queries)
     return out
@@ -143,8 +143,8 @@ def mean_average_precision(table: FusionTable, judged: Judged, train: np.ndarray
     out = np.zeros(table.n_runs)
     n_train = int(train.sum())
     for r in range(table.n_runs):
-        mine = np.flatnonzero(table.present[:, r] & train[table.query] & judged.relevant)
-        query, rank = table.query[mine], table.rank[mine, r].astype(np.int64)
+        mine = train[table.row_query(r)] & judged.relevant[table.cand_of[r]]
+        query, rank = table.row_query(r)[mine], table.rank_of[r][mine].astype(np.int64)
         order = np.lexsort((rank, query))
         query, rank = query[order], rank[order]
         starts = np.flatnonzero(np.r_[True, query[1:] != query[:-1]]) if len(query) else np.zeros(0, dtype=np.int64)

@@ -1,8 +1,8 @@
-"""The result of :func:`stagewise.evaluate`: means, per-query values and the conventions behind them."""
+"""The result of :func:`stagewise.evaluate`: means, per-query values and the conventions behind them. It holds
+data and never renders itself: :mod:`stagewise.report` turns it into tables, markdown, LaTeX, CSV and JSON."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +11,6 @@ import polars as pl
 
 from stagewise.metrics.context import Conventions
 from stagewise.metrics.measures import Measure
-
-OUTPUT_FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 
 @dataclass
@@ -101,62 +99,6 @@ class EvalResult:
     def to_pandas(self, per_query: bool = False):
         return self.to_polars(per_query).to_pandas()
 
-    def render(self, fmt: str = "table", per_query: bool = False, digits: int = 4) -> str:
-        """Text in one of ``table, json, csv, markdown, latex``.
-
-        With ``per_query``, the tables (table, markdown, latex) give each run's rows followed by its mean as
-        query ``all``, as ``trec_eval -q`` does; CSV stays one row per run and query (no summary rows to filter
-        out) and JSON keeps the means under ``runs``.
-        """
-        from stagewise.report import tables
-
-        if fmt == "json":
-            return json.dumps(self.to_json(per_query), indent=2) + "\n"
-        if fmt == "csv":
-            return self.to_polars(per_query).write_csv()
-        frame, contenders = self._table_frame(per_query)
-        notes = self.notes()
-        if fmt == "markdown":
-            return tables.markdown(frame, digits, notes, contenders)
-        if fmt == "latex":
-            return tables.latex(frame, digits, notes, contenders)
-        if fmt == "table":
-            return tables.plain(frame, digits, notes, title=self._title(), contenders=contenders)
-        raise ValueError(f"unknown format {fmt!r}; choose one of {OUTPUT_FORMATS}")
-
-    def rich_table(self, per_query: bool = False, digits: int = 4, width: int = 100):
-        """A rich Table (rich is imported lazily); transposed when too wide for ``width`` columns."""
-        from stagewise.report import tables
-
-        frame, contenders = self._table_frame(per_query)
-        return tables.rich_table(frame, digits, self._title(), self.notes(), width, contenders)
-
-    def _table_frame(self, per_query: bool) -> tuple[pl.DataFrame, list[int] | None]:
-        """The frame a table shows, and the rows that compete for "best" (None: all of them). Per query, each
-        run's rows end with its mean as query ``all`` (trec_eval -q's summary line), and only those compete."""
-        if not per_query:
-            return self.to_polars(), None
-        schema = {"run": pl.String, "query_id": pl.String, **dict.fromkeys(self.metric_names, pl.Float64)}
-        frames, contenders, offset = [], [], 0
-        for r in self.runs:
-            rows = pl.DataFrame(
-                {
-                    "run": [r.name] * len(r.query_ids),
-                    "query_id": [str(q) for q in r.query_ids.tolist()],
-                    **{m: np.asarray(r.values[m], dtype=np.float64) for m in self.metric_names},
-                },
-                schema=schema,
-            )
-            mean = pl.DataFrame([{"run": r.name, "query_id": "all", **r.means}], schema=schema)
-            frames += [rows, mean]
-            offset += len(rows)
-            contenders.append(offset)
-            offset += 1
-        return pl.concat(frames), contenders
-
-    def _title(self) -> str:
-        return "stagewise eval"
-
     def notes(self) -> list[str]:
         """The conventions and counts a reader needs beside the table, one sentence each."""
         conv = self.conventions
@@ -185,9 +127,3 @@ class EvalResult:
         if conv.judged_only:
             notes.append("unjudged results removed before measuring (judged only)")
         return notes
-
-    def __str__(self) -> str:
-        return self.render("table")
-
-    def __rich__(self):
-        return self.rich_table()

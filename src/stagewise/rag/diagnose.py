@@ -39,7 +39,15 @@ from stagewise.rag.judges import (
 from stagewise.rag.labels import answer_reason, retrieval_reason, top_label
 from stagewise.rag.records import RagRecord, read_records
 
-__all__ = ["DEFAULT_CONTEXT_K", "DEFAULT_METRICS", "EVIDENCE_SOURCES", "JUDGES", "RagOptions", "evaluate_rag"]
+__all__ = [
+    "DEFAULT_CONTEXT_K",
+    "DEFAULT_METRICS",
+    "EVIDENCE_SOURCES",
+    "JUDGES",
+    "RagOptions",
+    "RagSample",
+    "evaluate_rag",
+]
 
 DEFAULT_CONTEXT_K = 5
 DEFAULT_METRICS: tuple[str, ...] = ("recall@1", "recall@5", "recall@10", "mrr", "ndcg@10")
@@ -157,14 +165,88 @@ def _answer_evidence(rec: RagRecord, retrieved: Sequence[str], context: Sequence
     return tuple(out)
 
 
-def _sample(
-    rec: RagRecord,
-    opts: RagOptions,
-    support: CachedJudge | None,
-    gold_stats: JudgeStats | None,
-    answer_judge: SupportJudge | None,
-) -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
-    """One sample's row, its gold ids and its retrieved list (for the metrics engine)."""
+@dataclass(slots=True)
+class RagSample:
+    """Everything that led to one sample's label, in the order of its row in the output (see ``docs/rag.md``).
+
+    :meth:`to_dict` gives the row: these fields, then ``line`` (when the record came from a file), then the
+    ranking metrics (``metrics``, filled by the metrics engine; None without gold evidence).
+    """
+
+    id: str
+    label: str
+    reason: str
+    detail: str
+    evidence_in_context: bool
+    answer_correct: bool
+    correct_by: str
+    answerable: bool
+    abstained: bool
+    em: float
+    f1: float
+    contains: bool
+    first_gold_rank: int | None
+    evidence_rank: int | None
+    gold_evidence_given: bool
+    gold_evidence: list[list[str]]
+    gold_ranks: dict[str, int]
+    context: list[str]
+    context_cutoff: int
+    retrieved_count: int
+    duplicates_dropped: int
+    rprec: float | None
+    kilt_em: float | None
+    kilt_f1: float | None
+    kilt_correct: bool | None
+    citations: list[str]
+    cited_unseen: list[str]
+    no_citations: bool
+    citation_precision: float | None
+    citation_recall: float | None
+    sentence_citation_recall: float | None
+    sentence_citation_precision: float | None
+    line: int | None = None
+    metrics: dict[str, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sample's row: a plain dict, JSON-ready but for NaN (see :mod:`stagewise.report.rag`)."""
+        row = {name: getattr(self, name) for name in _ROW_FIELDS}
+        if self.line is not None:
+            row["line"] = self.line
+        row.update(self.metrics)
+        return row
+
+
+_ROW_FIELDS = tuple(name for name in RagSample.__dataclass_fields__ if name not in ("line", "metrics"))
+
+
+@dataclass(slots=True)
+class _Evidence:
+    """Where a sample's gold evidence sits: its alternatives, their ids, their ranks, and the context."""
+
+    context: Sequence[str]
+    ctx: set[str]
+    cutoff: int
+    alts: Sequence[Sequence[str]]
+    gold_ids: tuple[str, ...]
+    gold_rank: dict[str, int]
+    complete: list[Sequence[str]]
+    in_context: bool
+
+
+@dataclass(slots=True)
+class _Answer:
+    """The answer without its citation markers, its scores, and whether it counts as correct."""
+
+    sentences: list[CitedSentence] | None
+    marker_cites: tuple[str, ...]
+    scores: Any
+    abstained: bool
+    correct: bool
+    partial: bool
+
+
+def _evidence(rec: RagRecord, opts: RagOptions) -> _Evidence:
     retrieved = rec.retrieved
     if rec.context is not None:
         context = rec.context
@@ -183,21 +265,21 @@ def _sample(
         gold_rank = {g: pos[g] for g in gold_ids if g in pos}
     else:
         gold_rank = {}
-    first_gold_rank = min(gold_rank.values(), default=None)
-    answerable = rec.answerable
     complete = [alt for alt in alts if all(g in ctx for g in alt)]
-    in_context = bool(complete) or (not alts and not answerable)
+    in_context = bool(complete) or (not alts and not rec.answerable)
+    return _Evidence(context, ctx, cutoff, alts, gold_ids, gold_rank, complete, in_context)
 
+
+def _answer(rec: RagRecord, opts: RagOptions, ev: _Evidence, alce: bool, answer_judge: SupportJudge | None) -> _Answer:
     # the answer, split into sentences with their citation markers (once), and without the markers
     answer = rec.answer
-    alce = support is not None or gold_stats is not None
     sentences: list[CitedSentence] | None = None
     if "[" in answer or alce:
-        known = set(retrieved)
-        known.update(ctx, gold_ids)
+        known = set(rec.retrieved)
+        known.update(ev.ctx, ev.gold_ids)
         if rec.passages:
             known.update(rec.passages)
-        sentences = split_cited_sentences(answer, known, context)
+        sentences = split_cited_sentences(answer, known, ev.context)
         clean = "\n".join(s.text for s in sentences)  # a line per sentence: abstention reads the first one
         marker_cites = tuple(dict.fromkeys(c for s in sentences for c in s.cited))
     else:
@@ -214,82 +296,115 @@ def _sample(
     else:
         assert answer_judge is not None  # set whenever the criterion is "judge"
         passes = any(answer_judge.supports([Passage("answer", clean)], g) for g in rec.gold_answers)
+    answerable = rec.answerable
     correct = (passes and not abstained) if answerable else abstained
     partial = answerable and not correct and not abstained and scores.gold_recall >= opts.partial_recall
+    return _Answer(sentences, marker_cites, scores, abstained, correct, partial)
 
-    label = top_label(in_context, correct)
-    if in_context:
-        reason = answer_reason(answerable, correct, abstained, partial)
-        detail = f"evidence {_fmt(complete[0])} in context; " if complete else "no evidence needed (unanswerable); "
-        detail += _answer_detail(reason, opts.correct)
+
+def _reason(rec: RagRecord, opts: RagOptions, ev: _Evidence, ans: _Answer) -> tuple[str, str]:
+    """The reason under the label, and the sentence that explains it."""
+    if ev.in_context:
+        reason = answer_reason(rec.answerable, ans.correct, ans.abstained, ans.partial)
+        where = f"evidence {_fmt(ev.complete[0])} in context" if ev.complete else "no evidence needed (unanswerable)"
+        return reason, f"{where}; {_answer_detail(reason, opts.correct)}"
+    dropped = [g for g, r in ev.gold_rank.items() if r <= ev.cutoff and g not in ev.ctx]
+    partial_sets = [alt for alt in ev.alts if 0 < sum(1 for g in alt if g in ev.ctx) < len(alt)]
+    anywhere = bool(ev.gold_rank) or any(g in ev.ctx for g in ev.gold_ids)
+    reason = retrieval_reason(anywhere, bool(dropped), bool(partial_sets))
+    detail = _evidence_detail(
+        reason, ev.alts, ev.gold_rank, dropped, partial_sets, ev.ctx, ev.cutoff, len(rec.retrieved)
+    )
+    detail += "; answer " + ("correct" if ans.correct else "wrong") + (" (declined)" if ans.abstained else "")
+    return reason, detail
+
+
+def _kilt(rec: RagRecord, opts: RagOptions, ev: _Evidence, ans: _Answer) -> tuple[Any, ...]:
+    """KILT-style scores: (rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank), all None without evidence."""
+    alts, gold_rank, retrieved = ev.alts, ev.gold_rank, rec.retrieved
+    if not alts:
+        return None, None, None, None, None
+    rprec = max(sum(1 for d in retrieved[: len(alt)] if d in alt) / len(alt) for alt in alts)
+    if opts.kilt_k is None:
+        hit = rprec == 1.0
     else:
-        dropped = [g for g, r in gold_rank.items() if r <= cutoff and g not in ctx]
-        partial_sets = [alt for alt in alts if 0 < sum(1 for g in alt if g in ctx) < len(alt)]
-        anywhere = bool(gold_rank) or any(g in ctx for g in gold_ids)
-        reason = retrieval_reason(anywhere, bool(dropped), bool(partial_sets))
-        detail = _evidence_detail(reason, alts, gold_rank, dropped, partial_sets, ctx, cutoff, len(retrieved))
-        detail += "; answer " + ("correct" if correct else "wrong") + (" (declined)" if abstained else "")
+        hit = any(all(gold_rank.get(g, opts.kilt_k + 1) <= opts.kilt_k for g in alt) for alt in alts)
+    kilt_em, kilt_f1, kilt_correct = (ans.scores.em, ans.scores.f1, ans.correct) if hit else (0.0, 0.0, False)
+    evidence_rank = min(
+        (max(gold_rank[g] for g in alt) for alt in alts if all(g in gold_rank for g in alt)), default=None
+    )
+    return rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank
 
-    # KILT-style scores
-    if alts:
-        rprec = max(sum(1 for d in retrieved[: len(alt)] if d in alt) / len(alt) for alt in alts)
-        if opts.kilt_k is None:
-            hit = rprec == 1.0
-        else:
-            hit = any(all(gold_rank.get(g, opts.kilt_k + 1) <= opts.kilt_k for g in alt) for alt in alts)
-        kilt_em, kilt_f1, kilt_correct = (scores.em, scores.f1, correct) if hit else (0.0, 0.0, False)
-        evidence_rank = min(
-            (max(gold_rank[g] for g in alt) for alt in alts if all(g in gold_rank for g in alt)), default=None
-        )
-    else:
-        rprec = kilt_em = kilt_f1 = kilt_correct = evidence_rank = None
 
-    # citations
-    cited = rec.citations if rec.citations is not None else marker_cites
-    sentence_recall = sentence_precision = None
-    if alce and not abstained and sentences is not None:
-        if rec.citations is not None and not marker_cites:
-            sentences = [CitedSentence(s.text, rec.citations) for s in sentences]
-        judge: SupportJudge = support or _Counted(GoldEvidenceJudge(alts), gold_stats or JudgeStats())
-        sentence_recall, sentence_precision = alce_scores(sentences, ctx, judge, rec.passages or {})
+def _sentence_citations(
+    rec: RagRecord,
+    ev: _Evidence,
+    ans: _Answer,
+    alce: bool,
+    support: CachedJudge | None,
+    gold_stats: JudgeStats | None,
+) -> tuple[float | None, float | None]:
+    """ALCE's sentence-level citation recall and precision (None when not computed)."""
+    sentences = ans.sentences
+    if not alce or ans.abstained or sentences is None:
+        return None, None
+    if rec.citations is not None and not ans.marker_cites:
+        sentences = [CitedSentence(s.text, rec.citations) for s in sentences]
+    judge: SupportJudge = support or _Counted(GoldEvidenceJudge(ev.alts), gold_stats or JudgeStats())
+    return alce_scores(sentences, ev.ctx, judge, rec.passages or {})
 
-    row: dict[str, Any] = {
-        "id": rec.id,
-        "label": label,
-        "reason": reason,
-        "detail": detail,
-        "evidence_in_context": in_context,
-        "answer_correct": correct,
-        "correct_by": opts.correct.name,
-        "answerable": answerable,
-        "abstained": abstained,
-        "em": scores.em,
-        "f1": scores.f1,
-        "contains": scores.contains,
-        "first_gold_rank": first_gold_rank,
-        "evidence_rank": evidence_rank,
-        "gold_evidence_given": rec.gold_evidence is not None,
-        "gold_evidence": [list(alt) for alt in alts],
-        "gold_ranks": gold_rank,
-        "context": list(context),
-        "context_cutoff": cutoff,
-        "retrieved_count": len(retrieved),
-        "duplicates_dropped": rec.duplicates_dropped,
-        "rprec": rprec,
-        "kilt_em": kilt_em,
-        "kilt_f1": kilt_f1,
-        "kilt_correct": kilt_correct,
-        "citations": list(cited),
-        "cited_unseen": [c for c in cited if c not in ctx],
-        "no_citations": not cited and not abstained,
-        "citation_precision": citation_precision(cited, gold_ids),
-        "citation_recall": citation_recall(cited, alts),
-        "sentence_citation_recall": sentence_recall,
-        "sentence_citation_precision": sentence_precision,
-    }
-    if rec.line is not None:
-        row["line"] = rec.line
-    return row, gold_ids, retrieved
+
+def _sample(
+    rec: RagRecord,
+    opts: RagOptions,
+    support: CachedJudge | None,
+    gold_stats: JudgeStats | None,
+    answer_judge: SupportJudge | None,
+) -> tuple[RagSample, tuple[str, ...], tuple[str, ...]]:
+    """One sample's record, its gold ids and its retrieved list (for the metrics engine)."""
+    ev = _evidence(rec, opts)
+    alce = support is not None or gold_stats is not None
+    ans = _answer(rec, opts, ev, alce, answer_judge)
+    reason, detail = _reason(rec, opts, ev, ans)
+    rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank = _kilt(rec, opts, ev, ans)
+    cited = rec.citations if rec.citations is not None else ans.marker_cites
+    sentence_recall, sentence_precision = _sentence_citations(rec, ev, ans, alce, support, gold_stats)
+    sample = RagSample(
+        id=rec.id,
+        label=top_label(ev.in_context, ans.correct),
+        reason=reason,
+        detail=detail,
+        evidence_in_context=ev.in_context,
+        answer_correct=ans.correct,
+        correct_by=opts.correct.name,
+        answerable=rec.answerable,
+        abstained=ans.abstained,
+        em=ans.scores.em,
+        f1=ans.scores.f1,
+        contains=ans.scores.contains,
+        first_gold_rank=min(ev.gold_rank.values(), default=None),
+        evidence_rank=evidence_rank,
+        gold_evidence_given=rec.gold_evidence is not None,
+        gold_evidence=[list(alt) for alt in ev.alts],
+        gold_ranks=ev.gold_rank,
+        context=list(ev.context),
+        context_cutoff=ev.cutoff,
+        retrieved_count=len(rec.retrieved),
+        duplicates_dropped=rec.duplicates_dropped,
+        rprec=rprec,
+        kilt_em=kilt_em,
+        kilt_f1=kilt_f1,
+        kilt_correct=kilt_correct,
+        citations=list(cited),
+        cited_unseen=[c for c in cited if c not in ev.ctx],
+        no_citations=not cited and not ans.abstained,
+        citation_precision=citation_precision(cited, ev.gold_ids),
+        citation_recall=citation_recall(cited, ev.alts),
+        sentence_citation_recall=sentence_recall,
+        sentence_citation_precision=sentence_precision,
+        line=rec.line,
+    )
+    return sample, ev.gold_ids, rec.retrieved
 
 
 def _fmt(ids: Sequence[str]) -> str:
@@ -491,18 +606,18 @@ def _evaluate_rag(
         judge=judge_label,
         answer_judge=answer_cached.name if answer_cached is not None else "lexical(threshold=0.6)",
     )
-    rows, golds, retrieved, last = [], [], [], []
+    samples, golds, retrieved, last = [], [], [], []
     for rec in recs:
-        row, gold_ids, ranked = _sample(rec, opts, support, gold_stats, answer_cached)
-        rows.append(row)
+        sample, gold_ids, ranked = _sample(rec, opts, support, gold_stats, answer_cached)
+        samples.append(sample)
         golds.append(gold_ids)
         retrieved.append(ranked)
-        last.append(max(row["gold_ranks"].values(), default=0))
+        last.append(max(sample.gold_ranks.values(), default=0))
     values, engine_conventions = _engine_metrics(golds, retrieved, metric_names, last)
-    for i, row in enumerate(rows):
+    for i, sample in enumerate(samples):
         per = values.get(i)
-        for name in metric_names:
-            row[name] = per[name] if per is not None else None
+        sample.metrics = {name: per[name] if per is not None else None for name in metric_names}
+    rows = [sample.to_dict() for sample in samples]
     judges: dict[str, Any] = {}
     if judge_label != "none":
         stats = support.stats if support is not None else gold_stats

@@ -1,20 +1,17 @@
 """The result of :func:`stagewise.rag.evaluate_rag`: per-sample rows, the lesson's 2x2 table, the reasons in
-each cell, retrieval, answer and citation means, and the conventions behind them. It renders; it computes only
-sums and means of the rows."""
+each cell, retrieval, answer and citation means, and the conventions behind them. It computes only sums and
+means of the rows, and never renders itself: :mod:`stagewise.report.rag` does."""
 
 from __future__ import annotations
 
-import json
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from stagewise.rag.labels import LABELS, REASONS
 
-__all__ = ["FORMATS", "RagReport"]
+__all__ = ["RagReport"]
 
-FORMATS = ("table", "json", "jsonl", "markdown")
 _CELLS = {  # label -> (evidence in context, answer correct)
     "ok": (True, True),
     "generation_failure": (True, False),
@@ -26,26 +23,6 @@ _CELLS = {  # label -> (evidence in context, answer correct)
 def _mean(values: list[Any]) -> float | None:
     defined = [float(v) for v in values if v is not None]
     return sum(defined) / len(defined) if defined else None
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def _dump_row(row: dict[str, Any]) -> str:
-    """One row as JSON; a NaN (which JSON lacks) becomes null."""
-    try:
-        return json.dumps(row, default=_json_default, allow_nan=False)
-    except ValueError:
-        return json.dumps({k: _clean(v) for k, v in row.items()}, default=_json_default)
 
 
 @dataclass
@@ -192,106 +169,3 @@ class RagReport:
         if per_sample:
             out["samples"] = self.rows
         return out
-
-    # -- rendering ----------------------------------------------------------------------------------------------
-
-    def render(self, fmt: str = "table", per_sample: bool = False, digits: int = 4) -> str:
-        """Text in one of ``table, json, jsonl, markdown``. ``jsonl`` is one sample a line, input order."""
-        if fmt == "jsonl":
-            return "".join(_dump_row(row) + "\n" for row in self.rows)
-        if fmt == "json":
-            data = self.to_json(per_sample)
-            if per_sample:
-                data["samples"] = list(self._safe_rows())
-            return json.dumps(data, indent=2, default=_json_default) + "\n"
-        if fmt == "markdown":
-            return self._markdown(digits)
-        if fmt == "table":
-            return self._plain(digits)
-        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
-
-    def _safe_rows(self):
-        for row in self.rows:
-            yield {k: _clean(v) for k, v in row.items()}
-
-    def _cell(self, label: str, digits: int) -> str:
-        count = self.counts()[label]
-        share = count / self.n if self.n else 0.0
-        return f"{label} {count} ({share:.{max(digits - 2, 0)}%})"
-
-    def _metric_lines(self, digits: int) -> list[tuple[str, str]]:
-        def fmt(value: Any) -> str:
-            if value is None:
-                return "-"
-            if isinstance(value, float):
-                return f"{value:.{digits}f}"
-            return str(value)
-
-        out = []
-        for section, values in (
-            ("retrieval", self.retrieval_means()),
-            ("answers", self.answer_means()),
-            ("citations", self.citation_means()),
-        ):
-            out += [(f"{section}.{k}", fmt(v)) for k, v in values.items()]
-        return out
-
-    def _conv_lines(self) -> list[str]:
-        conv = self.options.describe()
-        lines = [
-            f"correct = {conv['correct']}: {conv['correct_rule']}",
-            f"context_k = {conv['context_k']}: {conv['context_rule']}",
-            f"evidence in context: {conv['evidence_in_context']}",
-            f"alternatives as qrels: {conv['alternatives_as_qrels']}",
-            f"citations: {conv['citations']}",
-            f"sentence citations: {conv['sentence_citations']}",
-        ]
-        for role, info in self.judges.items():
-            counts = ", ".join(f"{k} {v}" for k, v in info.items() if k != "name")
-            lines.append(f"{role} judge {info['name']}: {counts}")
-        return lines + self.notes()
-
-    def _plain(self, digits: int) -> str:
-        cells = [[self._cell("ok", digits), self._cell("generation_failure", digits)]]
-        cells.append([self._cell("lucky", digits), self._cell("retrieval_failure", digits)])
-        head = ["", "answer correct", "answer wrong"]
-        body = [["evidence in context", *cells[0]], ["evidence missing", *cells[1]]]
-        widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
-        out = [f"stagewise rag · {self.n} samples · correct = {self.options.correct.name}"]
-        out.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
-        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in body]
-        out.append("")
-        out.append("reasons")
-        for label, reasons in self.reasons().items():
-            for reason, count in reasons.items():
-                out.append(f"  {label:<19} {reason:<21} {count}")
-        out.append("")
-        metrics = self._metric_lines(digits)
-        width = max(len(k) for k, _ in metrics)
-        out += [f"{k.ljust(width)}  {v}" for k, v in metrics]
-        out.append("")
-        out += [f"# {line}" for line in self._conv_lines()]
-        return "\n".join(out) + "\n"
-
-    def _markdown(self, digits: int) -> str:
-        out = [
-            f"**stagewise rag** · {self.n} samples · correct = `{self.options.correct.name}`",
-            "",
-            "| | answer correct | answer wrong |",
-            "|:---|:---|:---|",
-            f"| evidence in context | {self._cell('ok', digits)} | {self._cell('generation_failure', digits)} |",
-            f"| evidence missing | {self._cell('lucky', digits)} | {self._cell('retrieval_failure', digits)} |",
-            "",
-            "| label | reason | count |",
-            "|:---|:---|---:|",
-        ]
-        for label, reasons in self.reasons().items():
-            out += [f"| {label} | {reason} | {count} |" for reason, count in reasons.items()]
-        out += ["", "| metric | value |", "|:---|---:|"]
-        out += [f"| {k} | {v} |" for k, v in self._metric_lines(digits)]
-        out.append("")
-        out += [f"- {line}" for line in self._conv_lines()]
-        return "\n".join(out) + "\n"
-
-    def __str__(self) -> str:
-        return self.render("table")

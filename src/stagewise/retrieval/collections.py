@@ -200,14 +200,18 @@ def read_corpus(
     p = Path(path)
     kind = format or _guess_format(p)
     if kind == "beir":
-        return _read_jsonl(_beir_file(p, "corpus.jsonl"), id_field, text_fields)
-    if kind == "jsonl":
-        return _read_jsonl(p, id_field, text_fields)
-    if kind == "tsv":
-        return _read_tsv(p, header)
-    if kind == "smart":
-        return read_smart(p)
-    raise ConventionError(f"unknown corpus format {kind!r}; choose one of beir, jsonl, tsv, smart")
+        documents = _read_jsonl(_beir_file(p, "corpus.jsonl"), id_field, text_fields)
+    elif kind == "jsonl":
+        documents = _read_jsonl(p, id_field, text_fields)
+    elif kind == "tsv":
+        documents = _read_tsv(p, header)
+    elif kind == "smart":
+        documents = read_smart(p)
+    else:
+        raise ConventionError(f"unknown corpus format {kind!r}; choose one of beir, jsonl, tsv, smart")
+    if len(documents.ids) == 0:  # an index of nothing would search "successfully" and find nothing
+        raise InputError(path, "has no documents", expected=f"a {kind} corpus with at least one document")
+    return documents
 
 
 def read_queries(

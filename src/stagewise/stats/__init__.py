@@ -11,7 +11,7 @@
 Only numpy is imported here; scipy loads when a test that needs it runs.
 """
 
-from stagewise.stats.compare import compare, compare_scores
+from stagewise.stats.compare import CompareOptions, compare, compare_scores
 from stagewise.stats.corrections import CORRECTIONS, adjust
 from stagewise.stats.paired import (
     TESTS,
@@ -27,6 +27,7 @@ from stagewise.stats.result import Comparison, PairResult
 __all__ = [
     "CORRECTIONS",
     "TESTS",
+    "CompareOptions",
     "Comparison",
     "PairResult",
     "TestResult",

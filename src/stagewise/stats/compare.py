@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from stagewise.errors import StagewiseError, parameter_error
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.stats import corrections as C
 from stagewise.stats import resampling as R
-from stagewise.stats.paired import TestOptions, check_options, get_test, run_batched
+from stagewise.stats.paired import PairedTest, TestOptions, check_options, get_test, run_batched
 from stagewise.stats.result import Comparison, PairResult
 
 CI_METHODS = ("t", "bootstrap")
@@ -177,65 +177,87 @@ def _bootstrap_ci(diffs: np.ndarray, resamples: int, seed: int, level: float) ->
     return low, high
 
 
-# ----------------------------------------------------------------------------------------------- compare
-def compare_scores(
-    scores: Any,
-    metrics: Iterable[str] | None = None,
-    *,
-    test: str = "t",
-    baseline: str | int | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    alternative: str = "two-sided",
-    permutations: int = 10_000,
-    seed: int = 0,
-    exact: bool | None = None,
-    tie_tolerance: float = 1e-9,
-    ci: str = "t",
-    ci_level: float = 0.95,
-    family: str = "metric",
-    run_args: Sequence[str] | None = None,
-    progress: Callable[[float, int], None] | None = None,
-) -> Comparison:
-    """Compare runs from per-query scores already computed: an :class:`~stagewise.EvalResult`, or
-    ``{run: {metric: {query_id: value}}}`` (or ``{run: {metric: array}}`` with one value per query, in the
-    same query order for every run). Takes the options of :func:`compare` (``run_args``: the run arguments
-    as the user gave them, so ``baseline`` may name one by its path; ``progress``: as in :func:`compare`).
+# ----------------------------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class CompareOptions:
+    """How runs are compared: the test, the pairs, the correction and the intervals (see :func:`compare` for
+    each field's meaning). :func:`compare` and :func:`compare_scores` take one (``options=``) or its fields as
+    keywords, which override the ones it holds."""
 
-    >>> scores = {"bm25": {"ndcg@10": {"q1": 0.2, "q2": 0.4, "q3": 0.1, "q4": 0.5}},
-    ...           "dense": {"ndcg@10": {"q1": 0.3, "q2": 0.6, "q3": 0.2, "q4": 0.6}}}
-    >>> pair = compare_scores(scores).pairs[0]
-    >>> pair.a, pair.b, round(pair.mean_diff, 3), pair.wins, pair.ties, pair.losses, round(pair.p_value, 4)
-    ('bm25', 'dense', 0.125, 4, 0, 0, 0.0154)
-    """
-    table = _as_table(scores, None if metrics is None else [metrics] if isinstance(metrics, str) else list(metrics))
-    if len(table.names) < 2:
-        raise StagewiseError(f"compare needs at least two runs; got {len(table.names)}")
-    if not table.metrics:
-        raise StagewiseError("give at least one metric")
-    paired_test = get_test(test)
-    correction = C.canonical(correction)
-    opts = TestOptions(
-        alternative=alternative,
-        permutations=permutations,
-        seed=seed,
-        exact=exact,
-        tie_tolerance=float(tie_tolerance),
+    test: str = "t"
+    baseline: str | int | None = None
+    correction: str = "holm"
+    alpha: float = 0.05
+    alternative: str = "two-sided"
+    permutations: int = 10_000
+    seed: int = 0
+    exact: bool | None = None
+    tie_tolerance: float = 1e-9
+    ci: str = "t"
+    ci_level: float = 0.95
+    family: str = "metric"
+
+
+def _options(options: CompareOptions | None, overrides: dict[str, Any], where: str) -> CompareOptions:
+    base = CompareOptions() if options is None else options
+    unknown = sorted(set(overrides) - {f.name for f in fields(CompareOptions)})
+    if unknown:
+        raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(unknown)}")
+    return replace(base, **overrides) if overrides else base
+
+
+def _resolve(opts: CompareOptions) -> tuple[PairedTest, CompareOptions, TestOptions]:
+    """The test, the options with the correction's canonical name, and the tests' own options; every value
+    checked (in the order the errors have always come)."""
+    paired_test = get_test(opts.test)
+    opts = replace(opts, correction=C.canonical(opts.correction))
+    test_opts = TestOptions(
+        alternative=opts.alternative,
+        permutations=opts.permutations,
+        seed=opts.seed,
+        exact=opts.exact,
+        tie_tolerance=float(opts.tie_tolerance),
     )
-    check_options(opts)
-    if not (isinstance(alpha, int | float) and 0 < alpha < 1):
-        raise parameter_error("alpha", "compare", "a float in (0, 1)", alpha)
-    if not (isinstance(ci_level, int | float) and 0 < ci_level < 1):
-        raise parameter_error("ci_level", "compare", "a float in (0, 1)", ci_level)
-    if ci not in CI_METHODS:
-        raise parameter_error("ci", "compare", f"one of {', '.join(CI_METHODS)}", ci)
-    if family not in FAMILY_SCOPES:
-        raise parameter_error("family", "compare", f"one of {', '.join(FAMILY_SCOPES)}", family)
-    base = _resolve_baseline(table.names, baseline, run_args)
-    pairs = _pairs(len(table.names), base)
+    check_options(test_opts)
+    if not (isinstance(opts.alpha, int | float) and 0 < opts.alpha < 1):
+        raise parameter_error("alpha", "compare", "a float in (0, 1)", opts.alpha)
+    if not (isinstance(opts.ci_level, int | float) and 0 < opts.ci_level < 1):
+        raise parameter_error("ci_level", "compare", "a float in (0, 1)", opts.ci_level)
+    if opts.ci not in CI_METHODS:
+        raise parameter_error("ci", "compare", f"one of {', '.join(CI_METHODS)}", opts.ci)
+    if opts.family not in FAMILY_SCOPES:
+        raise parameter_error("family", "compare", f"one of {', '.join(FAMILY_SCOPES)}", opts.family)
+    return paired_test, opts, test_opts
 
-    # One row per (metric, pair); rows sharing a query set are tested together.
-    rows: list[tuple[str, int, int]] = [(m, i, j) for m in table.metrics for i, j in pairs]
+
+# ----------------------------------------------------------------------------------------------- testing
+Row = tuple[str, int, int]  # (metric, run i, run j)
+Pairing = dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+@dataclass
+class _RowStats:
+    """Each row's test statistic, p-value, effect sizes and counts, filled batch by batch."""
+
+    stat: np.ndarray
+    p: np.ndarray
+    mean: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    dz: np.ndarray
+    wins: np.ndarray
+    losses: np.ndarray
+    nq: np.ndarray
+    methods: set[str]
+
+    @classmethod
+    def empty(cls, total: int) -> _RowStats:
+        floats = [np.empty(total) for _ in range(6)]
+        ints = [np.empty(total, np.int64) for _ in range(3)]
+        return cls(*floats, *ints, methods=set())
+
+
+def _pairing(table: ScoreTable, pairs: list[tuple[int, int]]) -> Pairing:
     pairing = {(i, j): _paired(table, i, j) for i, j in pairs}
     for (i, j), (common, _, _) in pairing.items():
         if len(common) < 2:
@@ -243,19 +265,28 @@ def compare_scores(
                 f"runs {table.names[i]!r} and {table.names[j]!r} share {len(common)} scored quer"
                 f"{'y' if len(common) == 1 else 'ies'}; a paired test needs at least 2"
             )
+    return pairing
+
+
+def _test_rows(
+    table: ScoreTable,
+    rows: list[Row],
+    pairing: Pairing,
+    paired_test: PairedTest,
+    test_opts: TestOptions,
+    opts: CompareOptions,
+    progress: Callable[[float, int], None] | None,
+) -> _RowStats:
+    """Every row tested, rows sharing a query set in one batch."""
     keys = {pq: "\x00".join(common.tolist()) for pq, (common, _, _) in pairing.items()}
     groups: dict[str, list[int]] = {}
     for k, (_, i, j) in enumerate(rows):
         groups.setdefault(keys[(i, j)], []).append(k)
 
-    total = len(rows)
-    stat, p = np.empty(total), np.empty(total)
-    mean, lo, hi, dz = np.empty(total), np.empty(total), np.empty(total), np.empty(total)
-    wins, losses, nq = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64)
-    methods: set[str] = set()
+    out = _RowStats.empty(len(rows))
     # Progress in comparisons tested (twice over with bootstrap intervals); the resampling kernels report
     # each chunk, and each batch's end sets the exact count (the tests without resampling report nothing).
-    work = total * (2 if ci == "bootstrap" else 1)
+    work = len(rows) * (2 if opts.ci == "bootstrap" else 1)
     done = 0.0
 
     def advance(amount: float) -> None:
@@ -269,69 +300,89 @@ def compare_scores(
         b = np.stack([table.values[rows[k][2]][rows[k][0]][pairing[rows[k][1:]][2]] for k in members])
         start = done
         with R.reporting(advance if progress is not None else None):
-            s, pv, method = run_batched(paired_test, a, b, opts)
+            s, pv, method = run_batched(paired_test, a, b, test_opts)
             advance(start + len(members) - done)
-            methods.add(method)
-            eff = _effects(b - a, opts.tie_tolerance, ci_level)
-            if ci == "bootstrap":
-                eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, permutations, seed, ci_level)
+            out.methods.add(method)
+            eff = _effects(b - a, test_opts.tie_tolerance, opts.ci_level)
+            if opts.ci == "bootstrap":
+                eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, opts.permutations, opts.seed, opts.ci_level)
                 advance(start + 2 * len(members) - done)
         idx = np.asarray(members)
-        stat[idx], p[idx] = s, pv
-        mean[idx], lo[idx], hi[idx], dz[idx] = eff["mean"], eff["ci_low"], eff["ci_high"], eff["dz"]
-        wins[idx], losses[idx], nq[idx] = eff["wins"], eff["losses"], a.shape[1]
+        out.stat[idx], out.p[idx] = s, pv
+        out.mean[idx], out.lo[idx], out.hi[idx], out.dz[idx] = eff["mean"], eff["ci_low"], eff["ci_high"], eff["dz"]
+        out.wins[idx], out.losses[idx], out.nq[idx] = eff["wins"], eff["losses"], a.shape[1]
+    return out
 
-    # The correction, per family.
-    adjusted = np.empty(total)
-    fam_size = len(pairs) if family == "metric" else total
-    if family == "metric":
-        for metric in table.metrics:
-            idx = np.array([k for k, r in enumerate(rows) if r[0] == metric])
-            adjusted[idx] = C.CORRECTIONS[correction](p[idx])
-    else:
-        adjusted[:] = C.CORRECTIONS[correction](p)
 
-    results = [
+def _adjust(p: np.ndarray, rows: list[Row], metrics: list[str], correction: str, family: str) -> np.ndarray:
+    """The corrected p-values, per family: the rows of one metric, or all rows."""
+    if family != "metric":
+        return C.CORRECTIONS[correction](p)
+    adjusted = np.empty(len(rows))
+    for metric in metrics:
+        idx = np.array([k for k, r in enumerate(rows) if r[0] == metric])
+        adjusted[idx] = C.CORRECTIONS[correction](p[idx])
+    return adjusted
+
+
+def _pair_results(
+    table: ScoreTable, rows: list[Row], st: _RowStats, adjusted: np.ndarray, test: str, opts: CompareOptions
+) -> list[PairResult]:
+    return [
         PairResult(
             metric=m,
             a=table.names[i],
             b=table.names[j],
-            test=paired_test.name,
-            statistic=float(stat[k]),
-            p_value=float(p[k]),
+            test=test,
+            statistic=float(st.stat[k]),
+            p_value=float(st.p[k]),
             p_adjusted=float(adjusted[k]),
-            correction=correction,
-            mean_diff=float(mean[k]),
-            ci_low=float(lo[k]),
-            ci_high=float(hi[k]),
-            effect_size=float(dz[k]),
-            wins=int(wins[k]),
-            ties=int(nq[k] - wins[k] - losses[k]),
-            losses=int(losses[k]),
-            n_queries=int(nq[k]),
-            significant=bool(adjusted[k] < alpha),
+            correction=opts.correction,
+            mean_diff=float(st.mean[k]),
+            ci_low=float(st.lo[k]),
+            ci_high=float(st.hi[k]),
+            effect_size=float(st.dz[k]),
+            wins=int(st.wins[k]),
+            ties=int(st.nq[k] - st.wins[k] - st.losses[k]),
+            losses=int(st.losses[k]),
+            n_queries=int(st.nq[k]),
+            significant=bool(adjusted[k] < opts.alpha),
         )
         for k, (m, i, j) in enumerate(rows)
     ]
+
+
+def _conventions(
+    table: ScoreTable,
+    opts: CompareOptions,
+    paired_test: PairedTest,
+    test_opts: TestOptions,
+    base: int | None,
+    pairs: list[tuple[int, int]],
+    pairing: Pairing,
+    st: _RowStats,
+) -> dict[str, Any]:
+    """Every convention behind the numbers, for the JSON contract and the notes under a table."""
+    ci, ci_level, permutations, seed = opts.ci, opts.ci_level, opts.permutations, opts.seed
     seeded = paired_test.seeded or ci == "bootstrap"
     uses_b = paired_test.name in ("randomization", "bootstrap") or ci == "bootstrap"
-    counts = sorted(set(nq.tolist()))
+    counts = sorted(set(st.nq.tolist()))
     aligned = all(len(pairing[pq][0]) == len(table.query_ids[pq[0]]) == len(table.query_ids[pq[1]]) for pq in pairs)
     conventions: dict[str, Any] = {
         "test": paired_test.name,
-        "test_description": paired_test.describe(opts),
-        "test_method": sorted(methods),
-        "alternative": alternative,
+        "test_description": paired_test.describe(test_opts),
+        "test_method": sorted(st.methods),
+        "alternative": opts.alternative,
         "family": "all pairs of runs" if base is None else f"each run against the baseline {table.names[base]!r}",
-        "family_scope": "the pairs of one metric" if family == "metric" else "all pairs of all metrics together",
-        "family_size": fam_size,
-        "correction": correction,
-        "correction_description": C.LABELS[correction],
-        "alpha": alpha,
+        "family_scope": "the pairs of one metric" if opts.family == "metric" else "all pairs of all metrics together",
+        "family_size": len(pairs) if opts.family == "metric" else len(st.p),
+        "correction": opts.correction,
+        "correction_description": C.LABELS[opts.correction],
+        "alpha": opts.alpha,
         "significant_when": "p_adjusted < alpha",
         "permutations": permutations if uses_b else None,
         "seed": seed if seeded else None,
-        "tie_tolerance": opts.tie_tolerance,
+        "tie_tolerance": test_opts.tie_tolerance,
         "wins_ties_losses": "win: b - a > tol, loss: b - a < -tol, tie otherwise (per query)",
         "mean_diff": "mean over the paired queries of b - a",
         "confidence_interval": (
@@ -353,13 +404,51 @@ def compare_scores(
         )
     if table.eval_conventions is not None:
         conventions["evaluation"] = table.eval_conventions
+    return conventions
+
+
+# ----------------------------------------------------------------------------------------------- compare
+def compare_scores(
+    scores: Any,
+    metrics: Iterable[str] | None = None,
+    *,
+    options: CompareOptions | None = None,
+    run_args: Sequence[str] | None = None,
+    progress: Callable[[float, int], None] | None = None,
+    **overrides: Any,
+) -> Comparison:
+    """Compare runs from per-query scores already computed: an :class:`~stagewise.EvalResult`, or
+    ``{run: {metric: {query_id: value}}}`` (or ``{run: {metric: array}}`` with one value per query, in the
+    same query order for every run). Takes the options of :func:`compare` (a :class:`CompareOptions`, or its
+    fields as keywords; ``run_args``: the run arguments as the user gave them, so ``baseline`` may name one by
+    its path; ``progress``: as in :func:`compare`).
+
+    >>> scores = {"bm25": {"ndcg@10": {"q1": 0.2, "q2": 0.4, "q3": 0.1, "q4": 0.5}},
+    ...           "dense": {"ndcg@10": {"q1": 0.3, "q2": 0.6, "q3": 0.2, "q4": 0.6}}}
+    >>> pair = compare_scores(scores).pairs[0]
+    >>> pair.a, pair.b, round(pair.mean_diff, 3), pair.wins, pair.ties, pair.losses, round(pair.p_value, 4)
+    ('bm25', 'dense', 0.125, 4, 0, 0, 0.0154)
+    """
+    opts = _options(options, overrides, "compare_scores")
+    table = _as_table(scores, None if metrics is None else [metrics] if isinstance(metrics, str) else list(metrics))
+    if len(table.names) < 2:
+        raise StagewiseError(f"compare needs at least two runs; got {len(table.names)}")
+    if not table.metrics:
+        raise StagewiseError("give at least one metric")
+    paired_test, opts, test_opts = _resolve(opts)
+    base = _resolve_baseline(table.names, opts.baseline, run_args)
+    pairs = _pairs(len(table.names), base)
+    rows: list[Row] = [(m, i, j) for m in table.metrics for i, j in pairs]  # one row per (metric, pair)
+    pairing = _pairing(table, pairs)
+    st = _test_rows(table, rows, pairing, paired_test, test_opts, opts, progress)
+    adjusted = _adjust(st.p, rows, table.metrics, opts.correction, opts.family)
     return Comparison(
         runs=table.names,
         metrics=table.metrics,
         means=table.means,
-        pairs=results,
-        conventions=conventions,
-        alpha=alpha,
+        pairs=_pair_results(table, rows, st, adjusted, paired_test.name, opts),
+        conventions=_conventions(table, opts, paired_test, test_opts, base, pairs, pairing, st),
+        alpha=opts.alpha,
         baseline=None if base is None else table.names[base],
         scores=table,
         eval_notes=list(table.eval_notes),
@@ -371,18 +460,7 @@ def compare(
     runs: Any,
     metrics: str | Iterable[str] = DEFAULT_METRICS,
     *,
-    test: str = "t",
-    baseline: str | int | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    alternative: str = "two-sided",
-    permutations: int = 10_000,
-    seed: int = 0,
-    exact: bool | None = None,
-    tie_tolerance: float = 1e-9,
-    ci: str = "t",
-    ci_level: float = 0.95,
-    family: str = "metric",
+    options: CompareOptions | None = None,
     relevance_level: int = 1,
     ties: str = "docid",
     missing: str = "zero",
@@ -391,6 +469,7 @@ def compare(
     progress: Callable[[float, int], None] | None = None,
     engine: Any = None,
     scheduler: str | None = None,
+    **overrides: Any,
 ) -> Comparison:
     """Evaluate runs and test every pair (or every run against ``baseline``) on every metric.
 
@@ -399,6 +478,8 @@ def compare(
     qrels, runs, metrics, relevance_level, ties, missing, max_ret, judged_only
         As :func:`stagewise.evaluate` (at least two runs). With ``missing="skip"`` runs may score different
         queries; each pair is then tested on the queries both runs have, and the output says so.
+    options : CompareOptions, optional
+        The fields below in one value, to reuse between calls; a keyword given beside it overrides its field.
     test : str, default="t"
         ``t`` (paired Student's t, scipy.stats.ttest_rel), ``wilcoxon`` (signed-rank, scipy.stats.wilcoxon
         defaults), ``randomization`` (Fisher's, sign flips; alias ``fisher``), ``bootstrap`` (studentized
@@ -437,8 +518,8 @@ def compare(
     Returns
     -------
     Comparison
-        ``pairs`` (one :class:`PairResult` per metric and pair), ``means``, the conventions, and renderers
-        (``render``, ``to_json``, ``rich_table``, ``per_query_deltas``).
+        ``pairs`` (one :class:`PairResult` per metric and pair), ``means``, the conventions, ``to_json`` and
+        ``per_query_deltas``; :func:`stagewise.report.render` turns it into a table, markdown, LaTeX or CSV.
 
     Examples
     --------
@@ -450,6 +531,8 @@ def compare(
     >>> (p.a, p.b, round(p.mean_diff, 4), p.wins, p.ties, p.losses, p.p_value)
     ('A', 'B', 0.3889, 2, 1, 0, 0.5)
     """
+    opts = _options(options, overrides, "compare")
+    _resolve(opts)  # a bad option fails before any file is read
     conventions = dict(
         relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret, judged_only=judged_only
     )
@@ -462,20 +545,4 @@ def compare(
 
         result = evaluate_on(qrels, runs, metrics, engine=engine or "local", scheduler=scheduler, **conventions)
     given = [str(r) for r in runs] if isinstance(runs, list | tuple) else None
-    return compare_scores(
-        result,
-        test=test,
-        baseline=baseline,
-        correction=correction,
-        alpha=alpha,
-        alternative=alternative,
-        permutations=permutations,
-        seed=seed,
-        exact=exact,
-        tie_tolerance=tie_tolerance,
-        ci=ci,
-        ci_level=ci_level,
-        family=family,
-        run_args=given,
-        progress=progress,
-    )
+    return compare_scores(result, options=opts, run_args=given, progress=progress)

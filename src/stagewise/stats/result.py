@@ -1,17 +1,13 @@
-"""The result of :func:`stagewise.stats.compare`: every pair's test, correction and effect size."""
+"""The result of :func:`stagewise.stats.compare`: every pair's test, correction and effect size. It holds data and
+never renders itself: :mod:`stagewise.report` turns it into tables, markdown, LaTeX, CSV and JSON."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-
-OUTPUT_FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 #: The keys of one pair in the JSON contract, in order (``n_queries`` and ``significant`` follow them).
 PAIR_KEYS = (
@@ -161,60 +157,6 @@ class Comparison:
                 for p in self.pairs
             ]
         return out
-
-    def to_csv(self) -> str:
-        """One row per metric and pair, with every field of :class:`PairResult`."""
-        buf = io.StringIO()
-        names = [*PAIR_KEYS, "n_queries", "significant"]
-        writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
-        writer.writeheader()
-        for p in self.pairs:
-            row = p.to_dict()
-            writer.writerow(
-                {k: "" if row[k] is None else repr(row[k]) if isinstance(row[k], float) else row[k] for k in names}
-            )
-        return buf.getvalue()
-
-    def render(
-        self,
-        fmt: str = "table",
-        digits: int = 4,
-        show_pairs: bool | None = None,
-        per_query: bool = False,
-        top: int | None = None,
-    ) -> str:
-        """Text in one of ``table, json, csv, markdown, latex``.
-
-        ``show_pairs`` adds the table of pairs (p-values, intervals, effect sizes) under the comparison
-        table; by default it is shown when there are at most 10 pairs per metric. ``per_query`` adds each
-        pair's per-query deltas (``top``: only the largest gains and losses).
-        """
-        from stagewise.stats import table
-
-        if fmt == "json":
-            return json.dumps(self.to_json(per_query, top), indent=2, allow_nan=False) + "\n"
-        if fmt == "csv":
-            return self.to_csv()
-        if fmt not in OUTPUT_FORMATS:
-            raise ValueError(f"unknown format {fmt!r}; choose one of {OUTPUT_FORMATS}")
-        return table.render_text(self, fmt, digits, self._show_pairs(show_pairs), per_query, top)
-
-    def rich(self, digits: int = 4, show_pairs: bool | None = None, per_query: bool = False, top: int | None = None):
-        """A rich renderable: the comparison table, optionally the pairs and the per-query deltas, and notes."""
-        from stagewise.stats import table
-
-        return table.rich_group(self, digits, self._show_pairs(show_pairs), per_query, top)
-
-    def _show_pairs(self, show: bool | None) -> bool:
-        if show is not None:
-            return show
-        return len(self.pairs) <= 10 * len(self.metrics)
-
-    def __str__(self) -> str:
-        return self.render("table")
-
-    def __rich__(self):
-        return self.rich()
 
 
 def _top(rows: list[dict[str, Any]], top: int | None) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Comparison tables as plain text, markdown, LaTeX and rich. They render a Comparison; they compute nothing.
+"""A comparison (:class:`~stagewise.stats.result.Comparison`) as plain text, markdown, LaTeX, CSV, JSON and rich.
+They render a Comparison; they compute nothing.
 
 The comparison table has runs as rows and metrics as columns. Each value is followed by the letters of the
 runs it is significantly better than (adjusted p < alpha), and the best value of each metric is marked:
@@ -8,6 +9,9 @@ drawing, and its title parts are separated by ``;`` rather than the terminal's m
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from typing import TYPE_CHECKING, Any
 
 from stagewise.report.tables import latex_escape, markdown_escape
@@ -23,6 +27,59 @@ TEST_LABELS = {
     "sign": "sign test",
 }
 CORRECTION_LABELS = {"none": "no correction", "bonferroni": "Bonferroni", "holm": "Holm", "bh": "Benjamini-Hochberg"}
+FORMATS = ("table", "json", "csv", "markdown", "latex")
+
+
+def render(
+    comp: Comparison,
+    fmt: str = "table",
+    digits: int = 4,
+    show_pairs: bool | None = None,
+    per_query: bool = False,
+    top: int | None = None,
+) -> str:
+    """Text in one of ``table, json, csv, markdown, latex``.
+
+    ``show_pairs`` adds the table of pairs (p-values, intervals, effect sizes) under the comparison
+    table; by default it is shown when there are at most 10 pairs per metric. ``per_query`` adds each
+    pair's per-query deltas (``top``: only the largest gains and losses).
+    """
+    if fmt == "json":
+        return json.dumps(comp.to_json(per_query, top), indent=2, allow_nan=False) + "\n"
+    if fmt == "csv":
+        return to_csv(comp)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+    return render_text(comp, fmt, digits, _show_pairs(comp, show_pairs), per_query, top)
+
+
+def rich(
+    comp: Comparison, digits: int = 4, show_pairs: bool | None = None, per_query: bool = False, top: int | None = None
+) -> Any:
+    """A rich renderable: the comparison table, optionally the pairs and the per-query deltas, and notes."""
+    return rich_group(comp, digits, _show_pairs(comp, show_pairs), per_query, top)
+
+
+def _show_pairs(comp: Comparison, show: bool | None) -> bool:
+    if show is not None:
+        return show
+    return len(comp.pairs) <= 10 * len(comp.metrics)
+
+
+def to_csv(comp: Comparison) -> str:
+    """One row per metric and pair, with every field of :class:`~stagewise.stats.result.PairResult`."""
+    from stagewise.stats.result import PAIR_KEYS
+
+    buf = io.StringIO()
+    names = [*PAIR_KEYS, "n_queries", "significant"]
+    writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for p in comp.pairs:
+        row = p.to_dict()
+        writer.writerow(
+            {k: "" if row[k] is None else repr(row[k]) if isinstance(row[k], float) else row[k] for k in names}
+        )
+    return buf.getvalue()
 
 
 # ------------------------------------------------------------------------------------------------ content

@@ -1,4 +1,8 @@
-"""A validation report for a qrels file and runs: what would silently change the numbers."""
+"""A validation report for a qrels file and runs: what would silently change the numbers.
+
+It sits above ``data`` and ``metrics`` (it measures unjudged@k with the metric kernels), as a stage does; the
+report holds data and never renders itself (:mod:`stagewise.report.validate` does). ``stagewise.validate`` is
+:func:`validate`."""
 
 from __future__ import annotations
 
@@ -79,56 +83,10 @@ class ValidationReport:
             },
         }
 
-    def render(self) -> str:
-        lines = [
-            f"qrels {self.qrels_name}: {self.qrels_queries} queries, {self.judgements} judgements",
-            "  labels: "
-            + ", ".join(f"{k}: {v}" for k, v in self.label_histogram.items())
-            + "  (labels below 0: judged but neither relevant nor non-relevant, as trec_eval)",
-        ]
-        if self.queries_without_relevant:
-            lines.append(
-                f"  {len(self.queries_without_relevant)} queries have no relevant document: "
-                + _few(self.queries_without_relevant)
-            )
-        for r in self.runs:
-            per = r.results_per_query
-            lines += [
-                f"run {r.name}: {r.queries} queries, {r.results} results "
-                f"(per query min {per['min']:.0f}, median {per['median']:.0f}, max {per['max']:.0f})",
-                f"  judged queries absent from the run: {len(r.queries_only_in_qrels)}"
-                + (f" ({_few(r.queries_only_in_qrels)}; scored 0 by default)" if r.queries_only_in_qrels else ""),
-                f"  run queries without judgements: {len(r.queries_only_in_run)}"
-                + (f" ({_few(r.queries_only_in_run)}; ignored)" if r.queries_only_in_run else ""),
-                f"  duplicate documents within a query: {r.duplicate_documents}"
-                + (
-                    " (an error for eval; fix the run, or keep one listing with --duplicates first)"
-                    if r.duplicate_documents
-                    else ""
-                ),
-                "  unjudged share: " + ", ".join(f"@{k} {v:.3f}" for k, v in r.unjudged_at_k.items()),
-                f"  adjacent results with tied scores: {r.tied_score_share:.1%} (scores compared in single precision, "
-                "as trec_eval 9 and pytrec_eval do; ordered by doc id descending)",
-                *(
-                    [
-                        f"  of which equal only in single precision: {r.single_precision_ties} (they differ as "
-                        "doubles; trec_eval 10.0 orders them by score: --ties docid-double)"
-                    ]
-                    if r.single_precision_ties
-                    else []
-                ),
-                *(f"  warning: {w}" for w in r.warnings),
-            ]
-        return "\n".join(lines) + "\n"
-
 
 def _mean(values: np.ndarray) -> float:
     """Mean over the queries the run answered; NaN when it answered none of the judged queries."""
     return float(values.mean()) if len(values) else float("nan")
-
-
-def _few(items: list[str], n: int = 5) -> str:
-    return ", ".join(items[:n]) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
 
 
 def _file_head(item: Any) -> bytes:
@@ -175,7 +133,7 @@ def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> Validatio
 
     >>> report = validate({"q1": {"d1": 1}, "q2": {"d9": 0}}, {"q1": {"d1": 1.0, "d2": 0.5}})
     >>> report.runs[0].queries_only_in_qrels, report.runs[0].unjudged_at_k[10]
-    (['q2'], 0.05)
+    (['q2'], 0.1)
     """
     from stagewise.metrics import kernels
     from stagewise.metrics.context import Conventions, build_context

@@ -1,0 +1,69 @@
+"""An evaluation (:class:`~stagewise.metrics.result.EvalResult`) as a table, markdown, LaTeX, CSV or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from stagewise.report import tables
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.metrics.result import EvalResult
+
+FORMATS = ("table", "json", "csv", "markdown", "latex")
+TITLE = "stagewise eval"
+
+
+def render(result: EvalResult, fmt: str = "table", per_query: bool = False, digits: int = 4) -> str:
+    """Text in one of ``table, json, csv, markdown, latex``.
+
+    With ``per_query``, the tables (table, markdown, latex) give each run's rows followed by its mean as
+    query ``all``, as ``trec_eval -q`` does; CSV stays one row per run and query (no summary rows to filter
+    out) and JSON keeps the means under ``runs``.
+    """
+    if fmt == "json":
+        return json.dumps(result.to_json(per_query), indent=2) + "\n"
+    if fmt == "csv":
+        return result.to_polars(per_query).write_csv()
+    frame, contenders = table_frame(result, per_query)
+    notes = result.notes()
+    if fmt == "markdown":
+        return tables.markdown(frame, digits, notes, contenders)
+    if fmt == "latex":
+        return tables.latex(frame, digits, notes, contenders)
+    if fmt == "table":
+        return tables.plain(frame, digits, notes, title=TITLE, contenders=contenders)
+    raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+
+
+def rich(result: EvalResult, per_query: bool = False, digits: int = 4, width: int = 100) -> Any:
+    """A rich Table (rich is imported lazily); transposed when too wide for ``width`` columns."""
+    frame, contenders = table_frame(result, per_query)
+    return tables.rich_table(frame, digits, TITLE, result.notes(), width, contenders)
+
+
+def table_frame(result: EvalResult, per_query: bool) -> tuple[pl.DataFrame, list[int] | None]:
+    """The frame a table shows, and the rows that compete for "best" (None: all of them). Per query, each
+    run's rows end with its mean as query ``all`` (trec_eval -q's summary line), and only those compete."""
+    if not per_query:
+        return result.to_polars(), None
+    schema = {"run": pl.String, "query_id": pl.String, **dict.fromkeys(result.metric_names, pl.Float64)}
+    frames, contenders, offset = [], [], 0
+    for r in result.runs:
+        rows = pl.DataFrame(
+            {
+                "run": [r.name] * len(r.query_ids),
+                "query_id": [str(q) for q in r.query_ids.tolist()],
+                **{m: np.asarray(r.values[m], dtype=np.float64) for m in result.metric_names},
+            },
+            schema=schema,
+        )
+        mean = pl.DataFrame([{"run": r.name, "query_id": "all", **r.means}], schema=schema)
+        frames += [rows, mean]
+        offset += len(rows)
+        contenders.append(offset)
+        offset += 1
+    return pl.concat(frames), contenders

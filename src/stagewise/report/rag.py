@@ -1,0 +1,139 @@
+"""A RAG diagnosis (:class:`~stagewise.rag.report.RagReport`) as a table, markdown, JSON or JSONL (one sample a
+line, input order)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.rag.report import RagReport
+
+FORMATS = ("table", "json", "jsonl", "markdown")
+
+
+def render(report: RagReport, fmt: str = "table", per_sample: bool = False, digits: int = 4) -> str:
+    """Text in one of ``table, json, jsonl, markdown``. ``jsonl`` is one sample a line, input order."""
+    if fmt == "jsonl":
+        return "".join(_dump_row(row) + "\n" for row in report.rows)
+    if fmt == "json":
+        data = report.to_json(per_sample)
+        if per_sample:
+            data["samples"] = list(_safe_rows(report))
+        return json.dumps(data, indent=2, default=_json_default) + "\n"
+    if fmt == "markdown":
+        return _markdown(report, digits)
+    if fmt == "table":
+        return _plain(report, digits)
+    raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _dump_row(row: dict[str, Any]) -> str:
+    """One row as JSON; a NaN (which JSON lacks) becomes null."""
+    try:
+        return json.dumps(row, default=_json_default, allow_nan=False)
+    except ValueError:
+        return json.dumps({k: _clean(v) for k, v in row.items()}, default=_json_default)
+
+
+def _safe_rows(report: RagReport) -> Iterator[dict[str, Any]]:
+    for row in report.rows:
+        yield {k: _clean(v) for k, v in row.items()}
+
+
+def _cell(report: RagReport, label: str, digits: int) -> str:
+    count = report.counts()[label]
+    share = count / report.n if report.n else 0.0
+    return f"{label} {count} ({share:.{max(digits - 2, 0)}%})"
+
+
+def _metric_lines(report: RagReport, digits: int) -> list[tuple[str, str]]:
+    def fmt(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, float):
+            return f"{value:.{digits}f}"
+        return str(value)
+
+    out = []
+    for section, values in (
+        ("retrieval", report.retrieval_means()),
+        ("answers", report.answer_means()),
+        ("citations", report.citation_means()),
+    ):
+        out += [(f"{section}.{k}", fmt(v)) for k, v in values.items()]
+    return out
+
+
+def _conv_lines(report: RagReport) -> list[str]:
+    conv = report.options.describe()
+    lines = [
+        f"correct = {conv['correct']}: {conv['correct_rule']}",
+        f"context_k = {conv['context_k']}: {conv['context_rule']}",
+        f"evidence in context: {conv['evidence_in_context']}",
+        f"alternatives as qrels: {conv['alternatives_as_qrels']}",
+        f"citations: {conv['citations']}",
+        f"sentence citations: {conv['sentence_citations']}",
+    ]
+    for role, info in report.judges.items():
+        counts = ", ".join(f"{k} {v}" for k, v in info.items() if k != "name")
+        lines.append(f"{role} judge {info['name']}: {counts}")
+    return lines + report.notes()
+
+
+def _plain(report: RagReport, digits: int) -> str:
+    cells = [[_cell(report, "ok", digits), _cell(report, "generation_failure", digits)]]
+    cells.append([_cell(report, "lucky", digits), _cell(report, "retrieval_failure", digits)])
+    head = ["", "answer correct", "answer wrong"]
+    body = [["evidence in context", *cells[0]], ["evidence missing", *cells[1]]]
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
+    out = [f"stagewise rag · {report.n} samples · correct = {report.options.correct.name}"]
+    out.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in body]
+    out.append("")
+    out.append("reasons")
+    for label, reasons in report.reasons().items():
+        for reason, count in reasons.items():
+            out.append(f"  {label:<19} {reason:<21} {count}")
+    out.append("")
+    metrics = _metric_lines(report, digits)
+    width = max(len(k) for k, _ in metrics)
+    out += [f"{k.ljust(width)}  {v}" for k, v in metrics]
+    out.append("")
+    out += [f"# {line}" for line in _conv_lines(report)]
+    return "\n".join(out) + "\n"
+
+
+def _markdown(report: RagReport, digits: int) -> str:
+    out = [
+        f"**stagewise rag** · {report.n} samples · correct = `{report.options.correct.name}`",
+        "",
+        "| | answer correct | answer wrong |",
+        "|:---|:---|:---|",
+        f"| evidence in context | {_cell(report, 'ok', digits)} | {_cell(report, 'generation_failure', digits)} |",
+        f"| evidence missing | {_cell(report, 'lucky', digits)} | {_cell(report, 'retrieval_failure', digits)} |",
+        "",
+        "| label | reason | count |",
+        "|:---|:---|---:|",
+    ]
+    for label, reasons in report.reasons().items():
+        out += [f"| {label} | {reason} | {count} |" for reason, count in reasons.items()]
+    out += ["", "| metric | value |", "|:---|---:|"]
+    out += [f"| {k} | {v} |" for k, v in _metric_lines(report, digits)]
+    out.append("")
+    out += [f"- {line}" for line in _conv_lines(report)]
+    return "\n".join(out) + "\n"
