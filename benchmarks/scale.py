@@ -151,7 +151,7 @@ def main() -> None:
           f"worker(s) (~{worker_mb:.0f} MB each; {math.ceil(needed / 8)} machine(s) of 8 cores), reading the runs "
           f"from shared storage at {v2_rows * 36 / TARGET_SECONDS / 1e6:.0f} MB/s in all")
     print("in general: workers = runs x queries x depth / (rows per worker-second x seconds), at ~36 bytes a row")
-    print(json.dumps(results, indent=1))
+    print(json.dumps([{k: v for k, v in r.items() if k != "means"} for r in results], indent=1))
 
 
 if __name__ == "__main__":
