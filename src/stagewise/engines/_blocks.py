@@ -215,8 +215,29 @@ def runs_from_stream(
     """One Run per block of whole queries; errors name the line counted from the file's start, the stream
     starting after ``line_base`` lines."""
     groups = groups if groups is not None else GroupCheck(source)
-    for block, first_line in iter_blocks(fh, block_bytes, limit):
+    for i, (block, first_line) in enumerate(iter_blocks(fh, block_bytes, limit), start=1):
         yield run_from_block(block, source, name, duplicates, groups, first_line + line_base)
+        if i % 32 == 0:
+            release_memory()
+
+
+def release_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere). Blocks of
+    a few MB freed one after another leave the heap fragmented, and without this the resident memory of a long
+    stream creeps up (281 MB instead of 258 MB at the end of 70M lines)."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+_trim = None
 
 
 @contextmanager
