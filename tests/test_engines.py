@@ -494,3 +494,23 @@ def test_dask_reports_progress_as_the_cluster_finishes_tasks(dask_client) -> Non
     total = seen[-1][1]
     assert total > 2 and seen[0] == (0, total) and seen[-1] == (total, total)
     assert [d for d, _ in seen] == list(range(total + 1))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda raw: raw.rstrip(b"\n"),  # no newline at the end
+        lambda raw: raw.replace(b"\n", b"\r\n"),  # CRLF
+        lambda raw: b"# header\n" + raw.replace(b"\n301 ", b"\n# note\n\n301 ", 3),  # comments, blank lines
+        lambda raw: b"\xef\xbb\xbf" + raw,  # a byte-order mark
+    ],
+    ids=["no-final-newline", "crlf", "comments", "bom"],
+)
+def test_stream_reads_what_the_local_reader_reads(tmp_path: Path, change) -> None:
+    run = tmp_path / "run"
+    run.write_bytes(change(Path(RUN).read_bytes()))
+    expected = evaluate_local(QRELS, {"r": str(run)}, ["map", "ndcg@10", "bpref"])
+    for block_bytes in (50, 3000, 1 << 30):
+        engine = StreamEngine(block_bytes=block_bytes)
+        got = evaluate(QRELS, {"r": str(run)}, ["map", "ndcg@10", "bpref"], engine=engine)
+        assert_same(expected, got)

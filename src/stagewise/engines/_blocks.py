@@ -35,6 +35,8 @@ UNGROUPED_HINT = (
 def query_of(line: bytes) -> bytes | None:
     """The query id of a TREC line (its first field); None for a blank or comment line, as the parsers skip."""
     stripped = line.strip()
+    if stripped.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark opening the file, which the readers drop
+        stripped = stripped[3:].strip()
     if not stripped or stripped.startswith(b"#"):
         return None
     return stripped.split(None, 1)[0]
