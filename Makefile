@@ -24,6 +24,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # The C extensions under AddressSanitizer and UBSan (built into build/sanitize), with the tests that drive them.

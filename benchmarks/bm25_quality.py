@@ -60,8 +60,8 @@ def _bm25s_run(collection, k1: float, b: float, stemmer: str, k: int):
 
 def measure(names: list[str], k: int, with_bm25s: bool) -> list[dict]:
     from stagewise import evaluate
+    from stagewise.data.collections import load_collection
     from stagewise.retrieval import Analyser, BM25Index
-    from stagewise.retrieval.collections import load_collection
 
     rows = []
     for name in names:

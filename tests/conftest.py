@@ -20,11 +20,12 @@ def trec_eval_test() -> Path:
 
 @pytest.fixture(params=["compiled", "polars"])
 def trec_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both TREC readers: the C parser, and the polars one used where no compiler was available at install."""
-    from stagewise.data import trec
+    """Both TREC readers: the C parser, and the polars one used where no compiler was available at install (the
+    parser's facade switched off, so its other jobs, pair keys and duplicate checks, take their fallbacks too)."""
+    from stagewise._native import parsing
 
     if request.param == "polars":
-        monkeypatch.setattr(trec, "native", None)
-    elif trec.native is None:
+        monkeypatch.setattr(parsing, "native", None)
+    elif parsing.native is None:
         pytest.skip("the C parser was not built")
     return request.param

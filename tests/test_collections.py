@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stagewise.errors import ConventionError, InputError
-from stagewise.retrieval.collections import (
+from stagewise.data.collections import (
     Documents,
     load_collection,
     parse_smart,
@@ -21,6 +20,7 @@ from stagewise.retrieval.collections import (
     read_scifact,
     read_smart,
 )
+from stagewise.errors import ConventionError, InputError
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -85,7 +85,7 @@ def test_jsonl_corpus_fields_and_errors(tmp_path: Path) -> None:
         read_corpus(tmp_path / "bad.jsonl")
     assert info.value.line == 2
     (tmp_path / "bad2.jsonl").write_text('{"id": "a", "contents": "x"}\n{"id": "b", \n')
-    with pytest.raises(InputError, match="invalid JSON") as info:
+    with pytest.raises(InputError, match="not valid JSON") as info:
         read_corpus(tmp_path / "bad2.jsonl")
     assert info.value.line == 2
     (tmp_path / "bad3.jsonl").write_text('{"name": "a", "contents": "x"}\n')

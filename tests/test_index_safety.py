@@ -42,7 +42,7 @@ runner = CliRunner()
 
 def _documents(n: int = 400) -> tuple[list[str], list[str]]:
     if CRANFIELD.is_file():
-        from stagewise.retrieval.collections import read_smart
+        from stagewise.data.collections import read_smart
 
         docs = read_smart(CRANFIELD)
         return list(docs.ids[:n]), list(docs.texts[:n])

@@ -144,7 +144,7 @@ def test_qrels_format_option_on_the_cli(tmp_path: Path) -> None:
 )
 def test_qrels_format_matches_the_collection_reader(name: str, file: str, layout: str) -> None:
     """One parser for the classic layouts: the CLI's --qrels-format and read_classic agree judgement for judgement."""
-    from stagewise.retrieval.collections import read_classic
+    from stagewise.data.collections import read_classic
 
     path = SHARED / "data" / name / file
     with pytest.raises(InputError, match=f"--qrels-format {layout}"):

@@ -287,7 +287,7 @@ def _cut_run(run: dict, qrels: dict, conv: Conv) -> dict:
     """The run as trec_eval sees it after -M and -J: what a cutoff k then applies to."""
     out = {}
     for qid, docs in run.items():
-        ranked = rank_documents(list(docs.items()))
+        ranked = rank_documents(list(docs.items()), float_scores=conv.ties == "docid")
         if conv.max_ret is not None:
             ranked = ranked[: conv.max_ret]
         if conv.judged_only:

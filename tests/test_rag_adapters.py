@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from stagewise.errors import ConventionError, InputError
-from stagewise.rag import evaluate_rag, from_bergen, from_kilt, from_ragas, load_records
-from stagewise.rag.adapters import content_id
+from stagewise.rag import evaluate_rag, load_records
+from stagewise.rag.adapters import content_id, from_bergen, from_kilt, from_ragas
 
 # RAGAS >= 0.2 SingleTurnSample fields, with ids (as for IDBasedContextPrecision/Recall)
 RAGAS_V2 = [

@@ -12,18 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stagewise.errors import StagewiseError
-from stagewise.rag import (
-    CachedJudge,
-    CitedSentence,
-    GoldEvidenceJudge,
-    LexicalJudge,
-    Passage,
-    agreement,
-    alce_scores,
-    evaluate_rag,
-    split_cited_sentences,
-)
-from stagewise.rag.citations import strip_markers
+from stagewise.rag import CachedJudge, GoldEvidenceJudge, LexicalJudge, Passage, evaluate_rag
+from stagewise.rag.citations import CitedSentence, alce_scores, split_cited_sentences, strip_markers
+from stagewise.rag.judges import agreement
 from stagewise.report import render
 
 

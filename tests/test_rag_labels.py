@@ -306,6 +306,15 @@ def test_all_four_cells_match_diagnose() -> None:
     assert set(LABELS) == {"ok", "generation_failure", "retrieval_failure", "lucky"}
 
 
+def test_top_label_is_the_lesson_diagnose_cell_by_cell() -> None:
+    # rag.labels writes the lesson's table again (the library may not import the teaching module): hold them equal.
+    from stagewise.rag.labels import top_label
+
+    for evidence in (True, False):
+        for correct in (True, False):
+            assert top_label(evidence, correct) == diagnose(evidence, correct)
+
+
 # -- malformed records ---------------------------------------------------------------------------------------------
 
 GOOD = rec(retrieved=["p1"])

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stagewise import read_run
+from stagewise._native import rowops
 from stagewise._native import rows as native_rows
 from stagewise.data import order as order_module
 from stagewise.data.strings import StringColumn, StringSources
@@ -61,7 +62,7 @@ def test_evaluation_order_compiled_and_numpy_equal_the_reference(case, single):
     assert order_module.evaluation_order(query, scores, column, rows, single=single).tolist() == expected
     if len(query):
         n_queries = int(query.max()) + 1
-        assert order_module._native_order(query, n_queries, scores, column, rows, single).tolist() == expected
+        assert rowops.trec_order(query, n_queries, scores, column.buffers(), rows, single).tolist() == expected
     if len(query) and np.all(np.diff(query) >= 0):
         offsets = order_module.segment_offsets(query, n_queries)
         compared = order_module.single_precision(scores) if single else scores
@@ -135,8 +136,7 @@ def test_hashed_join_equals_the_sorted_join(case):
 def test_colliding_keys_stay_apart(monkeypatch, compiled):
     """Two different documents with the same pair key are two candidates, on both paths."""
     if not compiled:
-        monkeypatch.setattr(join_module, "native_rows", None)
-        monkeypatch.setattr(order_module, "native_rows", None)
+        monkeypatch.setattr(rowops, "native", None)
     a, b = read_run({"q": {"a": 2.0, "b": 1.0}}), read_run({"q": {"c": 2.0, "a": 1.0, "b": 0.5}})
     key = dict(zip(a.docs.values(), a.pair_keys.tolist(), strict=True))
     b.pair_keys = np.array([key["b"], key["a"], key["b"]], dtype=np.uint64)  # c collides with b
@@ -152,8 +152,7 @@ def test_fusion_gives_the_same_run_on_both_paths(monkeypatch, compiled):
     ]
     expected = fuse(runs, "rrf")
     if not compiled:
-        monkeypatch.setattr(join_module, "native_rows", None)
-        monkeypatch.setattr(order_module, "native_rows", None)
+        monkeypatch.setattr(rowops, "native", None)
     fused = fuse(runs, "rrf")
     assert fused.doc_ids.to_list() == expected.doc_ids.to_list()
     assert fused.scores.tolist() == expected.scores.tolist()
@@ -229,7 +228,7 @@ def test_evaluation_join_compiled_equals_polars(monkeypatch_module, qrels_dict, 
     qrels, run = read_qrels(qrels_dict), read_run(run_dict)
     compiled = set(zip(*(a.tolist() for a in context._join(qrels, run)), strict=True))
     with monkeypatch_module.context() as patch:
-        patch.setattr(context, "native_rows", None)
+        patch.setattr(rowops, "native", None)
         polars = set(zip(*(a.tolist() for a in context._join(qrels, run)), strict=True))
     assert compiled == polars
     expected = {

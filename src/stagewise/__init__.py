@@ -1,6 +1,7 @@
 """stagewise: measure every stage of a search or RAG pipeline on its own.
 
-The public names load lazily, so ``import stagewise`` stays fast and ``stagewise --help`` instant.
+The public names load lazily, so ``import stagewise`` stays fast and ``stagewise --help`` instant. The layers
+below this face, and what each package exports, are in ``docs/architecture.md``.
 
 >>> import stagewise
 >>> result = stagewise.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.5, "d2": 0.4}}, ["P@2", "mrr"])
@@ -10,10 +11,10 @@ The public names load lazily, so ``import stagewise`` stays fast and ``stagewise
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from stagewise._lazy import lazy_exports
+from stagewise._version import __version__
 
 _EXPORTS = {
     "evaluate": "stagewise.metrics.evaluate",
@@ -28,11 +29,14 @@ _EXPORTS = {
     "write_qrels": "stagewise.data.writers",
     "write_run": "stagewise.data.writers",
     "validate": "stagewise.checks",
-    "evaluate_rag": "stagewise.rag.diagnose",
     "compare": "stagewise.stats",
     "fuse": "stagewise.fusion.api",
+    "BM25Index": "stagewise.retrieval.index",
+    "evaluate_rag": "stagewise.rag.diagnose",
     "StagewiseError": "stagewise.errors",
     "InputError": "stagewise.errors",
+    "MetricError": "stagewise.errors",
+    "ConventionError": "stagewise.errors",
 }
 
 __all__ = [*_EXPORTS, "__version__"]
@@ -43,24 +47,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.data.readers import read_qrels, read_run, read_runs
     from stagewise.data.run import Run
     from stagewise.data.writers import write_qrels, write_run
-    from stagewise.errors import InputError, StagewiseError
+    from stagewise.errors import ConventionError, InputError, MetricError, StagewiseError
     from stagewise.fusion.api import fuse
     from stagewise.metrics.context import Conventions
     from stagewise.metrics.evaluate import evaluate
     from stagewise.metrics.measures import Measure
     from stagewise.metrics.result import EvalResult
     from stagewise.rag.diagnose import evaluate_rag
+    from stagewise.retrieval.index import BM25Index
     from stagewise.stats import compare
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stagewise' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["ConventionError", "InputError", "MetricError", "StagewiseError", "parameter_error"]
+
 
 class StagewiseError(Exception):
     """Base class of every error that is the input's fault, not the library's."""

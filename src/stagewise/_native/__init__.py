@@ -1,7 +1,9 @@
 """Compiled helpers, built with the package: ``trecparse.c`` (reading TREC files), ``rows.c`` (joining
 result lists on (query, document), for fusion and evaluation, and putting them in trec_eval's order) and
 ``bm25.c`` (BM25 tokenising, indexing and search). ``parser``, ``rows`` and ``bm25`` are ``None`` when an
-extension is not built; callers then use numpy and polars code that gives the same results more slowly."""
+extension is not built. Library code does not test that itself: one facade per extension decides, compiled or
+the numpy and polars code that gives the same results more slowly (:mod:`stagewise._native.parsing`,
+:mod:`stagewise._native.rowops`, and for BM25 :mod:`stagewise.retrieval._kernels`)."""
 
 from __future__ import annotations
 

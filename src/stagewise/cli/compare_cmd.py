@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -214,7 +216,6 @@ def compare_command(
         check_output(output, [qrels, *runs])
         from stagewise.errors import StagewiseError
         from stagewise.metrics.evaluate import DEFAULT_METRICS
-        from stagewise.metrics.measures import Measure
         from stagewise.stats import compare
 
         if len(runs) < 2:
@@ -222,8 +223,6 @@ def compare_command(
         if top is not None and top < 1:
             raise StagewiseError(f"--top must be >= 1; got {top}")
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
-        for name in metrics:  # a misspelt metric fails before any file is read
-            Measure.parse(name)
         tests = dict(
             test=test.value,
             correction=correction.value,
@@ -245,13 +244,25 @@ def compare_command(
             judged_only=judged_only,
         )
         if engine is EngineChoice.local and scheduler is None:
-            loaded = read_runs_with_progress(runs, duplicates.value)
-            with stage_progress("evaluating the runs", "testing", "comparisons") as report:
+            # compare() checks the metrics and options, then reads the files through these functions.
+            with contextlib.ExitStack() as stack:
+                bar: list[Callable[[float, int], None] | None] = []
+
+                def read_runs() -> list:
+                    loaded = read_runs_with_progress(runs, duplicates.value)
+                    # rich shows one live display at a time: the stage bar starts once the reading bar is gone
+                    bar.append(stack.enter_context(stage_progress("evaluating the runs", "testing", "comparisons")))
+                    return loaded
+
+                def report(done: float, total: int) -> None:
+                    if bar and bar[0] is not None:
+                        bar[0](done, total)
+
                 result = compare(
-                    read_qrels_as(qrels, qrels_format),
-                    loaded,
+                    lambda: read_qrels_as(qrels, qrels_format),
+                    read_runs,
                     metrics,
-                    baseline=None if baseline is None else baseline_label(baseline, runs, [r.name for r in loaded]),
+                    baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
                     progress=report,
                     **tests,
                     **conventions,
@@ -262,7 +273,7 @@ def compare_command(
             labels = run_labels(runs)
             with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
                 scores = chosen.evaluate(
-                    read_qrels_as(qrels, qrels_format),
+                    lambda: read_qrels_as(qrels, qrels_format),
                     dict(zip(labels, runs, strict=True)),
                     metrics,
                     duplicates=duplicates.value,

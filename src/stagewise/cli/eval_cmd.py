@@ -123,10 +123,6 @@ def eval_command(
         from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
 
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
-        from stagewise.metrics.measures import Measure
-
-        for name in metrics:  # a misspelt metric fails before any file is read
-            Measure.parse(name)
         conventions = dict(
             relevance_level=relevance_level,
             ties=ties.value,
@@ -134,17 +130,18 @@ def eval_command(
             max_ret=max_ret,
             judged_only=judged_only,
         )
+        # The files are read by evaluate() once it has checked the metrics and conventions.
         if engine is EngineChoice.local and scheduler is None:
             result = evaluate(
-                read_qrels_as(qrels, qrels_format),
-                read_runs_with_progress(runs, duplicates.value),
+                lambda: read_qrels_as(qrels, qrels_format),
+                lambda: read_runs_with_progress(runs, duplicates.value),
                 metrics,
                 **conventions,
             )
         else:
             with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
                 result = chosen.evaluate(
-                    read_qrels_as(qrels, qrels_format),
+                    lambda: read_qrels_as(qrels, qrels_format),
                     dict(zip(run_labels(runs), runs, strict=True)),
                     metrics,
                     duplicates=duplicates.value,

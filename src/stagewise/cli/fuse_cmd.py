@@ -49,20 +49,17 @@ class ReportFormat(StrEnum):
 
 
 def _parse_params(values: list[str]) -> dict[str, Any]:
-    """``-p gamma=0.5 -p window=3`` -> ``{"gamma": 0.5, "window": 3}`` (numbers read as numbers)."""
-    import ast
-
+    """``-p gamma=0.5 -p window=3`` -> ``{"gamma": 0.5, "window": 3}``: each VALUE read as a value inside
+    ``name(key=value)`` is (:func:`stagewise.spec.parse_value`: numbers as numbers, other words as words)."""
     from stagewise.errors import ConventionError
+    from stagewise.spec import parse_value
 
     out: dict[str, Any] = {}
     for value in values:
         key, sep, text = value.partition("=")
         if not sep or not key.strip():
             raise ConventionError(f"--param takes NAME=VALUE, such as gamma=0.5 (got {value!r})")
-        try:
-            out[key.strip()] = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            out[key.strip()] = text.strip()
+        out[key.strip()] = parse_value(text)
     return out
 
 

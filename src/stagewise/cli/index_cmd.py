@@ -83,7 +83,7 @@ def progress_bar(label: str):
     task = progress.add_task(label, total=None)
 
     def update(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
+        progress.update(task, completed=done, total=total or None)  # 0: not known yet
 
     return progress, update
 
@@ -139,6 +139,15 @@ def index_command(
         ),
     ] = False,
     parents: Annotated[bool, typer.Option("--parents", help="Create the missing parent folders of --output.")] = False,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            help="Documents analysed at a time; each batch's postings are written to disk and merged at the end "
+            "(memory grows with this, not with the corpus).",
+        ),
+    ] = 250_000,
 ) -> None:
     """Build a BM25 index: term statistics saved to a directory, memory-mapped by `stagewise search`.
 
@@ -158,10 +167,11 @@ def index_command(
     import time
 
     with user_errors():
+        from stagewise.data.collections import iter_corpus, read_corpus
         from stagewise.retrieval import _folder
         from stagewise.retrieval.analysis import Analyser
-        from stagewise.retrieval.collections import read_corpus
         from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
+        from stagewise.retrieval.ondisk import build_on_disk
 
         started = time.perf_counter()
         inputs = [corpus] + ([Path(stopwords[1:])] if stopwords.startswith("@") else [])
@@ -171,29 +181,33 @@ def index_command(
         )
         with contextlib.ExitStack() as stack:
             source = stack.enter_context(stdin_as_file("corpus", fmt.value)) if str(corpus) == "-" else corpus
-            documents = read_corpus(
-                source,
-                format=source.suffix[1:] if source is not corpus else None if fmt is CorpusFormat.auto else fmt.value,
-                id_field=id_field,
-                text_fields=text_field or None,
+            corpus_format = (
+                source.suffix[1:] if source is not corpus else None if fmt is CorpusFormat.auto else fmt.value
             )
-        progress, update = progress_bar("analysing")
-        with progress:
+            progress, update = progress_bar("indexing" if not add else "analysing")
+            stack.enter_context(progress)
             if add:
+                documents = read_corpus(source, format=corpus_format, id_field=id_field, text_fields=text_field or None)
                 if any(v is not None for v in (k1, b, delta, epsilon)) or variant != "lucene":
                     typer.echo(
                         "stagewise: note: --add keeps the index's own analyser, variant and parameters", err=True
                     )
                 index = BM25Index.load(output).add(documents, progress=update)
+                index.save(output, force=force)
             else:
                 analyser = Analyser(
                     stemmer=stemmer, stopwords=stopwords_option(stopwords), lowercase=lowercase, min_length=min_length
                 )
-                index = BM25Index.build(
-                    documents, analyser=analyser, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon,
-                    progress=update,
+                # the corpus is read and analysed batch by batch, each batch's postings spilled to disk and
+                # merged at the end: memory does not grow with the corpus beyond its ids and lengths
+                batches = iter_corpus(
+                    source, format=corpus_format, id_field=id_field, text_fields=text_field or None,
+                    batch_size=batch_size,
                 )  # fmt: skip
-        index.save(output, force=force)
+                index = build_on_disk(
+                    batches, output, analyser=analyser, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon,
+                    force=force, progress=update,
+                )  # fmt: skip
         elapsed = time.perf_counter() - started
         verb = f"added {len(documents):,} documents; now" if add else "indexed"
         typer.echo(f"{verb} {index!r} in {elapsed:.2f} s -> {output}", err=True)

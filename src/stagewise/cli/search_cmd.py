@@ -12,6 +12,11 @@ import typer
 from stagewise.cli.common import check_output, user_errors
 
 
+class Engine(StrEnum):
+    local = "local"
+    dask = "dask"
+
+
 class QueryFormat(StrEnum):
     auto = "auto"
     beir = "beir"
@@ -39,7 +44,28 @@ def search_command(
     b: Annotated[float | None, typer.Option(help="Override b.")] = None,
     delta: Annotated[float | None, typer.Option(help="Override delta (bm25l, bm25+).")] = None,
     epsilon: Annotated[float | None, typer.Option(help="Override epsilon (okapi-rank_bm25).")] = None,
-    workers: Annotated[int, typer.Option(help="Threads searching in parallel.")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Threads searching in parallel (default 1); with --engine dask and no --scheduler, the local "
+            "cluster's worker processes (default: one per CPU).",
+        ),
+    ] = None,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            help="local: this process; dask: queries partitioned over Dask workers that each map the same index "
+            "folder (needs stagewise[dask]).",
+        ),
+    ] = Engine.local,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:8786); default: a "
+            "local cluster. The index folder must be at the same path on every worker."
+        ),
+    ] = None,
     all_documents: Annotated[
         bool, typer.Option("--all-documents", help="Also rank documents matching no query term (score 0).")
     ] = False,
@@ -68,10 +94,13 @@ def search_command(
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise._io import write_errors
         from stagewise.cli.index_cmd import progress_bar, stdin_as_file
+        from stagewise.data.collections import read_queries
         from stagewise.data.writers import write_run, write_trec_run
-        from stagewise.retrieval.collections import read_queries
+        from stagewise.errors import InputError
         from stagewise.retrieval.index import BM25Index
 
+        if scheduler is not None and engine is not Engine.dask:
+            raise InputError("--scheduler", "is only used with --engine dask", hint="add --engine dask")
         started = time.perf_counter()
         index = BM25Index.load(index_dir)
         if str(queries) == "-":
@@ -79,12 +108,19 @@ def search_command(
                 topics = read_queries(source, format=source.suffix[1:], renumber=renumber)
         else:
             topics = read_queries(queries, format=None if fmt is QueryFormat.auto else fmt.value, renumber=renumber)
+        options = dict(k=k, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon, all_documents=all_documents)
         progress, update = progress_bar("searching")
         with progress:
-            top = index.topk(
-                topics, k=k, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon,
-                all_documents=all_documents, workers=workers, progress=update,
-            )  # fmt: skip
+            if engine is Engine.dask:
+                from stagewise.retrieval.distributed import close_client, dask_client, topk_dask
+
+                client = dask_client(scheduler, workers)
+                try:
+                    top = topk_dask(index, topics, client=client, progress=update, **options)
+                finally:
+                    close_client(client)
+            else:
+                top = index.topk(topics, workers=workers or 1, progress=update, **options)
         run = top.to_run(index, name=name)
         if output is None:
             sys.stdout.flush()

@@ -7,7 +7,7 @@
   ``CISI.REL``, CACM's ``qrels.text``, ADI's ``ADI.REL``).
 
 Ids are integers in these files, written without leading zeros here (CACM says ``01``, its documents ``1``).
-:mod:`stagewise.retrieval.collections` reads the collections' qrels through these functions.
+:mod:`stagewise.data.collections` reads the collections' qrels through these functions.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ QRELS_LAYOUTS: tuple[str, ...] = ("cranfield", "cisi")
 CRANFIELD_GRADINGS: tuple[str, ...] = ("cleverdon", "ir_datasets")
 
 
-def int_id(value: str, source: str | Path, line: int) -> str:
+def int_id(value: str, source: str | Path, line: int | None = None) -> str:
     """An integer id without leading zeros; anything else is an error naming the line."""
     try:
         return str(int(value))

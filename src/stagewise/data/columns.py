@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from stagewise._native import parser as native
+from stagewise._native import parsing
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
@@ -73,9 +73,9 @@ def pair_keys(query_per_row: StringColumn, docs: StringColumn) -> np.ndarray:
     The same function the C parser applies while reading. Equal pairs hash equal; the rare unequal pair
     with an equal hash is caught where keys are joined, by comparing the matched rows' strings.
     """
-    if native is not None:
-        raw = native.hash_pairs(query_per_row.offsets, query_per_row.data, docs.offsets, docs.data)
-        return np.frombuffer(raw, dtype=np.uint64)
+    keys = parsing.hash_pairs(query_per_row.offsets, query_per_row.data, docs.offsets, docs.data)
+    if keys is not None:
+        return keys
     frame = pl.DataFrame({"q": query_per_row.series(), "d": docs.series()})
     return frame.hash_rows(seed=0x5EED).to_numpy()
 
@@ -94,10 +94,8 @@ def duplicate_rows(codes: np.ndarray, keys: np.ndarray, docs: StringColumn) -> l
     Found by key, confirmed by comparing the document strings (a hash collision is not a duplicate).
     """
     n_queries = int(codes.max()) + 1 if len(codes) else 0
-    if native is not None and len(keys):
-        hit = native.first_duplicate(np.ascontiguousarray(codes, dtype=np.int32), keys, n_queries)
-        if hit == -1:
-            return []
+    if parsing.first_duplicate(codes, keys, n_queries) is False:
+        return []
     frame = pl.DataFrame({"q": codes, "k": keys}).with_row_index("i")
     repeated = frame.filter(pl.struct("q", "k").is_duplicated())
     pairs: list[tuple[int, int]] = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from stagewise._native import rows as native_rows
+from stagewise._native import rowops
 from stagewise.data.columns import segment_offsets
 from stagewise.data.strings import StringColumn, StringSources
 
@@ -44,10 +44,9 @@ def evaluation_order(
     one vectorised string comparison (polars), larger groups by a sort of their members only.
     """
     n_queries = int(query.max()) + 1 if len(query) else 0
-    if native_rows is not None:
-        order = _native_order(query, n_queries, scores, strings, rows, single)
-        if order is not None:
-            return order
+    order = rowops.trec_order(query, n_queries, scores, strings.buffers(), rows, single)
+    if order is not None:
+        return order
     if single:
         scores = single_precision(scores)
     if len(query) > 1 and (query[1:] < query[:-1]).any():  # not grouped by query: group first
@@ -55,29 +54,6 @@ def evaluation_order(
         query, scores, rows = query[grouping], scores[grouping], rows[grouping]
         return grouping[_numpy_order(query, segment_offsets(query, n_queries), scores, strings, rows)]
     return _numpy_order(query, segment_offsets(query, n_queries), scores, strings, rows)
-
-
-def _native_order(
-    query: np.ndarray,
-    n_queries: int,
-    scores: np.ndarray,
-    strings: StringColumn | StringSources,
-    rows: np.ndarray,
-    single: bool,
-) -> np.ndarray | None:
-    """The compiled path: one vectorised sort of packed (query, truncated score, row) keys, then the rows whose
-    keys tie above the row number are settled by full score and doc id (see ``_native/rows.c``). ``None`` when
-    the keys cannot hold the row and query numbers."""
-    scores = np.ascontiguousarray(scores, dtype=np.float64)
-    packed = native_rows.sort_keys(np.ascontiguousarray(query, dtype=np.int32), n_queries, scores, single)
-    if packed is None:
-        return None
-    buffer, index_bits = packed
-    keys = np.frombuffer(buffer, dtype=np.uint64)
-    keys.sort()
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    native_rows.settle_order(keys, index_bits, scores, strings.buffers(), rows, single)  # keys become the rows
-    return keys.view(np.int64)
 
 
 def _numpy_order(

@@ -136,9 +136,9 @@ def _normalise_columns(
 
 def _plain_file(source: PathLike) -> bool:
     """A regular, uncompressed file that the C parser can read in pieces (not stdin, not gzip)."""
-    from stagewise._native import parser
+    from stagewise._native import parsing
 
-    if parser is None or str(source) == "-":
+    if not parsing.available() or str(source) == "-":
         return False
     path = Path(source)
     try:
@@ -224,10 +224,11 @@ def _read_tabular(data: bytes, fmt: str, source: str) -> tuple[pl.DataFrame, Lin
     )
 
 
-def _read_jsonl(data: bytes, source: str) -> tuple[pl.DataFrame, list[int]]:
-    """Records and the 1-based line of each (blank lines skipped)."""
-    records, lines = [], []
-    for lineno, line in enumerate(trec.decode_text(data, source).split("\n"), start=1):
+def json_records(text: str, source: str, first_line: int = 1) -> Iterator[tuple[int, dict]]:
+    """(1-based line, object) of each non-blank line of JSON-lines ``text``; a line that is not a JSON object is
+    an :class:`InputError` naming it. Runs, qrels and corpora (:mod:`stagewise.data.collections`) read JSONL
+    through it; a corpus read in blocks numbers a block's lines from ``first_line``."""
+    for lineno, line in enumerate(text.split("\n"), start=first_line):
         if not line.strip():
             continue
         record = _json_loads(line, source, lineno, "one JSON object per line")
@@ -235,6 +236,13 @@ def _read_jsonl(data: bytes, source: str) -> tuple[pl.DataFrame, list[int]]:
             raise InputError(
                 source, f"a JSON {type(record).__name__}", line=lineno, expected="one JSON object per line"
             )
+        yield lineno, record
+
+
+def _read_jsonl(data: bytes, source: str) -> tuple[pl.DataFrame, list[int]]:
+    """Records and the 1-based line of each (blank lines skipped)."""
+    records, lines = [], []
+    for lineno, record in json_records(trec.decode_text(data, source), source):
         records.append(record)
         lines.append(lineno)
     return _frame_from_records(records, source, lines), lines

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from stagewise._native import parser as native
-from stagewise._native import rows as native_rows
+from stagewise._native import parsing, rowops
 
 
 class StringColumn:
@@ -78,8 +77,9 @@ class StringColumn:
         """A new column of ``rows`` in that order; with ``through``, of ``rows[through]`` (without making that
         array)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        if native_rows is not None:
-            return _gather(self.buffers(), rows, through)
+        gathered = rowops.gather_strings(self.buffers(), rows, through)
+        if gathered is not None:
+            return StringColumn(*gathered)
         if through is not None:
             rows = rows[through]
         lengths = self.offsets[rows + 1] - self.offsets[rows]
@@ -99,8 +99,7 @@ class StringColumn:
         a permutation of itself (re-ordered ties). In place when the buffers are writable, else a copy."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         sources = np.ascontiguousarray(sources, dtype=np.int64)
-        if native is not None and isinstance(self.data, bytearray) and self.offsets.flags.writeable:
-            native.rewrite_rows(self.offsets, self.data, rows, sources)
+        if parsing.rewrite_rows(self.offsets, self.data, rows, sources):
             self._series = None
             return self
         order = np.arange(len(self), dtype=np.int64)
@@ -154,9 +153,9 @@ class StringSources:
 
     def take(self, rows: np.ndarray, through: np.ndarray | None = None) -> StringColumn:
         """A new column of (global) ``rows`` in that order, or of ``rows[through]``."""
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
-        if native_rows is not None:
-            return _gather(self.buffers(), rows, through)
+        gathered = rowops.gather_strings(self.buffers(), rows, through)
+        if gathered is not None:
+            return StringColumn(*gathered)
         return self.joined().take(rows, through)
 
     def value(self, row: int) -> str:
@@ -179,9 +178,3 @@ class StringSources:
                 self._joined = StringColumn(offsets, data)
         return self._joined
 
-
-def _gather(buffers, rows: np.ndarray, through: np.ndarray | None) -> StringColumn:
-    """The compiled gather of ``rows`` (or ``rows[through]``) from one or more columns' buffers."""
-    extra = () if through is None else (np.ascontiguousarray(through, dtype=np.int64),)
-    offsets, data = native_rows.gather_strings(buffers, rows, *extra)
-    return StringColumn(np.frombuffer(offsets, dtype=np.int64), data)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from stagewise._native import parser as native
+from stagewise._native import parsing
 from stagewise.data import shape
 from stagewise.data.columns import LineLookup, clip, integer_labels, lines_from
 from stagewise.data.strings import StringColumn
@@ -185,19 +185,14 @@ _NATIVE_ERRORS = {
 }
 
 
-def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup]:
-    if isinstance(data, Path):
-        path = data
-        out = native.parse_file(str(path), kind)
+def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup] | None:
+    """The compiled parser's columns, or ``None`` without the extension."""
+    out = parsing.parse(str(data) if isinstance(data, Path) else data, kind)
+    if out is None:
+        return None
 
-        def load() -> bytes:
-            return path.read_bytes()
-    else:
-        raw = data
-        out = native.parse(raw, kind)
-
-        def load() -> bytes:
-            return raw
+    def load() -> bytes:
+        return data.read_bytes() if isinstance(data, Path) else data
 
     if isinstance(out, tuple):
         _, code, line, field = out
@@ -242,11 +237,12 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
 def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering). ``data`` is
     the file's bytes, or the path of a plain (uncompressed) file, which the C parser reads in pieces."""
-    if native is None and isinstance(data, Path):
+    if not parsing.available() and isinstance(data, Path):
         data = data.read_bytes()  # the polars reader reads the whole file: check all of it
     data = _prepare(data, source, 0, RUN_FORM)
-    if native is not None:
-        return _parse_native(data, source, 0, RUN_FORM)
+    compiled = _parse_native(data, source, 0, RUN_FORM)
+    if compiled is not None:
+        return compiled
     if isinstance(data, Path):
         data = data.read_bytes()
     frame, line_of = _read(data, source, RUN_FIELDS, RUN_FORM)
@@ -257,11 +253,12 @@ def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, L
 
 def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, relevance``; ``data`` as for :func:`parse_run`."""
-    if native is None and isinstance(data, Path):
+    if not parsing.available() and isinstance(data, Path):
         data = data.read_bytes()  # the polars reader reads the whole file: check all of it
     data = _prepare(data, source, 1, QRELS_FORM)
-    if native is not None:
-        return _parse_native(data, source, 1, QRELS_FORM)
+    compiled = _parse_native(data, source, 1, QRELS_FORM)
+    if compiled is not None:
+        return compiled
     if isinstance(data, Path):
         data = data.read_bytes()
     frame, line_of = _read(data, source, QRELS_FIELDS, QRELS_FORM)

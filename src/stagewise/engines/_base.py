@@ -58,8 +58,6 @@ class Engine:
         duplicates: str = "error",
     ) -> EvalResult:
         """As :func:`stagewise.evaluate`, run by this engine; ``duplicates`` is read_run's policy."""
-        judgements: Qrels = read_qrels(qrels)
-        sources = run_sources(runs)
         parsed = parse_metrics(metrics)
         base = Conventions(
             relevance_level=relevance_level,
@@ -68,6 +66,9 @@ class Engine:
             max_ret=max_ret,
             judged_only=judged_only,
         )
+        # Like evaluate(), the qrels may be a function that reads them, called once the cheap checks passed.
+        judgements: Qrels = read_qrels(qrels() if callable(qrels) else qrels)
+        sources = run_sources(runs)
         top = _top_label(judgements, None)
         scores = self.score_runs(judgements, sources, _pin_err(parsed, top), base, duplicates)
         if base.missing == "skip" and _pin_err(parsed, top) != parsed:

@@ -91,7 +91,7 @@ def describe(
     training: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A JSON-ready statement of how a fused run was made."""
-    from stagewise import __version__
+    from stagewise._version import __version__
     from stagewise.fusion.train import describe_trained
 
     info = method.info

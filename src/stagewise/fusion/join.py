@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from stagewise._native import rows as native_rows
+from stagewise._native import rowops
 from stagewise.data.columns import position_in_segment
 from stagewise.data.run import Run
 from stagewise.data.strings import StringSources
@@ -89,8 +89,14 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
         part = parts[0]
         # The keys are copied: a table owns them (a fused run may take them over and reorder them in place).
         return Joined([np.arange(len(part), dtype=np.int64)], part.codes, part.keys.copy(), part.run_rows())
-    if native_rows is not None and sum(len(part) for part in parts) < 2**31 - 1:
-        return _join_hashed(parts, strings, bases)
+    hashed = rowops.join_pairs(
+        [(part.codes, part.keys, part.rows, int(bases[r])) for r, part in enumerate(parts)],
+        strings.buffers(),
+        sum(len(part) for part in parts),
+    )
+    if hashed is not None:  # the compiled join: one small hash table per query
+        _, cand_of, query, keys, home = hashed
+        return Joined(cand_of, query, keys, home)
     _, cand_of, query, keys, home = _join_sorted(parts, strings, bases)
     return Joined(cand_of, query, keys, home)
 
@@ -98,28 +104,6 @@ def join(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined
 def ranks(part: Part) -> np.ndarray:
     """1-based position (int32) of each of the part's rows in its list for its query: the run's own order."""
     return (position_in_segment(part.codes) + 1).astype(np.int32)
-
-
-def _join_hashed(parts: list[Part], strings: StringSources, bases: np.ndarray) -> Joined:
-    """The compiled join: one small hash table per query (``_native/rows.c``)."""
-    _, cand_of, query, keys, home = native_rows.join_pairs(
-        [
-            (
-                np.ascontiguousarray(part.codes, dtype=np.int32),
-                np.ascontiguousarray(part.keys, dtype=np.uint64),
-                None if part.rows is None else np.ascontiguousarray(part.rows, dtype=np.int64),
-                int(bases[r]),
-            )
-            for r, part in enumerate(parts)
-        ],
-        strings.buffers(),
-    )
-    return Joined(
-        [np.frombuffer(c, dtype=np.int32) for c in cand_of],
-        np.frombuffer(query, dtype=np.int32),
-        np.frombuffer(keys, dtype=np.uint64),
-        np.frombuffer(home, dtype=np.int64),
-    )
 
 
 def _join_sorted(parts: list[Part], strings: StringSources, bases: np.ndarray):

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from stagewise.errors import ConventionError
-from stagewise.fusion.spec import Param, canonical, lookup, split_call
 from stagewise.fusion.table import FusionTable
+from stagewise.spec import Param, Registry, canonical, parse_call
 
 MISSING_POLICIES: dict[str, str] = {
     "zero": "a run that did not return the document contributes 0",
@@ -523,27 +523,27 @@ def _positive(value: float) -> bool:
     return value > 0
 
 
-WEIGHTS = Param("weights", None, "one non-negative weight per run, in run order (default: all equal)", "")
+WEIGHTS = Param(tuple, None, "one non-negative weight per run, in run order (default: all equal)")
 RRF_K = Param(
-    "float",
+    float,
     60.0,
     "the fusion constant added to every rank (not the cutoff k of recall@k)",
     "a number >= 0",
     lambda v: v >= 0,
 )
 GAMMA = Param(
-    "float", 1.0, "exponent of the number of runs that returned the document", "a number >= 0", lambda v: v >= 0
+    float, 1.0, "exponent of the number of runs that returned the document", "a number >= 0", lambda v: v >= 0
 )
 PHI = Param(
-    "float",
+    float,
     0.8,
     "persistence: the weight of each rank relative to the one before",
     "a number in (0, 1)",
     lambda v: 0 < v < 1,
 )
-SIGMA = Param("float", 0.01, "smoothing added to the count before the log", "a number in [0, 1]", lambda v: 0 <= v <= 1)
-WINDOW = Param("int", 5, "half-width of the window of ranks averaged", "an int >= 0", lambda v: v >= 0)
-SEGMENTS = Param("int", 25, "segments per result list", "an int >= 1", lambda v: v >= 1)
+SIGMA = Param(float, 0.01, "smoothing added to the count before the log", "a number in [0, 1]", lambda v: 0 <= v <= 1)
+WINDOW = Param(int, 5, "half-width of the window of ranks averaged", "an int >= 0", lambda v: v >= 0)
+SEGMENTS = Param(int, 25, "segments per result list", "an int >= 1", lambda v: v >= 1)
 
 
 @dataclass(frozen=True)
@@ -569,15 +569,8 @@ class MethodInfo:
         return bool(self.trained)
 
 
-def _register(*infos: MethodInfo) -> dict[str, MethodInfo]:
-    table: dict[str, MethodInfo] = {}
-    for info in infos:
-        for name in (info.name, *info.aliases):
-            table[name.lower()] = info
-    return table
-
-
-METHODS: dict[str, MethodInfo] = _register(
+METHODS: Registry[MethodInfo] = Registry(
+    "fusion method",
     MethodInfo(
         "rrf",
         rrf,
@@ -764,7 +757,7 @@ METHODS: dict[str, MethodInfo] = _register(
 
 def method_names() -> list[str]:
     """Canonical names, in registry order (aliases left out)."""
-    return list(dict.fromkeys(info.name for info in METHODS.values()))
+    return METHODS.names()
 
 
 _EXAMPLES = "rrf, rrf(rrf_k=60), wsum(weights=(0.7,0.3)) or combmnz"
@@ -794,21 +787,15 @@ class FusionMethod:
         if isinstance(text, FusionMethod):
             name, given = text.name, dict(text.params)
         else:
-            name, given = split_call(str(text), "fusion method", _EXAMPLES)
-        info = lookup(METHODS, name, "fusion method", method_names())
+            call = parse_call(str(text), "fusion method", _EXAMPLES)
+            if call.at is not None:
+                raise ConventionError(f"fusion method {call.text!r} takes no @ part; expected a form like {_EXAMPLES}")
+            name, given = call.name, call.params
+        info = METHODS.lookup(name)
         given.update({k: v for k, v in overrides.items() if v is not None})
-        for key in given:
-            if key not in info.params:
-                if key == "k" and "rrf_k" in info.params:
-                    raise ConventionError(
-                        "RRF's constant is called rrf_k, not k: k is the cutoff of metrics such as recall@k"
-                    )
-                known = ", ".join(info.params) or "none"
-                raise ConventionError(f"fusion method {info.name!r} has no parameter {key!r}; its parameters: {known}")
-        params = tuple(
-            (key, param.coerce(info.name, key, given.get(key, param.default))) for key, param in info.params.items()
-        )
-        return cls(info.name, params)
+        if "k" in given and "rrf_k" in info.params:
+            raise ConventionError("RRF's constant is called rrf_k, not k: k is the cutoff of metrics such as recall@k")
+        return cls(info.name, tuple(METHODS.check_params(info.name, info.params, given).items()))
 
     @property
     def info(self) -> MethodInfo:
@@ -821,4 +808,4 @@ class FusionMethod:
         return FusionMethod.parse(self, **values)
 
     def __str__(self) -> str:
-        return canonical(self.name, self.params)
+        return canonical(self.name, None, self.params)

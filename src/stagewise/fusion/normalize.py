@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stagewise.fusion.spec import lookup
+from stagewise.spec import Registry
 
 
 @dataclass(frozen=True)
@@ -132,15 +132,8 @@ class NormInfo:
     aliases: tuple[str, ...] = ()
 
 
-def _register(*infos: NormInfo) -> dict[str, NormInfo]:
-    table: dict[str, NormInfo] = {}
-    for info in infos:
-        for name in (info.name, *info.aliases):
-            table[name.lower()] = info
-    return table
-
-
-NORMALIZATIONS: dict[str, NormInfo] = _register(
+NORMALIZATIONS: Registry[NormInfo] = Registry(
+    "normalisation",
     NormInfo("none", none, "scores as read", aliases=("raw", "identity")),
     NormInfo("minmax", minmax, "(s - min) / (max - min), in [0, 1]", aliases=("min_max",)),
     NormInfo(
@@ -165,7 +158,7 @@ NORMALIZATIONS: dict[str, NormInfo] = _register(
 
 def normalization_names() -> list[str]:
     """Canonical names, in registry order (aliases left out)."""
-    return list(dict.fromkeys(info.name for info in NORMALIZATIONS.values()))
+    return NORMALIZATIONS.names()
 
 
 @dataclass(frozen=True)
@@ -185,7 +178,7 @@ class Normalization:
             return text
         if text is None:
             text = "none"
-        info = lookup(NORMALIZATIONS, str(text), "normalisation", normalization_names())
+        info = NORMALIZATIONS.lookup(str(text))
         return cls(info.name)
 
     @property

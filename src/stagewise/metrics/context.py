@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from stagewise._native import rows as native_rows
+from stagewise._native import rowops
 from stagewise.data.columns import position_in_segment
 from stagewise.data.order import evaluation_order
 from stagewise.data.qrels import Qrels
@@ -218,19 +218,20 @@ def _ranks(run: Run, conv: Conventions, rows: np.ndarray) -> np.ndarray:
 
 def _join(qrels: Qrels, run: Run) -> tuple[np.ndarray, np.ndarray]:
     """(run row, qrels row) of every retrieved document that has a judgement."""
-    if native_rows is not None and len(run.query_ids) and len(qrels.query_ids):
-        # A hash table of each query's judgements, probed by that query's results.
+    if len(run.query_ids) and len(qrels.query_ids):
+        # Each judgement's query as a code of the run's queries (-1: the run lacks it), so both sides share codes.
         pos = np.minimum(np.searchsorted(run.query_ids, qrels.query_ids), len(run.query_ids) - 1)
         run_code = np.where(run.query_ids[pos] == qrels.query_ids, pos, -1).astype(np.int32)
-        run_rows, judgement_rows = native_rows.match_pairs(
+        matched = rowops.match_pairs(
             run_code[qrels.query_codes],
-            np.ascontiguousarray(qrels.pair_keys, dtype=np.uint64),
+            qrels.pair_keys,
             qrels.docs.buffers(),
-            np.ascontiguousarray(run.query_codes, dtype=np.int32),
-            np.ascontiguousarray(run.pair_keys, dtype=np.uint64),
+            run.query_codes,
+            run.pair_keys,
             run.docs.buffers(),
         )
-        return np.frombuffer(run_rows, dtype=np.int64), np.frombuffer(judgement_rows, dtype=np.int64)
+        if matched is not None:
+            return matched
     judged = pl.DataFrame({"k": qrels.pair_keys, "j": np.arange(len(qrels), dtype=np.int64)})
     ranked = pl.DataFrame({"k": run.pair_keys}).with_row_index("i")
     pairs = judged.join(ranked, on="k", how="inner")

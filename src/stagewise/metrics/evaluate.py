@@ -34,10 +34,14 @@ def evaluate(
 
     Parameters
     ----------
-    qrels : Qrels, path, DataFrame or dict
+    qrels : Qrels, path, DataFrame or dict, or a function that returns one
         Judgements (anything :func:`stagewise.read_qrels` takes).
-    runs : Run, path, DataFrame or dict, or a list or ``{name: run}`` mapping of them
+    runs : Run, path, DataFrame or dict, or a list or ``{name: run}`` mapping of them, or a function that returns one
         Each run is read with :func:`stagewise.read_run`.
+
+        Files are read only after the cheap arguments (metrics, conventions) are checked, so a misspelt metric
+        fails at once; a function given for ``qrels`` or ``runs`` is called then (the command line passes its own
+        readers, with their progress display, this way).
     metrics : str or iterable of str, default=("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
         Metric names such as ``ndcg@10``, ``ndcg@10(gain=exp)``, ``P@5(rel=2)``, ``map``, ``bpref`` or
         trec_eval spellings (``ndcg_cut_10``, ``P_5``). Results are keyed by the names as given.
@@ -58,8 +62,6 @@ def evaluate(
     >>> {k: round(v, 4) for k, v in result.means["run"].items()}
     {'ndcg@3': 0.9502, 'P@2': 0.5, 'mrr': 1.0}
     """
-    judgements: Qrels = read_qrels(qrels)
-    loaded = read_runs(runs)
     parsed = parse_metrics(metrics)
     base = Conventions(
         relevance_level=relevance_level,
@@ -68,6 +70,8 @@ def evaluate(
         max_ret=max_ret,  # type: ignore[arg-type]
         judged_only=judged_only,
     )
+    judgements: Qrels = read_qrels(_deferred(qrels))
+    loaded = read_runs(_deferred(runs))
     scores = [measure_run(judgements, run, parsed, base) for run in loaded]
     return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
 
@@ -100,6 +104,12 @@ def measure_run(judgements: Qrels, run: Run, parsed: list[tuple[str, Measure]], 
         missing_queries=ctx.missing_queries,
         run_only_queries=ctx.run_only_queries,
     )
+
+
+def _deferred(source: Any) -> Any:
+    """A source given as a function is read now, after the cheap checks (no Qrels, Run, frame or path is
+    callable)."""
+    return source() if callable(source) else source
 
 
 def _level_of(measure: Measure, default: int) -> int:

@@ -1,14 +1,15 @@
 """Measures as values: ``ndcg@10(gain=exp)`` parses to a :class:`Measure` whose ``str`` parses back.
 
-A measure is a family (``ndcg``), an optional cutoff (``@10``) and keyword options in parentheses. Two
-measures that print the same are the same (equal and hash equal), so a list of them de-duplicates itself.
-trec_eval's spellings are accepted too: ``P_10``, ``ndcg_cut_10``, ``ndcg_cut.10``, ``recip_rank``, and its
-lists of cutoffs (``ndcg_cut.10,20``) through :func:`expand_cutoff_lists`.
+A measure is a family (``ndcg``), an optional cutoff (``@10``) and keyword options in parentheses, read by the
+one grammar of :mod:`stagewise.spec` (which lists every spelling it accepts, ir_measures' ``P(rel=2)@10`` and
+``nDCG(dcg='exp-log2')@10`` included). Two measures that print the same are the same (equal and hash equal), so
+a list of them de-duplicates itself. trec_eval's spellings are accepted too: ``P_10``, ``ndcg_cut_10``,
+``ndcg_cut.10``, ``recip_rank``, and its lists of cutoffs (``ndcg_cut.10,20``) through
+:func:`expand_cutoff_lists`; :data:`TREC_EVAL_NAMES` is the one table from trec_eval's names to families.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,16 +21,7 @@ from stagewise.errors import MetricError
 from stagewise.metrics import kernels as K
 from stagewise.metrics import walks as W
 from stagewise.metrics.context import EvalContext
-
-
-@dataclass(frozen=True)
-class Option:
-    """A keyword option of a measure family: its type, default and a sentence of meaning."""
-
-    kind: type
-    default: Any
-    help: str
-    choices: tuple[Any, ...] | None = None
+from stagewise.spec import Param, Registry, canonical, parse_call
 
 
 @dataclass(frozen=True)
@@ -41,36 +33,53 @@ class Family:
     compute: Callable[[EvalContext, Any, dict[str, Any]], np.ndarray]
     cutoff: str = "none"  # "none" | "optional" | "required"
     cutoff_kind: type = int
-    options: dict[str, Option] = field(default_factory=dict)
+    options: dict[str, Param] = field(default_factory=dict)
     aggregate: str = "mean"  # "mean" | "sum" | "geometric"
     aliases: tuple[str, ...] = ()
     binary: bool = True  # uses the relevance level
 
+    @property
+    def cutoff_param(self) -> Param:
+        """The ``@k`` part as a parameter: an int >= 1, or a number >= 0 for recall levels and multipliers."""
+        return _INT_CUTOFF if self.cutoff_kind is int else _FLOAT_CUTOFF
 
-REL = Option(int, None, "relevance level: a label >= rel counts as relevant (default: the evaluation's, 1)")
-GAIN = Option(str, "linear", "gain of a label: linear (label) or exp (2**label - 1)", ("linear", "exp"))
+
+_INT_CUTOFF = Param(int, None, "cutoff: only the top k results count", "an int >= 1", lambda v: v >= 1)
+_FLOAT_CUTOFF = Param(float, None, "recall level or multiplier", "a number >= 0", lambda v: v >= 0)
+
+
+REL = Param(int, None, "relevance level: a label >= rel counts as relevant (default: the evaluation's, 1)")
+GAIN = Param(str, "linear", "gain of a label: linear (label) or exp (2**label - 1)", choices=("linear", "exp"))
+PERSISTENCE = Param(float, 0.9, "persistence, in (0, 1)", "a float in (0, 1)", lambda v: 0 < v < 1)
 
 
 def _gain(opts: dict[str, Any]) -> K.GainFunction:
     return K.GAINS[opts["gain"]]
 
 
-def _register(*families: Family) -> dict[str, Family]:
-    table: dict[str, Family] = {}
-    for fam in families:
-        for name in (fam.name, *fam.aliases):
-            table[name.lower()] = fam
-    return table
+# The one table from trec_eval's measure names to families: Measure.parse reads trec_eval's spellings through it
+# (recip_rank, ndcg_cut_10, map_cut.100) and the trec_eval drop-in computes through it every measure whose
+# trec_eval form with its default parameters is the family's (stagewise.trec_eval.measures.SAME_AS_FAMILY).
+TREC_EVAL_NAMES: dict[str, str] = {
+    "num_ret": "num_ret", "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "map": "map", "gm_map": "gm_map",
+    "Rprec": "Rprec", "bpref": "bpref", "recip_rank": "mrr", "iprec_at_recall": "iprec_at_recall", "P": "P",
+    "recall": "recall", "infAP": "infAP", "gm_bpref": "gm_bpref", "Rprec_mult": "Rprec_mult", "utility": "utility",
+    "11pt_avg": "11pt_avg", "binG": "binG", "G": "G", "dcg": "dcg", "ideal_dcg": "idcg", "ndcg": "ndcg",
+    "ndcg_rel": "ndcg_rel", "Rndcg": "Rndcg", "ndcg_cut": "ndcg", "map_cut": "map", "relative_P": "relative_P",
+    "success": "success", "set_P": "set_P", "set_relative_P": "set_relative_P", "set_recall": "set_recall",
+    "set_map": "set_map", "set_F": "set_F", "num_nonrel_judged_ret": "num_nonrel_judged_ret", "rbp": "rbp",
+    "rbp_resid": "rbp_resid", "unj": "unj",
+}  # fmt: skip
 
-
-FAMILIES: dict[str, Family] = _register(
+FAMILIES: Registry[Family] = Registry(
+    "metric",
     Family(
         "map",
         "mean average precision; map@k counts relevant results in the top k only (trec_eval map_cut)",
         lambda c, k, o: K.average_precision(c, k),
         cutoff="optional",
         options={"rel": REL},
-        aliases=("ap", "map_cut"),
+        aliases=("ap",),
     ),
     Family(
         "P",
@@ -102,7 +111,7 @@ FAMILIES: dict[str, Family] = _register(
         lambda c, k, o: K.reciprocal_rank(c, k),
         cutoff="optional",
         options={"rel": REL},
-        aliases=("recip_rank", "rr", "mrr_cut"),
+        aliases=("rr", "mrr_cut"),
     ),
     Family(
         "ndcg",
@@ -111,7 +120,6 @@ FAMILIES: dict[str, Family] = _register(
         cutoff="optional",
         options={"gain": GAIN},
         binary=False,
-        aliases=("ndcg_cut",),
     ),
     Family(
         "dcg",
@@ -128,7 +136,6 @@ FAMILIES: dict[str, Family] = _register(
         cutoff="optional",
         options={"gain": GAIN},
         binary=False,
-        aliases=("ideal_dcg",),
     ),
     Family(
         "success",
@@ -155,14 +162,14 @@ FAMILIES: dict[str, Family] = _register(
         "rbp",
         "rank-biased precision with persistence p, gains scaled to [0, 1] per query (trec_eval)",
         lambda c, k, o: K.rbp(c, o["p"]),
-        options={"p": Option(float, 0.9, "persistence, in (0, 1)")},
+        options={"p": PERSISTENCE},
         binary=False,
     ),
     Family(
         "rbp_resid",
         "RBP residual: the mass left open by unjudged results",
         lambda c, k, o: K.rbp_residual(c, o["p"]),
-        options={"p": Option(float, 0.9, "persistence, in (0, 1)")},
+        options={"p": PERSISTENCE},
         binary=False,
     ),
     Family(
@@ -170,7 +177,7 @@ FAMILIES: dict[str, Family] = _register(
         "expected reciprocal rank (Chapelle et al.), stop probability (2**label - 1) / 2**max_label",
         lambda c, k, o: K.err(c, k, o["max_label"]),
         cutoff="optional",
-        options={"max_label": Option(int, None, "highest label of the scale (default: highest in the qrels)")},
+        options={"max_label": Param(int, None, "highest label of the scale (default: highest in the qrels)")},
         binary=False,
     ),
     Family(
@@ -223,10 +230,10 @@ FAMILIES: dict[str, Family] = _register(
         lambda c, k, o: K.utility(c, o["a"], o["b"], o["c"], o["d"]),
         options={
             "rel": REL,
-            "a": Option(float, 1.0, "gain per relevant result retrieved"),
-            "b": Option(float, -1.0, "gain per non-relevant result retrieved"),
-            "c": Option(float, 0.0, "gain per relevant document missed"),
-            "d": Option(float, 0.0, "gain per non-relevant document not retrieved"),
+            "a": Param(float, 1.0, "gain per relevant result retrieved"),
+            "b": Param(float, -1.0, "gain per non-relevant result retrieved"),
+            "c": Param(float, 0.0, "gain per relevant document missed"),
+            "d": Param(float, 0.0, "gain per non-relevant document not retrieved"),
         },
     ),
     Family(
@@ -264,12 +271,14 @@ FAMILIES: dict[str, Family] = _register(
         "precision of the whole retrieved set",
         lambda c, k, o: K.set_precision(c),
         options={"rel": REL},
+        aliases=("setp",),
     ),
     Family(
         "set_recall",
         "recall of the whole retrieved set",
         lambda c, k, o: K.set_recall(c),
         options={"rel": REL},
+        aliases=("setr",),
     ),
     Family(
         "set_relative_P",
@@ -277,21 +286,43 @@ FAMILIES: dict[str, Family] = _register(
         lambda c, k, o: K.set_relative_precision(c),
         options={"rel": REL},
     ),
-    Family("set_map", "rel_ret**2 / (ret * R)", lambda c, k, o: K.set_map(c), options={"rel": REL}),
+    Family(
+        "set_map",
+        "rel_ret**2 / (ret * R)",
+        lambda c, k, o: K.set_map(c),
+        options={"rel": REL},
+        aliases=("setap",),
+    ),
     Family(
         "set_F",
         "F-measure of the retrieved set",
         lambda c, k, o: K.set_f(c, o["beta"]),
-        options={"rel": REL, "beta": Option(float, 1.0, "weight of recall (trec_eval's parameter)")},
+        options={"rel": REL, "beta": Param(float, 1.0, "weight of recall (trec_eval's parameter)")},
+        aliases=("setf",),
     ),
-    Family("num_ret", "results retrieved", lambda c, k, o: K.num_ret(c), aggregate="sum", binary=False),
-    Family("num_rel", "relevant judgements", lambda c, k, o: K.num_rel(c), options={"rel": REL}, aggregate="sum"),
+    Family(
+        "num_ret",
+        "results retrieved",
+        lambda c, k, o: K.num_ret(c),
+        aggregate="sum",
+        binary=False,
+        aliases=("numret",),
+    ),
+    Family(
+        "num_rel",
+        "relevant judgements",
+        lambda c, k, o: K.num_rel(c),
+        options={"rel": REL},
+        aggregate="sum",
+        aliases=("numrel",),
+    ),
     Family(
         "num_rel_ret",
         "relevant results retrieved",
         lambda c, k, o: K.num_rel_ret(c),
         options={"rel": REL},
         aggregate="sum",
+        aliases=("numrelret",),
     ),
     Family(
         "num_nonrel_judged_ret",
@@ -300,6 +331,8 @@ FAMILIES: dict[str, Family] = _register(
         options={"rel": REL},
         aggregate="sum",
     ),
+    aliases=TREC_EVAL_NAMES,
+    error=MetricError,
 )
 
 # trec_eval spells cutoffs with "_" or "." after the family name: P_10, ndcg_cut.10, iprec_at_recall_0.10.
@@ -307,7 +340,9 @@ _TREC_STYLE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*?)[_.](?P<cutoff>\d+(?
 # trec_eval's list of cutoffs, "ndcg_cut.10,20": the head before the first comma, then bare cutoffs.
 _TREC_LIST_HEAD = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*?)\.(?P<cutoff>\d+(?:\.\d+)?)$")
 _BARE_CUTOFF = re.compile(r"^\d+(?:\.\d+)?$")
-_OUR_STYLE = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]+?)(?:@(?P<cutoff>[^()\s]+))?(?:\((?P<options>.*)\))?$")
+_EXAMPLES = "ndcg@10, P@5(rel=2), P(rel=2)@10 or map"
+# ir_measures' nDCG(dcg=...) names the gain and the discount together; both of its forms use log2(rank + 1).
+_IR_MEASURES_DCG = {"log2": "linear", "exp-log2": "exp"}
 
 
 @dataclass(frozen=True)
@@ -325,20 +360,17 @@ class Measure:
 
     @classmethod
     def parse(cls, text: str) -> Measure:
-        text = text.strip()
-        match = _OUR_STYLE.match(text)
-        if match is None:
-            raise MetricError(f"cannot read metric {text!r}; expected a form like ndcg@10, P@5(rel=2) or map")
-        name, cutoff_text, options_text = match.group("name"), match.group("cutoff"), match.group("options")
-        fam = FAMILIES.get(name.lower())
+        call = parse_call(text, "metric", _EXAMPLES, error=MetricError)
+        name, cutoff_text = call.name, call.at
+        fam = FAMILIES.get(name)
         if fam is None and cutoff_text is None:
             trec = _TREC_STYLE.match(name)
-            if trec and trec.group("name").lower() in FAMILIES:
-                fam, cutoff_text = FAMILIES[trec.group("name").lower()], trec.group("cutoff")
+            if trec and trec.group("name") in FAMILIES:
+                fam, cutoff_text = FAMILIES[trec.group("name")], trec.group("cutoff")
         if fam is None:
-            raise MetricError(f"unknown metric {name!r} in {text!r}; known metrics: {', '.join(known_names())}")
-        cutoff = _parse_cutoff(fam, cutoff_text, text)
-        options = _parse_options(fam, options_text or "", text)
+            fam = FAMILIES.lookup(name)
+        cutoff = _parse_cutoff(fam, cutoff_text, call.text)
+        options = _parse_options(fam, call.params)
         return cls(fam.name, cutoff, options)
 
     @property
@@ -352,12 +384,7 @@ class Measure:
         return {name: self.option(name) for name in self.spec.options}
 
     def __str__(self) -> str:
-        text = self.family
-        if self.cutoff is not None:
-            text += f"@{self.cutoff:g}" if isinstance(self.cutoff, float) else f"@{self.cutoff}"
-        if self.options:
-            text += "(" + ",".join(f"{k}={v}" for k, v in self.options) + ")"
-        return text
+        return canonical(self.family, self.cutoff, self.options)
 
     def conventions(self, relevance_level: int) -> dict[str, Any]:
         """The conventions that produced this measure's values, for output metadata."""
@@ -387,58 +414,23 @@ def _parse_cutoff(fam: Family, text: str | None, whole: str) -> int | float | No
         return None
     if fam.cutoff == "none":
         raise MetricError(f"metric {fam.name!r} takes no cutoff (got {whole!r})")
-    try:
-        value = fam.cutoff_kind(text)
-    except ValueError:
-        raise MetricError(
-            f"The cutoff of {fam.name} must be {'an int >= 1' if fam.cutoff_kind is int else 'a number'}. "
-            f"Got {text!r} instead."
-        ) from None
-    if fam.cutoff_kind is int and value < 1:
-        raise MetricError(f"The cutoff of {fam.name} must be an int >= 1. Got {text!r} instead.")
-    if fam.cutoff_kind is float and value < 0:
-        raise MetricError(f"The cutoff of {fam.name} must be a number >= 0. Got {text!r} instead.")
-    return value
+    return fam.cutoff_param.coerce(fam.name, "cutoff", text, error=MetricError)
 
 
-def _parse_options(fam: Family, text: str, whole: str) -> tuple[tuple[str, Any], ...]:
-    if not text.strip():
+def _parse_options(fam: Family, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The options that differ from their defaults, sorted, so that equal measures print (and hash) the same."""
+    if not given:
         return ()
-    try:
-        call = ast.parse(f"f({text})", mode="eval").body
-    except SyntaxError:
-        raise MetricError(f"cannot read the options of {whole!r}; expected key=value pairs such as gain=exp") from None
-    if not isinstance(call, ast.Call) or call.args:
-        raise MetricError(f"options of {whole!r} must be key=value pairs, such as gain=exp")
-    parsed: dict[str, Any] = {}
-    for kw in call.keywords:
-        name = kw.arg
+    if "dcg" in given and "gain" in fam.options and "gain" not in given:
+        given = dict(given)
+        dcg = given.pop("dcg")
+        given["gain"] = _IR_MEASURES_DCG.get(dcg, dcg) if isinstance(dcg, str) else dcg
+    for name in given:
         if name not in fam.options:
             known = ", ".join(fam.options) or "none"
             raise MetricError(f"metric {fam.name!r} has no option {name!r}; its options: {known}")
-        opt = fam.options[name]
-        if isinstance(kw.value, ast.Name):
-            raw: Any = kw.value.id
-        else:
-            try:
-                raw = ast.literal_eval(kw.value)
-            except ValueError:
-                raise MetricError(f"cannot read the value of option {name!r} in {whole!r}") from None
-        try:
-            value = opt.kind(raw)
-            if opt.kind is int and value != raw:
-                raise ValueError
-        except (TypeError, ValueError):
-            raise MetricError(
-                f"The {name!r} option of {fam.name} must be a {opt.kind.__name__}. Got {raw!r} instead."
-            ) from None
-        if opt.choices is not None and value not in opt.choices:
-            raise MetricError(f"The {name!r} option of {fam.name} must be one of {opt.choices}. Got {raw!r} instead.")
-        if name == "p" and not 0 < value < 1:
-            raise MetricError(f"The 'p' option of {fam.name} must be a float in (0, 1). Got {raw!r} instead.")
-        if value != opt.default:
-            parsed[name] = value
-    return tuple(sorted(parsed.items()))
+    values = {name: fam.options[name].coerce(fam.name, name, value, error=MetricError) for name, value in given.items()}
+    return tuple(sorted((k, v) for k, v in values.items() if v != fam.options[k].default))
 
 
 def expand_cutoff_lists(pieces: list[str]) -> list[str]:
@@ -473,11 +465,7 @@ def expand_cutoff_lists(pieces: list[str]) -> list[str]:
 
 
 def known_names() -> list[str]:
-    seen: list[str] = []
-    for fam in FAMILIES.values():
-        if fam.name not in seen:
-            seen.append(fam.name)
-    return seen
+    return FAMILIES.names()
 
 
 def compute(measure: Measure, ctx: EvalContext) -> np.ndarray:

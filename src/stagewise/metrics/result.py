@@ -59,7 +59,7 @@ class EvalResult:
 
     def conventions_report(self) -> dict[str, Any]:
         """Every convention behind the numbers, including each metric's own (gain, ideal, level)."""
-        from stagewise import __version__
+        from stagewise._version import __version__
 
         report: dict[str, Any] = {"tool": f"stagewise {__version__}"}
         report.update(self.conventions.describe())

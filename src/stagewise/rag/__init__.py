@@ -9,41 +9,38 @@ those who have an NLI model or an LLM.
 ...                         "answer": "Jane Austen [p9]", "gold_answers": ["Jane Austen"]}])
 >>> report.counts()
 {'ok': 1, 'generation_failure': 0, 'retrieval_failure': 0, 'lucky': 0}
+
+This package names the stage's front door: the diagnosis, its report and records, the record readers and
+adapters, the labels, and the judge protocol with the judges that ship. The parts have their own modules:
+answer scoring (:mod:`stagewise.rag.answers`: ``token_f1``, ``parse_criterion``...), citation metrics
+(:mod:`stagewise.rag.citations`), the other adapters (:mod:`stagewise.rag.adapters`). Names load lazily.
 """
 
 from __future__ import annotations
 
-from stagewise.rag.adapters import ADAPTERS, from_bergen, from_kilt, from_ragas, from_ragchecker, load_records
-from stagewise.rag.answers import (
-    Criterion,
-    contains,
-    exact_match,
-    is_abstention,
-    normalize_answer,
-    parse_criterion,
-    score_answer,
-    token_f1,
-)
-from stagewise.rag.citations import (
-    CitedSentence,
-    alce_scores,
-    citation_precision,
-    citation_recall,
-    split_cited_sentences,
-)
-from stagewise.rag.diagnose import DEFAULT_CONTEXT_K, DEFAULT_METRICS, evaluate_rag
-from stagewise.rag.judges import (
-    CachedJudge,
-    GoldEvidenceJudge,
-    JudgeStats,
-    LexicalJudge,
-    Passage,
-    SupportJudge,
-    agreement,
-)
-from stagewise.rag.labels import LABELS, REASONS
-from stagewise.rag.records import RagRecord, read_records, record_from_dict, records_from_run
-from stagewise.rag.report import RagReport
+from typing import TYPE_CHECKING
+
+from stagewise._lazy import lazy_exports
+
+_EXPORTS = {
+    "evaluate_rag": "stagewise.rag.diagnose",
+    "DEFAULT_CONTEXT_K": "stagewise.rag.diagnose",
+    "DEFAULT_METRICS": "stagewise.rag.diagnose",
+    "RagReport": "stagewise.rag.report",
+    "RagRecord": "stagewise.rag.records",
+    "read_records": "stagewise.rag.records",
+    "record_from_dict": "stagewise.rag.records",
+    "records_from_run": "stagewise.rag.records",
+    "ADAPTERS": "stagewise.rag.adapters",
+    "load_records": "stagewise.rag.adapters",
+    "LABELS": "stagewise.rag.labels",
+    "REASONS": "stagewise.rag.labels",
+    "SupportJudge": "stagewise.rag.judges",
+    "Passage": "stagewise.rag.judges",
+    "LexicalJudge": "stagewise.rag.judges",
+    "GoldEvidenceJudge": "stagewise.rag.judges",
+    "CachedJudge": "stagewise.rag.judges",
+}
 
 __all__ = [
     "ADAPTERS",
@@ -52,34 +49,25 @@ __all__ = [
     "LABELS",
     "REASONS",
     "CachedJudge",
-    "CitedSentence",
-    "Criterion",
     "GoldEvidenceJudge",
-    "JudgeStats",
     "LexicalJudge",
     "Passage",
     "RagRecord",
     "RagReport",
     "SupportJudge",
-    "agreement",
-    "alce_scores",
-    "citation_precision",
-    "citation_recall",
-    "contains",
     "evaluate_rag",
-    "exact_match",
-    "from_bergen",
-    "from_kilt",
-    "from_ragas",
-    "from_ragchecker",
-    "is_abstention",
     "load_records",
-    "normalize_answer",
-    "parse_criterion",
     "read_records",
     "record_from_dict",
     "records_from_run",
-    "score_answer",
-    "split_cited_sentences",
-    "token_f1",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.rag.adapters import ADAPTERS, load_records
+    from stagewise.rag.diagnose import DEFAULT_CONTEXT_K, DEFAULT_METRICS, evaluate_rag
+    from stagewise.rag.judges import CachedJudge, GoldEvidenceJudge, LexicalJudge, Passage, SupportJudge
+    from stagewise.rag.labels import LABELS, REASONS
+    from stagewise.rag.records import RagRecord, read_records, record_from_dict, records_from_run
+    from stagewise.rag.report import RagReport
+
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

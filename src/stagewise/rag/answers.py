@@ -24,6 +24,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from stagewise.errors import ConventionError, parameter_error
+from stagewise.spec import Param, Registry, format_value, parse_call
+
 __all__ = [
     "ABSTENTION_PATTERNS",
     "AnswerScores",
@@ -187,7 +190,8 @@ class Criterion:
 
     @property
     def name(self) -> str:
-        return f"f1:{self.threshold:g}" if self.kind == "f1" else self.kind
+        # format_value, not :g, so that f1:0.123456789 reads back to the same threshold
+        return f"f1:{format_value(self.threshold)}" if self.kind == "f1" else self.kind
 
     def describe(self) -> str:
         if self.kind == "f1":
@@ -204,32 +208,51 @@ class Criterion:
 
 CRITERIA = ("em", "f1:T", "contains", "judge")
 
+_THRESHOLD = Param(float, 0.5, "the least token F1 that counts as correct", "a number in [0, 1]", lambda v: 0 <= v <= 1)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    name: str
+    threshold: Param | None = None
+    aliases: tuple[str, ...] = ()
+
+
+_KINDS: Registry[_Kind] = Registry(
+    "answer criterion", _Kind("em"), _Kind("f1", _THRESHOLD), _Kind("contains"), _Kind("judge")
+)
+
 
 def parse_criterion(spec: str | Criterion) -> Criterion:
-    """``"em"``, ``"f1"`` (= ``f1:0.5``), ``"f1:0.7"``, ``"contains"`` or ``"judge"``.
+    """``"em"``, ``"f1"`` (= ``f1:0.5``), ``"f1:0.7"``, ``"contains"`` or ``"judge"``, read by the one grammar of
+    :mod:`stagewise.spec`, where the threshold may also be written ``f1@0.7`` or ``f1(threshold=0.7)``.
 
     >>> parse_criterion("f1:0.7").name
     'f1:0.7'
-    >>> parse_criterion("f1").name
-    'f1:0.5'
+    >>> parse_criterion("f1").name, parse_criterion("F1(threshold=0.7)").name
+    ('f1:0.5', 'f1:0.7')
     """
-    from stagewise.errors import parameter_error
-
     if isinstance(spec, Criterion):
         return spec
     text = str(spec).strip().lower()
-    if text in ("em", "contains", "judge"):
-        return Criterion(text)
-    if text == "f1":
-        return Criterion("f1", 0.5)
-    if text.startswith("f1:"):
-        try:
-            threshold = float(text[3:])
-        except ValueError:
-            threshold = -1.0
-        if 0.0 <= threshold <= 1.0:
-            return Criterion("f1", threshold)
-    raise parameter_error("correct", "rag", f"one of {', '.join(CRITERIA)} (T a number in [0, 1])", spec)
+    if text.startswith("f1:"):  # the documented spelling, f1:T, is f1@T in the grammar
+        text = "f1@" + text[3:]
+    try:
+        call = parse_call(text, "answer criterion", "em, f1:0.5, contains or judge")
+        kind = _KINDS.lookup(call.name)
+        if kind.threshold is None:
+            if call.at is not None or call.params:
+                raise ConventionError(f"{kind.name} takes no threshold")
+            return Criterion(kind.name)
+        params = _KINDS.check_params(kind.name, {"threshold": kind.threshold}, call.params)
+        if call.at is not None:
+            if call.params:
+                raise ConventionError("the threshold is given twice")
+            params["threshold"] = kind.threshold.coerce(kind.name, "threshold", call.at)
+        return Criterion(kind.name, params["threshold"])
+    except ConventionError:
+        # One message for every wrong spelling, in the terms of the option it comes from (--correct).
+        raise parameter_error("correct", "rag", f"one of {', '.join(CRITERIA)} (T a number in [0, 1])", spec) from None
 
 
 @dataclass(frozen=True, slots=True)

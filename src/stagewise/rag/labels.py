@@ -1,7 +1,9 @@
 """The labels and reasons of RAG stage diagnosis, and the rules that pick them.
 
 The top-level label is the seed lesson's :func:`stagewise.lesson.diagnose` of (evidence in context, answer
-correct); it is called, not re-implemented, so the two can never disagree. The reason says why:
+correct). The library does not import the teaching module (the layers contract in ``pyproject.toml`` forbids it),
+so the four cells are written here once more and ``tests/test_rag_labels.py`` holds the two to agreement on every
+cell and on generated records. The reason says why:
 
 ============================  ===================  =================================================================
 label                         reason               when
@@ -24,8 +26,6 @@ correct) carries the retrieval reason that explains what was missing.
 
 from __future__ import annotations
 
-from stagewise.lesson import diagnose
-
 __all__ = ["LABELS", "REASONS", "RETRIEVAL_REASONS", "answer_reason", "retrieval_reason", "top_label"]
 
 LABELS: tuple[str, ...] = ("ok", "generation_failure", "retrieval_failure", "lucky")
@@ -39,12 +39,14 @@ REASONS: dict[str, tuple[str, ...]] = {
 
 
 def top_label(evidence_in_context: bool, answer_correct: bool) -> str:
-    """The lesson's four labels, from :func:`stagewise.lesson.diagnose`.
+    """The lesson's four labels, as :func:`stagewise.lesson.diagnose` gives them.
 
-    >>> top_label(True, False)
-    'generation_failure'
+    >>> top_label(True, False), top_label(False, True)
+    ('generation_failure', 'lucky')
     """
-    return diagnose(evidence_in_context, answer_correct)
+    if evidence_in_context:
+        return "ok" if answer_correct else "generation_failure"
+    return "lucky" if answer_correct else "retrieval_failure"
 
 
 def answer_reason(answerable: bool, correct: bool, abstained: bool, partial: bool) -> str:

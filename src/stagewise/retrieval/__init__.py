@@ -10,8 +10,9 @@ Names load lazily, so importing this package is cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stagewise._lazy import lazy_exports
 
 _EXPORTS = {
     "BM25Index": "stagewise.retrieval.index",
@@ -22,14 +23,14 @@ _EXPORTS = {
     "Scoring": "stagewise.retrieval.variants",
     "Variant": "stagewise.retrieval.variants",
     "VARIANTS": "stagewise.retrieval.variants",
-    "Collection": "stagewise.retrieval.collections",
-    "Documents": "stagewise.retrieval.collections",
-    "read_beir": "stagewise.retrieval.collections",
-    "read_corpus": "stagewise.retrieval.collections",
-    "read_queries": "stagewise.retrieval.collections",
-    "read_classic": "stagewise.retrieval.collections",
-    "read_scifact": "stagewise.retrieval.collections",
-    "CLASSIC_COLLECTIONS": "stagewise.retrieval.collections",
+    "Collection": "stagewise.data.collections",
+    "Documents": "stagewise.data.collections",
+    "read_beir": "stagewise.data.collections",
+    "read_corpus": "stagewise.data.collections",
+    "read_queries": "stagewise.data.collections",
+    "read_classic": "stagewise.data.collections",
+    "read_scifact": "stagewise.data.collections",
+    "CLASSIC_COLLECTIONS": "stagewise.data.collections",
 }
 
 __all__ = [
@@ -52,8 +53,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from stagewise.retrieval.analysis import STEMMERS, STOPWORD_LISTS, Analyser
-    from stagewise.retrieval.collections import (
+    from stagewise.data.collections import (
         CLASSIC_COLLECTIONS,
         Collection,
         Documents,
@@ -63,18 +63,8 @@ if TYPE_CHECKING:  # pragma: no cover
         read_queries,
         read_scifact,
     )
+    from stagewise.retrieval.analysis import STEMMERS, STOPWORD_LISTS, Analyser
     from stagewise.retrieval.index import BM25Index, TopK
     from stagewise.retrieval.variants import VARIANTS, Scoring, Variant
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stagewise.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -95,11 +96,11 @@ def _checksum_terms(ids: Sequence[str], texts: Sequence[str], start: int) -> int
 
 
 def _strings_to_column(values: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    encoded = [v.encode("utf-8") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    return offsets, np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    """(offsets, bytes as uint8) of ``values``: the data layer's string column, in the index's array types."""
+    from stagewise.data.strings import StringColumn
+
+    column = StringColumn.from_strings(values)
+    return column.offsets, np.frombuffer(column.data, dtype=np.uint8)
 
 
 def _column_values(offsets: np.ndarray, data: np.ndarray, rows: np.ndarray | None = None) -> list[str]:
@@ -136,19 +137,48 @@ def _crc32(array: np.ndarray) -> list[str]:
     return [_crc(block) for block in _blocks(array)]
 
 
+def _file_blocks(array: np.ndarray) -> list[tuple[str, int, int]] | None:
+    """(file, offset, size) of each 4 MiB block of a memory-mapped array's bytes; None for an array in memory."""
+    if not isinstance(array, np.memmap) or array.filename is None:
+        return None
+    return [
+        (array.filename, array.offset + at, min(CRC_BLOCK, array.nbytes - at))
+        for at in range(0, array.nbytes, CRC_BLOCK)
+    ]
+
+
+def _crc_of(job: memoryview | tuple[str, int, int]) -> str:
+    if isinstance(job, memoryview):
+        return _crc(job)
+    # a mapped array's block is read from its file, not through the map: the check then leaves no page of
+    # the index in the process's resident set (a Dask worker's memory limit counts them)
+    path, offset, size = job
+    with open(path, "rb") as fh:
+        return _crc(memoryview(os.pread(fh.fileno(), size, offset)))
+
+
+def _release(array: np.ndarray) -> None:
+    """Drop a mapped array's pages from this process's resident set (they stay in the page cache, and are
+    mapped again on the next access)."""
+    mapped = getattr(array, "_mmap", None)
+    if mapped is not None and hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            mapped.madvise(mmap.MADV_DONTNEED)
+
+
 def _verify_crcs(arrays: Mapping[str, np.ndarray], expected: Mapping[str, Any], folder: Path) -> None:
     """Every block of every array against its CRC-32, in threads (zlib releases the GIL): reading the bytes
     is the whole cost of opening an index, and it parallelises."""
-    per_array = {name: _blocks(array) for name, array in arrays.items()}
+    per_array: dict[str, list] = {name: _file_blocks(array) or _blocks(array) for name, array in arrays.items()}
     jobs = [block for blocks in per_array.values() for block in blocks]
     workers = min(8, os.cpu_count() or 1, len(jobs))
-    if workers > 1 and sum(len(block) for block in jobs) > 2 * CRC_BLOCK:
+    if workers > 1 and sum(len(b) if isinstance(b, memoryview) else b[2] for b in jobs) > 2 * CRC_BLOCK:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            found = list(pool.map(_crc, jobs))
+            found = list(pool.map(_crc_of, jobs))
     else:
-        found = [_crc(block) for block in jobs]
+        found = [_crc_of(block) for block in jobs]
     position = 0
     for name, blocks in per_array.items():
         if found[position : position + len(blocks)] != expected[name].get("crc32"):
@@ -156,6 +186,18 @@ def _verify_crcs(arrays: Mapping[str, np.ndarray], expected: Mapping[str, Any], 
                 "its CRC-32 differs from the one written at build time (changed or corrupted)", folder / f"{name}.npy"
             )
         position += len(blocks)
+
+
+def _max_doc(post_docs: np.ndarray) -> int:
+    """The largest document id (as unsigned, so a negative one is out of range too), read in chunks whose
+    pages are released after each: checking a mapped index does not make all of it resident."""
+    top = 0
+    view = post_docs.view(np.uint32)
+    step = 1 << 24
+    for at in range(0, len(view), step):
+        top = max(top, int(view[at : at + step].max()))
+        _release(post_docs)
+    return top
 
 
 class _Damaged(Exception):
@@ -316,7 +358,7 @@ class BM25Index:
         progress: Progress | None = None,
     ) -> BM25Index:
         """Index ``documents``: a sequence of texts (with ``ids``, default ``"0"``, ``"1"``, ...), a mapping of
-        id to text, or an object with ``ids`` and ``texts`` (a :class:`stagewise.retrieval.collections.Documents`).
+        id to text, or an object with ``ids`` and ``texts`` (a :class:`stagewise.data.collections.Documents`).
 
         The variant and parameters given become the index's defaults (stored in its metadata); any of them can
         be overridden at search time.
@@ -474,26 +516,16 @@ class BM25Index:
     # ------------------------------------------------------------------------------------------ storage
 
     def metadata(self) -> dict[str, Any]:
-        from stagewise import __version__
-
-        return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "created_by": f"stagewise {__version__}",
-            "scoring": {"variant": self.scoring.variant, **self.scoring.params()},
-            "scoring_name": str(self.scoring),
-            "idf": self.scoring.spec.formula,
-            "analyser": None if self.analyser is None else self.analyser.settings(),
-            "pretokenised": self.analyser is None,
-            "documents": self.n_docs,
-            "terms": self.n_terms,
-            "postings": int(self.term_ptr[-1]),
-            "total_length": self.total_length,
-            "avgdl": self.avgdl,
-            "tf_dtype": str(self.post_tf.dtype),
-            "checksum": f"{CHECKSUM_KIND}:{self.checksum:032x}",
-            "checksum_definition": CHECKSUM_DEFINITION,
-        }
+        return index_metadata(
+            scoring=self.scoring,
+            analyser=self.analyser,
+            n_docs=self.n_docs,
+            n_terms=self.n_terms,
+            n_postings=int(self.term_ptr[-1]),
+            total_length=self.total_length,
+            tf_dtype=str(self.post_tf.dtype),
+            checksum=self.checksum,
+        )
 
     def save(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Write the index to folder ``path``, replacing an index there in one step (a crash at any moment
@@ -624,7 +656,7 @@ class BM25Index:
                 elif name.endswith("_offsets"):
                     # the data's length is the last offset, so this bounds every string in the data
                     _check_offsets(array, int(array[-1]), "string offsets")
-                elif name == "post_docs" and len(array) and int(array.view(np.uint32).max()) >= counts["N"]:
+                elif name == "post_docs" and len(array) and _max_doc(array) >= counts["N"]:
                     raise _Damaged(f"a document id is outside 0..{counts['N'] - 1}")
                 elif name == "doc_len":
                     if len(array) and int(array.min()) < 0:
@@ -880,6 +912,40 @@ class BM25Index:
         dense = np.zeros(self.n_docs)
         dense[top.docs] = top.scores
         return dense
+
+
+def index_metadata(
+    *,
+    scoring: Scoring,
+    analyser: Analyser | None,
+    n_docs: int,
+    n_terms: int,
+    n_postings: int,
+    total_length: int,
+    tf_dtype: str,
+    checksum: int,
+) -> dict[str, Any]:
+    """``meta.json``'s content, less the arrays' descriptions (shared by the in-memory and on-disk builds)."""
+    from stagewise._version import __version__
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "created_by": f"stagewise {__version__}",
+        "scoring": {"variant": scoring.variant, **scoring.params()},
+        "scoring_name": str(scoring),
+        "idf": scoring.spec.formula,
+        "analyser": None if analyser is None else analyser.settings(),
+        "pretokenised": analyser is None,
+        "documents": n_docs,
+        "terms": n_terms,
+        "postings": n_postings,
+        "total_length": total_length,
+        "avgdl": total_length / n_docs if n_docs else 0.0,
+        "tf_dtype": tf_dtype,
+        "checksum": f"{CHECKSUM_KIND}:{checksum:032x}",
+        "checksum_definition": CHECKSUM_DEFINITION,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ helpers

@@ -20,13 +20,13 @@ Large-Scale Reproducibility Study of Scoring Variants", ECIR 2020.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from stagewise.errors import ConventionError, parameter_error
+from stagewise.errors import ConventionError
+from stagewise.spec import Param, Registry, canonical, parse_call
 
 # --------------------------------------------------------------------------------------- term-frequency parts
 
@@ -168,6 +168,7 @@ class Variant:
     b: float = 0.75
     delta: float | None = None
     epsilon: float | None = None
+    aliases: tuple[str, ...] = ()
 
     @property
     def tf(self) -> Callable:
@@ -194,12 +195,20 @@ VARIANTS: dict[str, Variant] = {
 
 DEFAULT_VARIANT = "lucene"
 
+_REGISTRY: Registry[Variant] = Registry("BM25 variant", *VARIANTS.values())
+
+# The parameters' checks; each variant's defaults are its own (Variant.k1 ...), so these defaults say "unset".
+PARAMS: dict[str, Param] = {
+    "k1": Param(float, None, "term-frequency saturation", "a finite number >= 0", lambda v: v >= 0),
+    "b": Param(float, None, "document-length normalisation", "a number in [0, 1]", lambda v: 0 <= v <= 1),
+    "delta": Param(float, None, "lower bound of the tf part (bm25l, bm25+)", "a finite number >= 0", lambda v: v >= 0),
+    "epsilon": Param(float, None, "floor of negative IDFs, times the mean IDF (okapi-rank_bm25)", "a finite number"),
+}
+
 
 def get_variant(name: str) -> Variant:
-    try:
-        return VARIANTS[name]
-    except KeyError:
-        raise ConventionError(f"unknown BM25 variant {name!r}; choose one of {', '.join(VARIANTS)}") from None
+    """The variant named ``name`` (case-insensitive), or an error listing the variants."""
+    return _REGISTRY.lookup(name)
 
 
 @dataclass(frozen=True)
@@ -233,34 +242,24 @@ class Scoring:
     ) -> Scoring:
         """The variant with its defaults, overridden by any parameter given (validated)."""
         v = get_variant(variant)
-        owner = f"BM25 variant {variant!r}"
-        k1 = v.k1 if k1 is None else k1
-        b = v.b if b is None else b
-        if not _finite(k1) or k1 < 0:
-            raise parameter_error("k1", owner, "a finite number >= 0", k1)
-        if not _finite(b) or not 0 <= b <= 1:
-            raise parameter_error("b", owner, "a number in [0, 1]", b)
+        owner = f"BM25 variant {v.name!r}"
+        k1 = PARAMS["k1"].coerce(owner, "k1", v.k1 if k1 is None else k1)
+        b = PARAMS["b"].coerce(owner, "b", v.b if b is None else b)
         if v.delta is None:
             if delta is not None:
-                raise ConventionError(f"BM25 variant {variant!r} has no 'delta' parameter (bm25l and bm25+ do)")
+                raise ConventionError(f"BM25 variant {v.name!r} has no 'delta' parameter (bm25l and bm25+ do)")
         else:
-            delta = v.delta if delta is None else delta
-            if not _finite(delta) or delta < 0:
-                raise parameter_error("delta", owner, "a finite number >= 0", delta)
-            delta = float(delta)
+            delta = PARAMS["delta"].coerce(owner, "delta", v.delta if delta is None else delta)
         if v.epsilon is None:
             if epsilon is not None:
-                raise ConventionError(f"BM25 variant {variant!r} has no 'epsilon' parameter (okapi-rank_bm25 does)")
+                raise ConventionError(f"BM25 variant {v.name!r} has no 'epsilon' parameter (okapi-rank_bm25 does)")
         else:
-            epsilon = v.epsilon if epsilon is None else epsilon
-            if not _finite(epsilon):
-                raise parameter_error("epsilon", owner, "a finite number", epsilon)
-            epsilon = float(epsilon)
-        return cls(variant, float(k1), float(b), delta, epsilon)
+            epsilon = PARAMS["epsilon"].coerce(owner, "epsilon", v.epsilon if epsilon is None else epsilon)
+        return cls(v.name, k1, b, delta, epsilon)
 
     def with_params(self, **params: float | None) -> Scoring:
         """This scoring with some parameters (or the variant) changed; ``None`` keeps the current value."""
-        variant = params.pop("variant", None) or self.variant
+        variant = get_variant(params.pop("variant", None) or self.variant).name
         current = {} if variant != self.variant else self.params()
         current.update({k: v for k, v in params.items() if v is not None})
         return Scoring.of(variant, **current)
@@ -274,25 +273,19 @@ class Scoring:
         return out
 
     def __str__(self) -> str:
-        inner = ",".join(f"{k}={_num(v)}" for k, v in self.params().items())
-        return f"{self.variant}({inner})"
+        return canonical(self.variant, None, self.params().items())
 
     @classmethod
     def parse(cls, text: str) -> Scoring:
-        """Read ``lucene(k1=0.9,b=0.4)`` (or a bare variant name) back."""
-        match = re.fullmatch(r"\s*([\w+\-]+)\s*(?:\((.*)\))?\s*", text)
-        if not match:
-            raise ConventionError(f"cannot read BM25 scoring {text!r}; expected e.g. 'lucene(k1=0.9,b=0.4)'")
-        params: dict[str, float] = {}
-        for part in filter(None, (p.strip() for p in (match.group(2) or "").split(","))):
-            key, _, value = part.partition("=")
-            if key.strip() not in ("k1", "b", "delta", "epsilon"):
-                raise ConventionError(f"unknown BM25 parameter {key.strip()!r} in {text!r}")
-            try:
-                params[key.strip()] = float(value)
-            except ValueError:
-                raise ConventionError(f"BM25 parameter {key.strip()!r} in {text!r} is not a number") from None
-        return cls.of(match.group(1), **params)
+        """Read ``lucene(k1=0.9,b=0.4)`` (or a bare variant name) back, through :mod:`stagewise.spec`."""
+        call = parse_call(text, "BM25 scoring", "lucene or lucene(k1=0.9,b=0.4)")
+        if call.at is not None:
+            raise ConventionError(f"cannot read BM25 scoring {call.text!r}; expected a form like lucene(k1=0.9,b=0.4)")
+        for key in call.params:
+            if key not in PARAMS:
+                known = ", ".join(PARAMS)
+                raise ConventionError(f"unknown BM25 parameter {key!r} in {call.text!r}; choose from {known}")
+        return cls.of(call.name, **call.params)
 
     # -- the formula --------------------------------------------------------------------------------------
 
@@ -315,11 +308,3 @@ class Scoring:
         """One term's contribution ``idf * tf_part``, from the closed form (not for okapi-rank_bm25, whose IDF
         needs the whole vocabulary)."""
         return float(self.idf(np.asarray([df]), n_docs)[0]) * float(self.tf(tf, dl, avgdl))
-
-
-def _finite(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))

@@ -476,8 +476,9 @@ def compare(
     Parameters
     ----------
     qrels, runs, metrics, relevance_level, ties, missing, max_ret, judged_only
-        As :func:`stagewise.evaluate` (at least two runs). With ``missing="skip"`` runs may score different
-        queries; each pair is then tested on the queries both runs have, and the output says so.
+        As :func:`stagewise.evaluate` (at least two runs; files are read after every cheap argument is checked,
+        and a function given for ``qrels`` or ``runs`` is called then). With ``missing="skip"`` runs may score
+        different queries; each pair is then tested on the queries both runs have, and the output says so.
     options : CompareOptions, optional
         The fields below in one value, to reuse between calls; a keyword given beside it overrides its field.
     test : str, default="t"
@@ -533,6 +534,8 @@ def compare(
     """
     opts = _options(options, overrides, "compare")
     _resolve(opts)  # a bad option fails before any file is read
+    if isinstance(runs, list | tuple) and len(runs) < 2:
+        raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
     conventions = dict(
         relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret, judged_only=judged_only
     )

@@ -1,14 +1,17 @@
-"""trec_eval's measure table: printing order, nicknames, parameters, output names and kernels.
+"""What the trec_eval drop-in adds to the measures: printing order, nicknames, ``-m name[.params]`` and names.
 
-Each entry turns ``-m name[.params]`` into output names and per-query value arrays computed by
-:mod:`stagewise.metrics.kernels`. The few measures that need a per-query walk (``ndcg_rel``, ``Rndcg``,
-``relstring``) live here, since only this drop-in prints them.
+Each requested measure turns into output names (``P_5``, ``ndcg_cut_10``) and per-query value arrays. A measure
+whose trec_eval form with its default parameters is a stagewise family (:data:`SAME_AS_FAMILY`: ``P``,
+``recip_rank``, ``ndcg_cut``, ``map``...) is computed by that family, found through the one table
+:data:`stagewise.metrics.measures.TREC_EVAL_NAMES`. Only what trec_eval parameterises its own way stays here:
+``level=gain`` tables (``ndcg``, ``dcg``, ``G``, ``rbp``...), ``utility`` with the collection size of ``-N``,
+``11pt_avg`` and ``set_F`` with their values, ``yaap`` (no family) and ``relstring`` (a string, not a number).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +20,8 @@ from stagewise.errors import MetricError
 from stagewise.metrics import kernels as K
 from stagewise.metrics import walks as W
 from stagewise.metrics.context import EvalContext
+from stagewise.metrics.measures import TREC_EVAL_NAMES, Measure
+from stagewise.metrics.measures import compute as family_values
 
 ORDER: tuple[str, ...] = (
     "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
@@ -231,9 +236,13 @@ Values = list[np.ndarray]
 def compute(item: Requested, ctx: EvalContext, collection_size: int) -> Values:
     """One array of per-query values for each of ``item.names``."""
     base = item.base
-    if base in INT_CUTOFFS or base in FLOAT_CUTOFFS:
-        kernel = _CUTOFF_KERNELS[base]
-        return [kernel(ctx, int(c) if base in INT_CUTOFFS else c) for c in item.cutoffs]
+    if base in SAME_AS_FAMILY:
+        family = TREC_EVAL_NAMES[base]
+        if base in INT_CUTOFFS:
+            return [family_values(Measure(family, int(c)), ctx) for c in item.cutoffs]
+        if base in FLOAT_CUTOFFS:
+            return [family_values(Measure(family, c), ctx) for c in item.cutoffs]
+        return [family_values(Measure(family), ctx)]
     if base == "utility":
         a, b, c, d = item.values
         return [K.utility(ctx, a, b, c, d, collection_size)]
@@ -257,40 +266,20 @@ def compute(item: Requested, ctx: EvalContext, collection_size: int) -> Values:
         if base == "dcg":
             return [K.dcg(ctx, gain)]
         return [kernel(ctx, gain, key=table)]
-    return [_PLAIN_KERNELS[base](ctx)]
+    if base == "yaap":
+        return [_yaap(ctx)]
+    raise AssertionError(f"no computation for trec_eval measure {base!r}")  # a measure of ORDER left out: a bug
 
 
-_CUTOFF_KERNELS: dict[str, Callable[[EvalContext, float], np.ndarray]] = {
-    "P": K.precision,
-    "recall": K.recall,
-    "ndcg_cut": lambda ctx, k: K.ndcg(ctx, K.linear_gain, int(k), key="linear"),
-    "map_cut": lambda ctx, k: K.average_precision(ctx, int(k)),
-    "relative_P": K.relative_precision,
-    "success": K.success,
-    "unj": K.unjudged,
-    "iprec_at_recall": K.iprec_at_recall,
-    "Rprec_mult": K.r_precision_mult,
-}
-
-_PLAIN_KERNELS: dict[str, Callable[[EvalContext], np.ndarray]] = {
-    "num_ret": K.num_ret,
-    "num_rel": K.num_rel,
-    "num_rel_ret": K.num_rel_ret,
-    "map": K.average_precision,
-    "gm_map": K.average_precision,
-    "Rprec": K.r_precision,
-    "bpref": K.bpref,
-    "recip_rank": K.reciprocal_rank,
-    "infAP": K.inferred_ap,
-    "gm_bpref": K.bpref,
-    "binG": K.bin_g,
-    "set_P": K.set_precision,
-    "set_relative_P": K.set_relative_precision,
-    "set_recall": K.set_recall,
-    "set_map": K.set_map,
-    "num_nonrel_judged_ret": K.num_nonrel_judged_ret,
-    "yaap": lambda ctx: _yaap(ctx),
-}
+# Measures computed by their stagewise family (through TREC_EVAL_NAMES): trec_eval's form with its default
+# parameters is the family's, cutoffs included. The others take trec_eval's own parameters (gain tables, -N).
+SAME_AS_FAMILY = frozenset(
+    {
+        *INT_CUTOFFS, *FLOAT_CUTOFFS, "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+        "recip_rank", "infAP", "gm_bpref", "binG", "set_P", "set_relative_P", "set_recall", "set_map",
+        "num_nonrel_judged_ret",
+    }
+)  # fmt: skip
 
 
 def _yaap(ctx: EvalContext) -> np.ndarray:

@@ -1,0 +1,51 @@
+"""The one place that decides whether the compiled TREC parser (``_trecparse.c``) does a job.
+
+Each function returns the compiled result, or ``None`` when the extension was not built (or declines the input);
+the caller then runs its numpy or polars code, which gives the same result more slowly. Tests switch the whole
+extension off with ``monkeypatch.setattr(parsing, "native", None)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from stagewise._native import parser as native
+
+__all__ = ["available", "first_duplicate", "hash_pairs", "parse", "rewrite_rows"]
+
+
+def available() -> bool:
+    """Whether the compiled parser is in use (it reads plain files in pieces, without loading them whole)."""
+    return native is not None
+
+
+def parse(data: bytes | str, kind: int) -> dict[str, Any] | tuple | None:
+    """The parser's output for a run (``kind`` 0) or qrels (1) held in ``data`` (bytes, or a plain file's path):
+    a dict of buffers, or an error tuple ``(_, code, line, field)``; ``None`` without the extension."""
+    if native is None:
+        return None
+    return native.parse_file(data, kind) if isinstance(data, str) else native.parse(data, kind)
+
+
+def hash_pairs(q_offsets: np.ndarray, q_data: bytes, d_offsets: np.ndarray, d_data: bytes) -> np.ndarray | None:
+    """The 64-bit (query id, doc id) key of each row, the function the parser applies while reading."""
+    if native is None:
+        return None
+    return np.frombuffer(native.hash_pairs(q_offsets, q_data, d_offsets, d_data), dtype=np.uint64)
+
+
+def first_duplicate(codes: np.ndarray, keys: np.ndarray, n_queries: int) -> bool | None:
+    """Whether some key repeats within a query (``False`` settles it: no duplicate); ``None``: not known."""
+    if native is None or not len(keys):
+        return None
+    return native.first_duplicate(np.ascontiguousarray(codes, dtype=np.int32), keys, n_queries) != -1
+
+
+def rewrite_rows(offsets: np.ndarray, data: bytearray, rows: np.ndarray, sources: np.ndarray) -> bool:
+    """Moves strings within blocks of rows in place; ``False`` when it could not (the caller copies instead)."""
+    if native is None or not isinstance(data, bytearray) or not offsets.flags.writeable:
+        return False
+    native.rewrite_rows(offsets, data, rows, sources)
+    return True
