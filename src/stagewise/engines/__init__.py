@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from stagewise.errors import ConventionError
+from stagewise.errors import ConventionError as _ConventionError
 from stagewise.metrics.defaults import DEFAULT_METRICS
 
 from ._base import Engine
@@ -48,14 +48,14 @@ def get_engine(engine: str | Engine | None = "local", *, scheduler: str | None =
     scheduler's address, ``options`` the engine's own (``block_bytes``, ``n_workers``, ``partition_bytes``...)."""
     if isinstance(engine, Engine):
         if scheduler is not None or options:
-            raise ConventionError("give the scheduler and options to the engine object itself, not beside it")
+            raise _ConventionError("give the scheduler and options to the engine object itself, not beside it")
         return engine
     chosen = "local" if engine is None else engine
     if scheduler is not None and chosen != "dask":
-        raise ConventionError(f"a scheduler address is for the dask engine, not {chosen!r} (use --engine dask)")
+        raise _ConventionError(f"a scheduler address is for the dask engine, not {chosen!r} (use --engine dask)")
     if chosen == "local":
         if options:
-            raise ConventionError(f"the local engine takes no options; got {sorted(options)}")
+            raise _ConventionError(f"the local engine takes no options; got {sorted(options)}")
         return LocalEngine()
     if chosen == "stream":
         return StreamEngine(**options)
@@ -63,7 +63,7 @@ def get_engine(engine: str | Engine | None = "local", *, scheduler: str | None =
         from ._dask import DaskEngine
 
         return DaskEngine(scheduler, **options)
-    raise ConventionError(f"unknown engine {chosen!r}; choose one of {', '.join(ENGINES)}")
+    raise _ConventionError(f"unknown engine {chosen!r}; choose one of {', '.join(ENGINES)}")
 
 
 def evaluate(
