@@ -79,6 +79,52 @@ def read_qrels_as(path: str, qrels_format: QrelsFormat | None):
     return read_qrels(path, format=None if qrels_format is None else qrels_format.value)
 
 
+class EngineChoice(StrEnum):
+    """Where the per-query work runs, as CLI choices (stagewise.engines.ENGINES)."""
+
+    local = "local"
+    stream = "stream"
+    dask = "dask"
+
+
+EngineOption = Annotated[
+    EngineChoice,
+    typer.Option(
+        "--engine",
+        help="local (runs read whole into memory), stream (a TREC run larger than memory, read a block of whole "
+        "queries at a time; the run must be grouped by query) or dask (many runs, large ones in partitions of whole "
+        "queries, on a Dask cluster; needs stagewise[dask]). Same numbers on every engine.",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Address of a running Dask scheduler (tcp://host:8786) for --engine dask; without it a local cluster "
+        "is started for the command.",
+    ),
+]
+
+
+def engine_for(engine: EngineChoice, scheduler: str | None):
+    """The engine the options ask for (a --scheduler without --engine dask is an error)."""
+    from stagewise.engines import get_engine
+
+    return get_engine(engine.value, scheduler=scheduler)
+
+
+@contextlib.contextmanager
+def engine_progress(chosen: Any) -> Iterator[None]:
+    """While the block runs, a progress bar of the Dask engine's tasks as the cluster reports them done (on a
+    terminal only); nothing for the other engines."""
+    if getattr(chosen, "name", None) != "dask":
+        yield
+        return
+    with stage_progress("starting the Dask cluster", "Dask tasks", "tasks") as report:
+        chosen.progress = report
+        yield
+
+
 # Convention options shared by the commands that evaluate runs (eval, compare).
 RelevanceLevelOption = Annotated[
     int,

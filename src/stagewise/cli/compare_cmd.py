@@ -14,16 +14,21 @@ from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     Duplicates,
     DuplicatesOption,
+    EngineChoice,
+    EngineOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
     QrelsFormatOption,
     RelevanceLevelOption,
+    SchedulerOption,
     Ties,
     TiesOption,
     baseline_label,
     check_output,
     emit,
+    engine_for,
+    engine_progress,
     read_qrels_as,
     read_runs_with_progress,
     run_labels,
@@ -182,6 +187,8 @@ def compare_command(
     digits: Annotated[int, typer.Option(help="Decimals of the means in table, markdown and LaTeX output.")] = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
+    engine: EngineOption = EngineChoice.local,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Compare runs with paired significance tests, corrected for multiple comparisons, with effect sizes.
 
@@ -203,6 +210,9 @@ def compare_command(
       stagewise compare qrels.txt a.run b.run c.run -c bh --format json -o comparison.json
     """
     with user_errors():
+        from stagewise.engines import expand_globs
+
+        runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
         from stagewise.errors import StagewiseError
         from stagewise.metrics.evaluate import DEFAULT_METRICS
@@ -212,43 +222,70 @@ def compare_command(
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
         if top is not None and top < 1:
             raise StagewiseError(f"--top must be >= 1; got {top}")
-        # compare() checks the metrics and options, then reads the files through these functions.
-        with contextlib.ExitStack() as stack:
-            bar: list[Callable[[float, int], None] | None] = []
+        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
+        tests = dict(
+            test=test.value,
+            correction=correction.value,
+            alpha=alpha,
+            alternative=alternative.value,
+            permutations=permutations,
+            seed=seed,
+            exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
+            tie_tolerance=tie_tolerance,
+            ci=ci.value,
+            ci_level=ci_level,
+            family=family.value,
+        )
+        conventions = dict(
+            relevance_level=relevance_level,
+            ties=ties.value,
+            missing=missing.value,
+            max_ret=max_ret,
+            judged_only=judged_only,
+        )
+        if engine is EngineChoice.local and scheduler is None:
+            # compare() checks the metrics and options, then reads the files through these functions.
+            with contextlib.ExitStack() as stack:
+                bar: list[Callable[[float, int], None] | None] = []
 
-            def read_runs() -> list:
-                loaded = read_runs_with_progress(runs, duplicates.value)
-                # rich shows one live display at a time: the stage bar starts once the reading bar is gone
-                bar.append(stack.enter_context(stage_progress("evaluating the runs", "testing", "comparisons")))
-                return loaded
+                def read_runs() -> list:
+                    loaded = read_runs_with_progress(runs, duplicates.value)
+                    # rich shows one live display at a time: the stage bar starts once the reading bar is gone
+                    bar.append(stack.enter_context(stage_progress("evaluating the runs", "testing", "comparisons")))
+                    return loaded
 
-            def report(done: float, total: int) -> None:
-                if bar and bar[0] is not None:
-                    bar[0](done, total)
+                def report(done: float, total: int) -> None:
+                    if bar and bar[0] is not None:
+                        bar[0](done, total)
 
-            result = compare(
-                lambda: read_qrels_as(qrels, qrels_format),
-                read_runs,
-                split_metrics(metric) if metric else list(DEFAULT_METRICS),
-                test=test.value,
-                baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
-                correction=correction.value,
-                alpha=alpha,
-                alternative=alternative.value,
-                permutations=permutations,
-                seed=seed,
-                exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
-                tie_tolerance=tie_tolerance,
-                ci=ci.value,
-                ci_level=ci_level,
-                family=family.value,
-                relevance_level=relevance_level,
-                ties=ties.value,
-                missing=missing.value,
-                max_ret=max_ret,
-                judged_only=judged_only,
-                progress=report,
-            )
+                result = compare(
+                    lambda: read_qrels_as(qrels, qrels_format),
+                    read_runs,
+                    metrics,
+                    baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
+                    progress=report,
+                    **tests,
+                    **conventions,
+                )
+        else:
+            from stagewise.stats import compare_scores
+
+            labels = run_labels(runs)
+            with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
+                scores = chosen.evaluate(
+                    lambda: read_qrels_as(qrels, qrels_format),
+                    dict(zip(labels, runs, strict=True)),
+                    metrics,
+                    duplicates=duplicates.value,
+                    **conventions,
+                )
+            with stage_progress("testing", "testing", "comparisons") as report:
+                result = compare_scores(
+                    scores,
+                    baseline=None if baseline is None else baseline_label(baseline, runs, labels),
+                    progress=report,
+                    **tests,
+                )
         from stagewise.report import compare as render_compare
 
         options = dict(digits=digits, show_pairs=pairs, per_query=per_query, top=top)

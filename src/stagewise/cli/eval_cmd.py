@@ -12,17 +12,23 @@ from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     Duplicates,
     DuplicatesOption,
+    EngineChoice,
+    EngineOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
     QrelsFormatOption,
     RelevanceLevelOption,
+    SchedulerOption,
     Ties,
     TiesOption,
     check_output,
     emit,
+    engine_for,
+    engine_progress,
     read_qrels_as,
     read_runs_with_progress,
+    run_labels,
     show_table,
     split_metrics,
     user_errors,
@@ -89,6 +95,8 @@ def eval_command(
     digits: Annotated[int, typer.Option(help="Decimals in table, markdown and LaTeX output.")] = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
+    engine: EngineOption = EngineChoice.local,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Score runs against judgements: one row per run, one column per metric.
 
@@ -102,22 +110,43 @@ def eval_command(
       stagewise eval qrels.txt bm25.run dense.run -m ndcg@10 -m recall@100
 
       stagewise eval qrels.txt run.trec -m "ndcg@10(gain=exp)" --format json --per-query -o scores.json
+
+      stagewise eval qrels.txt huge.run --engine stream
+
+      stagewise eval qrels.txt 'runs/*.trec' --engine dask --scheduler tcp://scheduler:8786
     """
     with user_errors():
+        from stagewise.engines import expand_globs
+
+        runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
         from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
 
-        # The files are read by evaluate() once it has checked the metrics and conventions.
-        result = evaluate(
-            lambda: read_qrels_as(qrels, qrels_format),
-            lambda: read_runs_with_progress(runs, duplicates.value),
-            split_metrics(metric) if metric else list(DEFAULT_METRICS),
+        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
+        conventions = dict(
             relevance_level=relevance_level,
             ties=ties.value,
             missing=missing.value,
             max_ret=max_ret,
             judged_only=judged_only,
         )
+        # The files are read by evaluate() once it has checked the metrics and conventions.
+        if engine is EngineChoice.local and scheduler is None:
+            result = evaluate(
+                lambda: read_qrels_as(qrels, qrels_format),
+                lambda: read_runs_with_progress(runs, duplicates.value),
+                metrics,
+                **conventions,
+            )
+        else:
+            with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
+                result = chosen.evaluate(
+                    lambda: read_qrels_as(qrels, qrels_format),
+                    dict(zip(run_labels(runs), runs, strict=True)),
+                    metrics,
+                    duplicates=duplicates.value,
+                    **conventions,
+                )
         from stagewise.report import eval as report
 
         if fmt is OutputFormat.table and output is None:

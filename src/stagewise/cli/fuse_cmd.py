@@ -9,7 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import Ties, check_output, run_labels, user_errors
+from stagewise.cli.common import (
+    EngineChoice,
+    SchedulerOption,
+    Ties,
+    check_output,
+    engine_for,
+    run_labels,
+    user_errors,
+)
 
 
 class Queries(StrEnum):
@@ -157,6 +165,16 @@ def fuse_command(
     list_methods: Annotated[
         bool, typer.Option("--list-methods", help="List every method and normalisation, then exit.")
     ] = False,
+    engine: Annotated[
+        EngineChoice,
+        typer.Option(
+            "--engine",
+            help="local (runs read whole into memory), stream (runs read side by side a group of queries at a time, "
+            "in bounded memory) or dask (groups of queries on a Dask cluster; needs stagewise[dask]). stream and dask "
+            "need each run sorted by query id (LC_ALL=C sort -k1,1 -s) and write TREC; the fused run is the same.",
+        ),
+    ] = EngineChoice.local,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Fuse runs into one: RRF, the CombSUM family, Borda, Condorcet and the supervised methods.
 
@@ -171,6 +189,8 @@ def fuse_command(
       stagewise fuse bm25.run dense.run -m combmnz --norm minmax --depth 100 -o fused.run
 
       stagewise fuse a.run b.run c.run -m wsum --optimize --qrels train.qrels --metric ndcg@10 --folds 5 -o cv.run
+
+      stagewise fuse 'runs/*.sorted' -m rrf --engine dask --scheduler tcp://scheduler:8786 -o fused.run
     """
     if list_methods:
         sys.stdout.write(_list_methods())
@@ -180,6 +200,9 @@ def fuse_command(
 
         if not runs:
             raise StagewiseError("give at least one run to fuse (stagewise fuse RUN... --method M -o OUT)")
+        from stagewise.engines import expand_globs
+
+        runs = expand_globs(runs)
         # Every file this command will write is checked now, before the runs are read and fused.
         check_output(output, [*runs, qrels], others={"--meta": None if no_meta else meta})
         meta_path = None if no_meta else meta if meta is not None else _default_meta(output)
@@ -199,6 +222,11 @@ def fuse_command(
             name=name,
             **params,
         )
+        if engine is not EngineChoice.local or scheduler is not None:
+            if optimize:
+                raise StagewiseError("--optimize fits on every query at once: run it with --engine local")
+            _fuse_on_engine(named, method, engine_for(engine, scheduler), common, output, meta_path)
+            return
         report = None
         if optimize:
             if qrels is None:
@@ -253,6 +281,48 @@ def _optimize(runs, qrels, method, metric, step, search, folds, seed, ties, comm
         )
 
 
+def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path: Path | None) -> None:
+    """Fuse group by group on the engine, streaming TREC lines to ``output`` (atomically, with the metadata) or
+    stdout, with the summary line the local path prints."""
+    from stagewise._io import atomic_paths, write_errors
+    from stagewise.data.writers import _format_for
+    from stagewise.errors import StagewiseError
+    from stagewise.fusion.engine import fuse_to
+    from stagewise.fusion.writer import write_metadata
+
+    options = {k: v for k, v in common.items() if k != "relevance_level"}
+    if output is not None and _format_for(output, None) != "trec":
+        raise StagewiseError(f"--engine {chosen.name} writes TREC runs; write {output} with --engine local")
+    from stagewise.cli.common import engine_progress
+
+    with chosen, engine_progress(chosen):
+        if output is None:
+            info = fuse_to(runs, sys.stdout.buffer, method, engine=chosen, **options)
+            sys.stdout.flush()
+            if meta_path is not None:
+                with write_errors(meta_path):
+                    write_metadata(info, meta_path)
+            typer.echo(_summary(info), err=True)
+            return
+        targets = [output] if meta_path is None else [output, meta_path]
+        with write_errors(output), atomic_paths(targets) as tmps:
+            with open(tmps[0], "wb") as fh:
+                info = fuse_to(runs, fh, method, engine=chosen, **options)
+            if meta_path is not None:
+                from stagewise.fusion.writer import _dump
+
+                with open(tmps[1], "w", encoding="utf-8", newline="") as fh:
+                    _dump(info, fh)
+    typer.echo(f"{_summary(info)} -> {output}" + (f" (metadata: {meta_path})" if meta_path else ""), err=True)
+
+
+def _summary(info: dict) -> str:
+    return (
+        f"fused {len(info['runs'])} run(s) with {info['method']}, norm {info['normalization']}: "
+        f"{info['n_queries']} queries, {info['n_results']} results"
+    )
+
+
 def _stderr_console():
     from rich.console import Console
 
@@ -271,10 +341,7 @@ def _write(fused, output: Path | None, meta: Path | bool) -> None:
     from stagewise.fusion.writer import write_fused, write_metadata
 
     info = fused.fusion
-    summary = (
-        f"fused {len(info['runs'])} run(s) with {info['method']}, norm {info['normalization']}: "
-        f"{info['n_queries']} queries, {info['n_results']} results"
-    )
+    summary = _summary(info)
     if output is None:
         write_trec_run(fused, sys.stdout.buffer)
         sys.stdout.flush()

@@ -7,12 +7,14 @@
 
 Methods live in :data:`METHODS` and normalisations in :data:`NORMALIZATIONS`, each a small pure function
 chosen by name; :class:`FusionMethod` and :class:`Normalization` are the values that name them (``str`` parses
-back). Every fused run records how it was made in ``.fusion``.
+back). Every fused run records how it was made in ``.fusion``. :func:`fuse_to` fuses run files on the stream or
+Dask engine (:mod:`stagewise.engines`), a group of queries at a time, straight to a file.
 """
 
 from __future__ import annotations
 
 from stagewise.fusion.api import FusedRun, fuse
+from stagewise.fusion.engine import fuse_to
 from stagewise.fusion.methods import METHODS, MISSING_POLICIES, FusionMethod, method_names
 from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names
 from stagewise.fusion.optimize import FoldResult, FusionReport, grid_weights, optimize
@@ -32,6 +34,7 @@ __all__ = [
     "Normalization",
     "build_table",
     "fuse",
+    "fuse_to",
     "grid_weights",
     "method_names",
     "normalization_names",

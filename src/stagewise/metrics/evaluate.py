@@ -9,13 +9,14 @@ import numpy as np
 
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_runs
+from stagewise.data.run import Run
 from stagewise.errors import MetricError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.metrics.measures import Measure, aggregate, compute
 from stagewise.metrics.result import EvalResult, RunScores
 
-__all__ = ["DEFAULT_METRICS", "evaluate"]
+__all__ = ["DEFAULT_METRICS", "evaluate", "measure_run", "parse_metrics"]
 
 
 def evaluate(
@@ -61,10 +62,7 @@ def evaluate(
     >>> {k: round(v, 4) for k, v in result.means["run"].items()}
     {'ndcg@3': 0.9502, 'P@2': 0.5, 'mrr': 1.0}
     """
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
-    if not names:
-        raise MetricError("give at least one metric, such as ndcg@10 or map")
-    parsed = [(name, Measure.parse(name)) for name in names]
+    parsed = parse_metrics(metrics)
     base = Conventions(
         relevance_level=relevance_level,
         ties=ties,
@@ -74,28 +72,38 @@ def evaluate(
     )
     judgements: Qrels = read_qrels(_deferred(qrels))
     loaded = read_runs(_deferred(runs))
-    scores = []
-    for run in loaded:
-        contexts: dict[int, EvalContext] = {}
-        values: dict[str, np.ndarray] = {}
-        for name, measure in parsed:
-            level = _level_of(measure, relevance_level)
-            if level not in contexts:
-                conv = base if level == relevance_level else _with_level(base, level)
-                contexts[level] = build_context(judgements, run, conv)
-            values[name] = compute(measure, contexts[level])
-        ctx = contexts[next(iter(contexts))]
-        scores.append(
-            RunScores(
-                name=run.name,
-                query_ids=ctx.query_ids,
-                values=values,
-                means={name: aggregate(measure, values[name]) for name, measure in parsed},
-                missing_queries=ctx.missing_queries,
-                run_only_queries=ctx.run_only_queries,
-            )
-        )
+    scores = [measure_run(judgements, run, parsed, base) for run in loaded]
     return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
+
+
+def parse_metrics(metrics: str | Iterable[str]) -> list[tuple[str, Measure]]:
+    """``(name as given, Measure)`` for each metric; at least one."""
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not names:
+        raise MetricError("give at least one metric, such as ndcg@10 or map")
+    return [(name, Measure.parse(name)) for name in names]
+
+
+def measure_run(judgements: Qrels, run: Run, parsed: list[tuple[str, Measure]], base: Conventions) -> RunScores:
+    """One run's per-query values and means: a context per relevance level the measures ask for, shared by
+    the measures at that level. The engines (``stagewise.engines``) call it once per part of a run."""
+    contexts: dict[int, EvalContext] = {}
+    values: dict[str, np.ndarray] = {}
+    for name, measure in parsed:
+        level = _level_of(measure, base.relevance_level)
+        if level not in contexts:
+            conv = base if level == base.relevance_level else _with_level(base, level)
+            contexts[level] = build_context(judgements, run, conv)
+        values[name] = compute(measure, contexts[level])
+    ctx = contexts[next(iter(contexts))]
+    return RunScores(
+        name=run.name,
+        query_ids=ctx.query_ids,
+        values=values,
+        means={name: aggregate(measure, values[name]) for name, measure in parsed},
+        missing_queries=ctx.missing_queries,
+        run_only_queries=ctx.run_only_queries,
+    )
 
 
 def _deferred(source: Any) -> Any:

@@ -184,13 +184,34 @@ def inferred_ap(ctx: EvalContext) -> np.ndarray:
 
 
 def _segment_exclusive_cumsum(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """For sorted ``groups``: the sum of ``values`` before each element within its group."""
-    total = np.cumsum(values) - values
+    """For sorted ``groups``: the sum of ``values`` before each element within its group.
+
+    Integers take one running sum over all groups, less each group's start (exact). Floating-point sums start
+    afresh in each group, adding its values in order (as trec_eval does per query): one running sum minus the
+    group's start would make a query's last bits depend on the queries before it, so a query would not get the
+    same value when evaluated with other queries (a part of a run, on the stream and Dask engines)."""
     if len(groups) == 0:
-        return total
+        return np.cumsum(values) - values
     starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
     lengths = np.diff(np.r_[starts, len(groups)])
-    return total - np.repeat(total[starts], lengths)
+    if values.dtype.kind != "f":
+        total = np.cumsum(values) - values
+        return total - np.repeat(total[starts], lengths)
+    position = np.arange(len(values)) - np.repeat(starts, lengths)
+    group = np.repeat(np.arange(len(starts)), lengths)
+    out = np.empty_like(values)
+    width = int(lengths.max())
+    if len(starts) * (width + 1) > 4 * len(values) + 2**20:  # very uneven groups: the long ones one by one
+        long = lengths > 64
+        for start, length in zip(starts[long].tolist(), lengths[long].tolist(), strict=True):
+            out[start] = 0.0
+            np.cumsum(values[start : start + length - 1], out=out[start + 1 : start + length])
+        width = int(lengths[~long].max()) if (~long).any() else 0
+    short = lengths[group] <= width
+    grid = np.zeros((len(starts), width + 1), dtype=values.dtype)  # a row per group: one cumsum per row
+    grid[group[short], position[short] + 1] = values[short]
+    out[short] = np.cumsum(grid, axis=1)[group[short], position[short]]
+    return out
 
 
 def _interpolated_precision(ctx: EvalContext) -> np.ndarray:

@@ -467,6 +467,8 @@ def compare(
     max_ret: int | None = None,
     judged_only: bool = False,
     progress: Callable[[float, int], None] | None = None,
+    engine: Any = None,
+    scheduler: str | None = None,
     **overrides: Any,
 ) -> Comparison:
     """Evaluate runs and test every pair (or every run against ``baseline``) on every metric.
@@ -509,6 +511,10 @@ def compare(
     progress : callable, optional
         Called as ``progress(done, total)`` while the tests run, in comparisons (pairs x metrics; twice that
         with ``ci="bootstrap"``), after each chunk of resamples; it changes no number.
+    engine, scheduler : str or Engine, str, optional
+        Where the runs are evaluated: ``"local"`` (default), ``"stream"``, ``"dask"`` (at ``scheduler``, else a
+        local cluster) or an engine object (see :mod:`stagewise.engines`). The tests run on the gathered
+        per-query values, so the p-values are the same on every engine.
 
     Returns
     -------
@@ -530,17 +536,16 @@ def compare(
     _resolve(opts)  # a bad option fails before any file is read
     if isinstance(runs, list | tuple) and len(runs) < 2:
         raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
-    from stagewise.metrics.evaluate import evaluate
-
-    result = evaluate(
-        qrels,
-        runs,
-        metrics,
-        relevance_level=relevance_level,
-        ties=ties,
-        missing=missing,
-        max_ret=max_ret,
-        judged_only=judged_only,
+    conventions = dict(
+        relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret, judged_only=judged_only
     )
+    if (engine is None or engine == "local") and scheduler is None:
+        from stagewise.metrics.evaluate import evaluate
+
+        result = evaluate(qrels, runs, metrics, **conventions)
+    else:
+        from stagewise.engines import evaluate as evaluate_on
+
+        result = evaluate_on(qrels, runs, metrics, engine=engine or "local", scheduler=scheduler, **conventions)
     given = [str(r) for r in runs] if isinstance(runs, list | tuple) else None
     return compare_scores(result, options=opts, run_args=given, progress=progress)
