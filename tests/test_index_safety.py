@@ -27,9 +27,10 @@ import pytest
 from typer.testing import CliRunner
 
 import stagewise
+from stagewise import _folder
 from stagewise.cli import app
 from stagewise.errors import InputError
-from stagewise.retrieval import _folder, _kernels
+from stagewise.retrieval import _kernels
 from stagewise.retrieval.index import _ARRAYS, CRC_BLOCK, INDEX_FILES, BM25Index
 from tests.conftest import SHARED
 

@@ -79,6 +79,16 @@ def read_qrels_as(path: str, qrels_format: QrelsFormat | None):
     return read_qrels(path, format=None if qrels_format is None else qrels_format.value)
 
 
+class CorpusFormat(StrEnum):
+    """Corpus (and query set) formats the collection readers take, as CLI choices."""
+
+    auto = "auto"
+    beir = "beir"
+    jsonl = "jsonl"
+    tsv = "tsv"
+    smart = "smart"
+
+
 class EngineChoice(StrEnum):
     """Where the per-query work runs, as CLI choices (stagewise.engines.ENGINES)."""
 
@@ -123,6 +133,18 @@ def engine_progress(chosen: Any) -> Iterator[None]:
     with stage_progress("starting the Dask cluster", "Dask tasks", "tasks") as report:
         chosen.progress = report
         yield
+
+
+# Options of the commands that write a whole folder (index, encode, hybrid).
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace --output even when it is a non-empty folder that is not this command's (its content is "
+        "deleted); the current folder and a folder holding an input are refused even then.",
+    ),
+]
+ParentsOption = Annotated[bool, typer.Option("--parents", help="Create the missing parent folders of --output.")]
 
 
 # Convention options shared by the commands that evaluate runs (eval, compare).

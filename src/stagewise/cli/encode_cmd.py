@@ -10,8 +10,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import user_errors
-from stagewise.cli.index_cmd import CorpusFormat
+from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, user_errors
 
 
 class Backend(StrEnum):
@@ -50,6 +49,8 @@ def encode_command(
     hnsw: Annotated[
         bool, typer.Option("--hnsw", help="Also build an approximate HNSW index (faiss) and report its recall@k.")
     ] = False,
+    force: ForceOption = False,
+    parents: ParentsOption = False,
     fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Corpus format.")] = CorpusFormat.auto,
     id_field: Annotated[str | None, typer.Option(help="JSONL field holding the document id.")] = None,
     text_field: Annotated[
@@ -75,11 +76,20 @@ def encode_command(
     import time
 
     with user_errors():
-        from stagewise.errors import InputError
 
-        out_real, in_real = output.resolve(), corpus.resolve()
-        if out_real == in_real or in_real.is_relative_to(out_real):
-            raise InputError(output, "would replace the corpus it encodes", hint="give --output a new folder")
+        from stagewise import _folder
+        from stagewise.dense.index import OWNED_FILES, _foreign_meta
+
+        # before any work: a refusal after minutes of encoding would waste them
+        _folder.check_target(
+            output,
+            owned=OWNED_FILES,
+            force=force,
+            parents=parents,
+            inputs=[corpus] + ([Path(model)] if model else []),
+            what="dense index",
+            foreign_file=_foreign_meta,
+        )
         from stagewise.cli.common import progress_bar
         from stagewise.dense.encoders import ONNX_FILE, load_encoder
         from stagewise.dense.index import DenseIndex
@@ -108,7 +118,7 @@ def encode_command(
             progress, update = progress_bar("encoding")
             with progress:
                 index = DenseIndex.build(documents, encoder, dtype=dtype.value, progress=update)
-            index.save(output)
+            index.save(output, force=force)
         finally:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import user_errors
-from stagewise.cli.index_cmd import CorpusFormat
+from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, user_errors
 
+HYBRID_FILES = frozenset({"bm25.run", "dense.run", "fused.run", "reranked.run", "stages.json"})
 
 def hybrid_command(
     queries: Annotated[Path, typer.Argument(help="Queries (BEIR folder, JSONL, TSV or SMART).")],
@@ -42,6 +42,8 @@ def hybrid_command(
     cache: Annotated[
         Path | None, typer.Option(help="Reranker score cache (SQLite); default in ~/.cache/stagewise.")
     ] = None,
+    force: ForceOption = False,
+    parents: ParentsOption = False,
 ) -> None:
     """BM25 + dense retrieval, fused, then reranked: every stage's run written, so each can be evaluated.
 
@@ -57,7 +59,8 @@ def hybrid_command(
     import time
 
     with user_errors():
-        from stagewise._io import atomic_write, write_errors
+        from stagewise import _folder
+        from stagewise._io import write_errors
         from stagewise.data.writers import write_run
         from stagewise.dense.index import DenseIndex
         from stagewise.errors import InputError
@@ -65,8 +68,11 @@ def hybrid_command(
         from stagewise.retrieval.collections import read_corpus, read_queries
         from stagewise.retrieval.index import BM25Index
 
-        if output.exists() and not output.is_dir():
-            raise InputError(output, "exists and is not a folder", hint="give --output a folder for the runs")
+        # before any work: the folder is replaced whole at the end, so it must be this command's or new
+        inputs = [queries, bm25, dense] + ([corpus] if corpus is not None else [])
+        _folder.check_target(
+            output, owned=HYBRID_FILES, force=force, parents=parents, inputs=inputs, what="hybrid output folder"
+        )
         if reranker is not None and corpus is None:
             raise InputError("--corpus", "is missing", hint="--reranker needs the documents' texts: add --corpus")
         started = time.perf_counter()
@@ -85,12 +91,13 @@ def hybrid_command(
             topics, BM25Index.load(bm25), DenseIndex.load(dense), k=k, fusion=fusion, fusion_depth=fusion_depth,
             reranker=rr, rerank_depth=depth, docs=docs, backend=backend, **options,
         )  # fmt: skip
-        output.mkdir(parents=True, exist_ok=True)
-        for stage, run in result.runs().items():
-            with write_errors(output / f"{stage}.run"):
-                write_run(run, output / f"{stage}.run", format="trec")
-        with write_errors(output / "stages.json"), atomic_write(output / "stages.json") as fh:
-            fh.write(json.dumps(result.describe(), indent=2, default=str) + "\n")
+        def write(folder: Path) -> None:
+            for stage, run in result.runs().items():
+                write_run(run, folder / f"{stage}.run", format="trec")
+            (folder / "stages.json").write_text(json.dumps(result.describe(), indent=2, default=str) + "\n")
+
+        with write_errors(output):  # the runs and stages.json land together: one folder, swapped in at once
+            _folder.replace_folder(output, write, owned=HYBRID_FILES)
         stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in result.seconds.items())
         typer.echo(
             f"hybrid over {len(topics):,} queries ({stages}); total {time.perf_counter() - started:.2f} s -> "

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import progress_bar, stdin_as_file, user_errors
-
-
-class CorpusFormat(StrEnum):
-    auto = "auto"
-    beir = "beir"
-    jsonl = "jsonl"
-    tsv = "tsv"
-    smart = "smart"
+from stagewise.cli.common import (
+    CorpusFormat,
+    ForceOption,
+    ParentsOption,
+    progress_bar,
+    stdin_as_file,
+    user_errors,
+)
 
 
 def stopwords_option(value: str):
@@ -80,14 +78,8 @@ def index_command(
     text_field: Annotated[
         list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Replace --output even when it is a non-empty folder that is not an index (its content is deleted).",
-        ),
-    ] = False,
-    parents: Annotated[bool, typer.Option("--parents", help="Create the missing parent folders of --output.")] = False,
+    force: ForceOption = False,
+    parents: ParentsOption = False,
     batch_size: Annotated[
         int,
         typer.Option(
@@ -116,8 +108,8 @@ def index_command(
     import time
 
     with user_errors():
+        from stagewise import _folder
         from stagewise.data.collections import iter_corpus, read_corpus
-        from stagewise.retrieval import _folder
         from stagewise.retrieval.analysis import Analyser
         from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
         from stagewise.retrieval.ondisk import build_on_disk

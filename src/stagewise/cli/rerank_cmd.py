@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, user_errors
-from stagewise.cli.index_cmd import CorpusFormat
+from stagewise.cli.common import CorpusFormat, check_output, user_errors
 
 
 def default_cache() -> Path:

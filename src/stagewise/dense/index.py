@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -31,6 +30,8 @@ import numpy as np
 from stagewise.errors import ConventionError, InputError, StagewiseError
 
 FORMAT = "stagewise-dense"
+# What a dense index folder holds (hnsw.faiss from encode --hnsw, onnx/ the exported model).
+OWNED_FILES = frozenset({"embeddings.npy", "doc_ids.json", "meta.json", "hnsw.faiss", "onnx"})
 FORMAT_VERSION = 1
 DTYPES = ("float32", "float16")
 CHECKSUM_DEFINITION = (
@@ -223,15 +224,17 @@ class DenseIndex:
 
     # ----------------------------------------------------------------------------------------- storage
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the index to folder ``path`` (written beside it, then renamed over it; an ONNX export or an
-        approximate index already in the old folder is kept when the model is the same)."""
+    def save(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+        """Write the index to folder ``path``: built in a temporary folder beside it and swapped in at once, so a
+        crash leaves the old index or the new one whole. A non-empty folder that is not a dense index is
+        refused unless ``force`` (see :mod:`stagewise._folder`); an ONNX export or an approximate index already
+        in the old folder is kept when the model is the same."""
+        from stagewise import _folder
+
         target = Path(path)
-        if target.exists() and not target.is_dir():
-            raise InputError(target, "exists and is not a directory", expected="an index directory path")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.stagewise-partial.", dir=target.parent))
-        try:
+        _folder.check_target(target, owned=OWNED_FILES, force=force, what="dense index", foreign_file=_foreign_meta)
+
+        def write(tmp: Path) -> None:
             np.save(tmp / "embeddings.npy", np.ascontiguousarray(self.embeddings), allow_pickle=False)
             (tmp / "doc_ids.json").write_text(json.dumps(self.doc_ids, ensure_ascii=False), encoding="utf-8")
             (tmp / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n", encoding="utf-8")
@@ -242,17 +245,8 @@ class DenseIndex:
                 shutil.copytree(made_folder, tmp / "onnx")  # an export made for this index travels with it
             elif old_onnx.is_dir() and _read_meta(target).get("model") == self.meta.get("model"):
                 shutil.copytree(old_onnx, tmp / "onnx")
-            os.chmod(tmp, 0o777 & ~_umask())
-            old = None
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-                os.replace(target, old)
-            os.replace(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        _folder.replace_folder(target, write, owned=OWNED_FILES)
         self.path = target
         return target
 
@@ -385,10 +379,14 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         raise InputError(meta_path, f"unreadable index metadata ({exc})") from None
 
 
-def _umask() -> int:
-    from stagewise._io import current_umask
-
-    return current_umask()
+def _foreign_meta(folder: Path) -> str | None:
+    """``meta.json`` when the folder's meta.json is another tool's (not a dense index's): it is not ours to
+    replace without --force."""
+    try:
+        meta = _read_meta(folder)
+    except InputError:
+        return "meta.json"
+    return None if isinstance(meta, dict) and meta.get("format") == FORMAT else "meta.json"
 
 
 def is_dense_index(folder: str | os.PathLike[str]) -> bool:

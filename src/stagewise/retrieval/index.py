@@ -19,7 +19,7 @@ A saved index is untrusted input: :meth:`BM25Index.load` checks every array's dt
 against the metadata, and the offsets, ids and lengths against each other, and refuses a damaged index with
 an :class:`~stagewise.errors.InputError` that says to rebuild it; the compiled search checks the term and
 document ids it follows too, so a damaged index is an error, never a crash. Writing replaces the folder in
-one step (:mod:`stagewise.retrieval._folder`).
+one step (:mod:`stagewise._folder`).
 
 Because only tf, lengths and df are stored, ``k1``, ``b``, ``delta``, ``epsilon`` (and the variant) change at
 search time with no re-indexing. Adding documents merges their postings into the arrays, giving exactly the
@@ -531,7 +531,7 @@ class BM25Index:
         """Write the index to folder ``path``, replacing an index there in one step (a crash at any moment
         leaves the old index or the new one, whole). A non-empty folder that is not an index is refused unless
         ``force``; the current folder (or one that holds it) always is. Folders and files get the umask."""
-        from stagewise.retrieval import _folder
+        from stagewise import _folder
 
         target = Path(path)
         _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
@@ -571,7 +571,7 @@ class BM25Index:
         meta_path = folder / "meta.json"
         if not meta_path.is_file():
             if not folder.exists():
-                from stagewise.retrieval._folder import previous_of
+                from stagewise._folder import previous_of
 
                 left = previous_of(folder)
                 hint = f"an interrupted build left the previous index in {left[-1]}" if left else "check the path"

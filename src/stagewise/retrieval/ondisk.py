@@ -205,7 +205,7 @@ def _remove_stale_runs(parent: Path, name: str) -> None:
     import re
     import shutil
 
-    from stagewise.retrieval._folder import _pid_alive
+    from stagewise._folder import _pid_alive
 
     pattern = re.compile(rf"\.{re.escape(name)}\.{RUNS}-(\d+)-\w+")
     try:
@@ -257,7 +257,7 @@ def build_on_disk(
     deleted at the end; they take about the size of the index. What a killed build left there is deleted by
     the next build of the same index.
     """
-    from stagewise.retrieval import _folder
+    from stagewise import _folder
 
     scoring = Scoring.of(variant, k1=k1, b=b, delta=delta, epsilon=epsilon)
     analyser = analyser or Analyser()
