@@ -50,6 +50,7 @@ def build(
     title: str | None = None,
     digits: int = 4,
     progress: Callable[[str], None] | None = None,
+    sources: Sequence[Any] | None = None,
 ) -> str:
     """The report as one HTML page (a string).
 
@@ -72,6 +73,9 @@ def build(
         The evaluation's conventions, as :func:`stagewise.evaluate`.
     cutoffs
         The k of the metric-at-k curves (default 18 values from 1 to 1000, even on a log axis).
+    title, digits, progress, sources
+        The page's title; decimals of the means; a function told each step (``progress("drawing")``); the
+        inputs to name at the top of the page (default: the paths among ``qrels``, ``runs`` and ``rag``).
     """
     from stagewise import __version__
     from stagewise.errors import StagewiseError
@@ -141,9 +145,7 @@ def build(
             sections.append(("fusion", "Fused runs", fusion.section(loaded["fusion"])))
         sections.append(("curves", "Metrics at k", curves.section(at_k, cutoffs)))
         tolerance = comp.conventions.get("tie_tolerance", tie_tolerance) if comp is not None else tie_tolerance
-        sections.append(
-            ("per-query", "Per query", perquery.section(main, metric_list, plot_baseline, tolerance))
-        )
+        sections.append(("per-query", "Per query", perquery.section(main, metric_list, plot_baseline, tolerance)))
         sections.append(
             ("judgements", "Judgement health", judgements.section(loaded["qrels"], at_k, cutoffs, relevance_level))
         )
@@ -153,13 +155,7 @@ def build(
         report = rag if type(rag).__name__ == "RagReport" else _rag(rag, rag_options or {})
         sections.append(("rag", "RAG diagnosis", rag_section.section(report, digits)))
         heading = heading or f"stagewise report: {report.n} RAG samples"
-    sources = [] if qrels is None or callable(qrels) else [qrels]
-    if isinstance(runs, list | tuple):
-        sources += list(runs)
-    elif isinstance(runs, dict):
-        sources += list(runs)
-    if isinstance(rag, str | os.PathLike):
-        sources.append(rag)
+    sources = list(sources) if sources is not None else _paths(qrels, runs, rag)
     named = ", ".join(page.esc(_name(s)) for s in sources[:25]) + (" …" if len(sources) > 25 else "")
     intro = (
         f'<p class="count">Made by stagewise {page.esc(__version__)}'
@@ -175,17 +171,26 @@ def write(output: str | os.PathLike, *args: Any, **kwargs: Any) -> Path:
     is checked before any work (not a folder, not one of the inputs, writable)."""
     from stagewise._io import atomic_write, check_output
 
-    inputs = [a for a in (*args[:1], *(args[1] if len(args) > 1 and isinstance(args[1], list | tuple) else ()))]
-    inputs += [kwargs.get("qrels"), kwargs.get("rag")]
-    runs = kwargs.get("runs")
-    if isinstance(runs, list | tuple):
-        inputs += list(runs)
-    paths = [p for p in inputs if isinstance(p, str | os.PathLike)]
-    target = check_output(output, inputs=paths)
+    given = dict(zip(("qrels", "runs", "metrics"), args, strict=False))
+    given.update(kwargs)
+    paths = _paths(given.get("qrels"), given.get("runs"), given.get("rag")) + list(given.get("sources") or [])
+    target = check_output(output, inputs=[p for p in paths if isinstance(p, str | os.PathLike)])
     text = build(*args, **kwargs)
     with atomic_write(output) as fh:
         fh.write(text)
     return target
+
+
+def _paths(qrels: Any, runs: Any, rag: Any) -> list[Any]:
+    """The file paths among the inputs (a run mapping's values, a list's items)."""
+    items = [qrels, rag]
+    if isinstance(runs, dict):
+        items += list(runs.values())
+    elif isinstance(runs, list | tuple):
+        items += list(runs)
+    else:
+        items.append(runs)
+    return [x for x in items if isinstance(x, str | os.PathLike)]
 
 
 def _name(source: Any) -> str:

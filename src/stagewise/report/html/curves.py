@@ -20,7 +20,9 @@ def _plot(means: dict[str, dict[str, float]], runs: list[str], fam: str, label: 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 4.2))
     for i, run in enumerate(runs):
-        ax.plot(cutoffs, [means[run][f"{fam}@{k}"] for k in cutoffs], label=run, markersize=3, linewidth=1.2, **style(i))
+        ax.plot(
+            cutoffs, [means[run][f"{fam}@{k}"] for k in cutoffs], label=run, markersize=3, linewidth=1.2, **style(i)
+        )
     ax.set_xscale("log")
     ax.set_xlabel("cutoff k (documents, log scale)")
     ax.set_ylabel(f"{label.split(' ')[0]}@k (mean over queries, 0 to 1)")

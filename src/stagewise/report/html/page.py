@@ -67,7 +67,9 @@ def table(
     for i, h in enumerate(header):
         kind = ' data-type="num"' if i in numeric else ""
         button = f'<button type="button" class="sort">{esc(h)}</button>' if sortable else esc(h)
-        out.append(f'<th scope="col"{kind} aria-sort="none">{button}</th>' if sortable else f'<th scope="col">{button}</th>')
+        out.append(
+            f'<th scope="col"{kind} aria-sort="none">{button}</th>' if sortable else f'<th scope="col">{button}</th>'
+        )
     out.append("</tr></thead><tbody>")
     extra = iter(row_attrs) if row_attrs is not None else None
     for row in rows:
@@ -179,7 +181,9 @@ def figure(fig: Any, title: str, desc: str, data_header: Sequence[str], data_row
     """A plot with its text alternative: the SVG (title and description inside it) and the numbers behind it
     in a table under ``<details>``."""
     rows = list(data_rows)
-    numeric = {i for i, v in enumerate(rows[0]) if isinstance(v, int | float) and not isinstance(v, bool)} if rows else set()
+    numeric = (
+        {i for i, v in enumerate(rows[0]) if isinstance(v, int | float) and not isinstance(v, bool)} if rows else set()
+    )
     return (
         f'<figure class="plot">{svg(fig, title, desc)}<figcaption>{esc(title)}</figcaption>'
         f"<details><summary>The numbers behind this plot</summary>"
@@ -221,7 +225,8 @@ ul.notes{font-size:12px;color:var(--muted)}
 
 JS = """
 (function(){
-function val(td,num){if(!td)return num?NaN:'';if(num){var v=td.getAttribute('data-v');return v===''||v===null?NaN:parseFloat(v);}
+function val(td,num){if(!td)return num?NaN:'';
+ if(num){var v=td.getAttribute('data-v');return v===''||v===null?NaN:parseFloat(v);}
  return td.textContent.trim().toLowerCase();}
 function sortTable(table,col,dir){var tb=table.tBodies[0],rows=Array.prototype.slice.call(tb.rows);
  var th=table.tHead.rows[0].cells[col],num=th.getAttribute('data-type')==='num';
@@ -254,7 +259,9 @@ def controls(table_id: str, labels: Sequence[str] = (), placeholder: str = "filt
         f'<label>Filter <input type="search" placeholder="{esc(placeholder)}" aria-controls="{esc(table_id)}"></label>'
     )
     if labels:
-        options = '<option value="">all labels</option>' + "".join(f'<option value="{esc(x)}">{esc(x)}</option>' for x in labels)
+        options = '<option value="">all labels</option>' + "".join(
+            f'<option value="{esc(x)}">{esc(x)}</option>' for x in labels
+        )
         out.append(f'<label>Label <select aria-controls="{esc(table_id)}">{options}</select></label>')
     out.append('<span class="count" aria-live="polite"></span></div>')
     return "".join(out)
@@ -271,6 +278,6 @@ def document(title: str, sections: Sequence[tuple[str, str, str]], intro: str = 
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'; img-src data:\">"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-        f"<header><h1>{esc(title)}</h1>{intro}<nav aria-label=\"Sections\"><ul>{nav}</ul></nav></header>"
+        f'<header><h1>{esc(title)}</h1>{intro}<nav aria-label="Sections"><ul>{nav}</ul></nav></header>'
         f"<main>{body}</main><script>{JS}</script></body></html>\n"
     )

@@ -23,7 +23,9 @@ def section(report: Any, digits: int = 4) -> str:
             cell = cells[col]
             row.append(f"{cell['label']}: {cell['count']} ({100 * float(cell['share']):.1f}%)")
         rows.append(row)
-    out = [table(["", *_COL_NAMES.values()], rows, caption=f"{report.n} samples: stage that failed", table_id="rag-2x2")]
+    out = [
+        table(["", *_COL_NAMES.values()], rows, caption=f"{report.n} samples: stage that failed", table_id="rag-2x2")
+    ]
     reasons = report.reasons()
     bars = [(label, reason, count) for label in LABELS for reason, count in reasons[label].items()]
     plt = pyplot()
