@@ -77,7 +77,7 @@ def rich(result: Any, **options: Any) -> Any:
     return module.rich(result, **options)
 
 
-def html(*args: Any, output: Any = None, **options: Any) -> str:
+def html_report(*args: Any, output: Any = None, **options: Any) -> str:
     """The HTML report (:func:`stagewise.report.html.build`), also written atomically to ``output`` when given."""
     from stagewise.report.html import build, write
 
@@ -89,13 +89,13 @@ def html(*args: Any, output: Any = None, **options: Any) -> str:
 
 
 class _CallableModule(types.ModuleType):
-    """``stagewise.report(...)`` is :func:`html`, while ``stagewise.report.render`` and the rest stay a package's
+    """``stagewise.report(...)`` is :func:`html_report`, while ``stagewise.report.render`` and the rest stay a package's
     names: one name for the report, as the command line has it."""
 
     def __call__(self, *args: Any, **options: Any) -> str:
-        return html(*args, **options)
+        return html_report(*args, **options)
 
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["ALIASES", "FORMATS", "format_name", "formats", "html", "render", "rich"]
+__all__ = ["ALIASES", "FORMATS", "format_name", "formats", "html_report", "render", "rich"]

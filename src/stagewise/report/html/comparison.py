@@ -49,7 +49,14 @@ def section(comp: Any, digits: int = 4) -> str:
     )
     return (
         main
-        + conventions(_flat(comp.conventions), notes(comp, with_pairs=True))
+        + conventions(
+            [
+                ("baseline", comp.baseline or "none: every pair of runs"),
+                ("alpha", comp.alpha),
+                *_flat(comp.conventions),
+            ],
+            notes(comp, with_pairs=True),
+        )
         + f"<details><summary>Every pair: difference, interval, effect size, wins/ties/losses, p-values "
         f"({len(comp.pairs)} rows)</summary>"
         f'<div class="scroll">{pairs}</div></details>'

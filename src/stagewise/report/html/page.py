@@ -21,6 +21,12 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _counter = itertools.count(1)
 
 
+def reset_ids() -> None:
+    """Number the figures' ids from 1 again, so the same inputs give the same page, byte for byte."""
+    global _counter
+    _counter = itertools.count(1)
+
+
 def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
