@@ -67,6 +67,7 @@ def open_report(path: str | os.PathLike, width: int = 1280, height: int = 900) -
             )
             try:
                 page = context.pages[0] if context.pages else context.new_page()
+                page.set_default_timeout(10_000)  # a missing element fails in seconds, not half a minute
                 opened = Opened(page)
 
                 def route(r: Any) -> None:
