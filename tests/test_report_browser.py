@@ -15,6 +15,7 @@ from tests.browser_helpers import missing, open_report
 from tests.conftest import SHARED
 from tests.report_helpers import RAG_RECORDS, small_inputs
 
+pytest.importorskip("matplotlib", reason="the HTML report's plots need matplotlib: pip install 'stagewise[report]'")
 pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 ROBUST = SHARED / "data" / "trec_robust03_runs"

@@ -18,6 +18,7 @@ from stagewise.report.html import build
 from stagewise.report.html.curves import FAMILIES
 from tests.report_helpers import QUERIES, RAG_RECORDS, attr, header, parse, rows, small_inputs
 
+pytest.importorskip("matplotlib", reason="the HTML report's plots need matplotlib: pip install 'stagewise[report]'")
 CUTS = (1, 5, 10, 30)
 runner = CliRunner()
 
@@ -286,6 +287,22 @@ def test_cli_refuses_to_overwrite_an_input(files) -> None:
     result = runner.invoke(app, ["report", str(qpath), *paths, "-o", paths[1]])
     assert result.exit_code == 2
     assert Path(paths[1]).read_bytes() == before
+
+
+def test_without_matplotlib_the_cli_says_what_to_install(files, tmp_path: Path, monkeypatch) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    qpath, paths = files
+    result = runner.invoke(app, ["report", str(qpath), *paths, "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 2 and "stagewise[report]" in result.output
 
 
 def test_cli_needs_runs_or_records(tmp_path: Path) -> None:

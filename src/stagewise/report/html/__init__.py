@@ -83,6 +83,7 @@ def build(
     from stagewise.report.html import rag as rag_section
 
     say = progress or (lambda _msg: None)
+    page.pyplot()  # an optional dependency missing fails before any file is read
     page.reset_ids()
     cutoffs = tuple(int(k) for k in cutoffs)
     if not cutoffs or min(cutoffs) < 1:

@@ -127,10 +127,12 @@ def pyplot() -> Any:
     same report gives the same bytes; imported here, on first use, with an install hint when absent."""
     try:
         import matplotlib
-    except ImportError as exc:  # pragma: no cover - matplotlib is a dependency
+    except ImportError as exc:
         from stagewise.errors import StagewiseError
 
-        raise StagewiseError("the HTML report draws its plots with matplotlib: pip install matplotlib") from exc
+        raise StagewiseError(
+            "the HTML report draws its plots with matplotlib, which is not installed: pip install 'stagewise[report]'"
+        ) from exc
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
