@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from stagewise.report.html.page import controls, esc, figure, num, pyplot, table
+from stagewise.report.html.page import controls, esc, figure, pyplot, table
 
 WIN, LOSS, TIE = "#0072B2", "#D55E00", "#999999"  # Okabe-Ito blue and vermillion; grey for ties
 
@@ -100,7 +100,7 @@ def section(result: Any, metrics: list[str], baseline: str | None, tolerance: fl
         out.append(
             f"<h3>Differences against the baseline, {esc(baseline)}, on {esc(metric)}</h3>"
             "<p>Each bar is one query: blue where the run beats the baseline, vermillion where it loses, grey for a "
-            f"tie (|Δ| ≤ {num(tolerance, 9)}).</p>"
+            f"tie (|Δ| ≤ {tolerance:g}).</p>"
         )
         plots = [difference_plot(result, metric, baseline, run, tolerance) for run in runs if run != baseline]
         out.append(f'<div class="grid">{"".join(plots)}</div>')
