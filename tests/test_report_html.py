@@ -308,3 +308,12 @@ def test_without_matplotlib_the_cli_says_what_to_install(files, tmp_path: Path, 
 def test_cli_needs_runs_or_records(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "-o", str(tmp_path / "x.html")])
     assert result.exit_code == 2 and "--rag" in result.output
+
+
+def test_cli_checks_metrics_and_options_before_reading(tmp_path: Path) -> None:
+    absent = [str(tmp_path / "absent.qrels"), str(tmp_path / "a.run"), str(tmp_path / "b.run")]
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", *absent, "-m", "ndcg@ten", "-o", str(out)])
+    assert result.exit_code == 2 and "ndcg" in result.output and "absent" not in result.output
+    result = runner.invoke(app, ["report", *absent, "--alpha", "0", "-o", str(out)])
+    assert result.exit_code == 2 and "alpha" in result.output and "absent" not in result.output
