@@ -225,33 +225,44 @@ def run_labels(paths: list[str]) -> list[str]:
     return path_labels(paths)
 
 
-@contextlib.contextmanager
-def stage_progress(first: str, then: str, unit: str) -> Iterator[Callable[[float, int], None] | None]:
-    """A rich progress bar on stderr while the block runs, shown only when stderr is a terminal and gone when
-    done. It reads ``first`` (pulsing) until the work first reports, then ``then`` with ``done/total unit``.
-    Yields the ``(done, total)`` callback, or None when nothing is shown, so the work need not report."""
+def progress_bar(label: str, unit: str = "") -> tuple[Any, Callable[..., None]]:
+    """The CLI's one progress bar: rich, on stderr, drawn only when stderr is a terminal and gone when done.
+
+    Returns the bar (use it as a context manager) and its callback ``update(done, total, label=None)``; a total
+    of 0 or None means "not known yet" (the bar pulses), and ``label`` replaces the text before the bar.
+    """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    if not console.is_terminal:
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    if unit:
+        columns.append(TextColumn(unit))
+    bar = Progress(
+        *columns, TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal
+    )
+    task = bar.add_task(label, total=None)
+
+    def update(done: float, total: int | None, label: str | None = None) -> None:
+        if label is None:
+            bar.update(task, completed=done, total=total or None)
+        else:
+            bar.update(task, completed=done, total=total or None, description=label)
+
+    return bar, update
+
+
+@contextlib.contextmanager
+def stage_progress(first: str, then: str, unit: str) -> Iterator[Callable[[float, int], None] | None]:
+    """A :func:`progress_bar` while the block runs, reading ``first`` (pulsing) until the work first reports,
+    then ``then`` with ``done/total unit``. Yields the ``(done, total)`` callback, or None when nothing is shown
+    (stderr is no terminal), so the work need not report."""
+    bar, update = progress_bar(first, unit)
+    if bar.disable:
         yield None
         return
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(unit),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(first, total=None)
-
-        def update(done: float, total: int) -> None:
-            bar.update(task, description=then, completed=done, total=total)
-
-        yield update
+    with bar:
+        yield lambda done, total: update(done, total, label=then)
 
 
 def baseline_label(baseline: str, paths: list[str], labels: list[str]) -> str:
@@ -267,27 +278,42 @@ def baseline_label(baseline: str, paths: list[str], labels: list[str]) -> str:
 
 
 def read_runs_with_progress(paths: list[str], duplicates: str = "error") -> list:
-    """Read run files with a progress bar on stderr (shown only on a terminal, and gone when done), each
-    named by :func:`run_labels`; ``duplicates`` is read_run's policy for a document repeated in a query."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    """Read run files with a :func:`progress_bar`, each named by :func:`run_labels`; ``duplicates`` is
+    read_run's policy for a document repeated in a query."""
     from stagewise.data.readers import read_run
 
-    console = Console(stderr=True)
     runs = []
-    with Progress(
-        TextColumn("reading {task.fields[name]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
-        task = progress.add_task("runs", total=len(paths), name="")
-        for path, label in zip(paths, run_labels(paths), strict=True):
-            progress.update(task, name=label)
+    bar, update = progress_bar("reading runs")
+    with bar:
+        for done, (path, label) in enumerate(zip(paths, run_labels(paths), strict=True)):
+            update(done, len(paths), label=f"reading {label}")
             runs.append(read_run(path, name=label, duplicates=duplicates))
-            progress.advance(task)
+        update(len(paths), len(paths))
     return runs
+
+
+@contextlib.contextmanager
+def stdin_as_file(what: str, fmt: str) -> Iterator[Path]:
+    """Standard input (``-``) as a temporary file for the path-based readers, its format told by ``fmt`` or
+    sniffed (``{`` starts JSONL, ``.I`` a SMART file, anything else is TSV); messages about it name
+    ``<stdin>``, not the temporary file."""
+    import tempfile
+
+    from stagewise._io import read_bytes
+    from stagewise.errors import InputError
+
+    if fmt == "beir":
+        raise InputError("<stdin>", f"a BEIR {what} is a folder and cannot come from standard input")
+    data = read_bytes("-")
+    if fmt == "auto":
+        head = data.lstrip()[:3]
+        fmt = "jsonl" if head.startswith(b"{") else "smart" if head.startswith(b".I") else "tsv"
+    with tempfile.TemporaryDirectory(prefix="stagewise-stdin-") as folder:
+        path = Path(folder) / f"stdin.{fmt}"
+        path.write_bytes(data)
+        try:
+            yield path
+        except InputError as exc:
+            if exc.source != str(path):
+                raise
+            raise InputError("<stdin>", exc.problem, line=exc.line, expected=exc.expected, hint=exc.hint) from None

@@ -80,7 +80,7 @@ def encode_command(
         out_real, in_real = output.resolve(), corpus.resolve()
         if out_real == in_real or in_real.is_relative_to(out_real):
             raise InputError(output, "would replace the corpus it encodes", hint="give --output a new folder")
-        from stagewise.cli.index_cmd import progress_bar
+        from stagewise.cli.common import progress_bar
         from stagewise.dense.encoders import ONNX_FILE, load_encoder
         from stagewise.dense.index import DenseIndex
         from stagewise.retrieval.collections import read_corpus

@@ -15,6 +15,7 @@ from stagewise.cli.common import (
     Ties,
     check_output,
     engine_for,
+    progress_bar,
     run_labels,
     user_errors,
 )
@@ -26,7 +27,9 @@ class Queries(StrEnum):
     error = "error"
 
 
-class Missing(StrEnum):
+class MissingDocs(StrEnum):
+    """What a run that did not return a document contributes (stagewise.fusion's missing-document policies)."""
+
     zero = "zero"
     min = "min"
     ignore = "ignore"
@@ -120,7 +123,7 @@ def fuse_command(
         Queries, typer.Option(help="Queries only some runs have: union (fuse what there is), intersection, error.")
     ] = Queries.union,
     missing: Annotated[
-        Missing | None,
+        MissingDocs | None,
         typer.Option(
             help="What a run contributes for a document it did not return: zero, min (its last result's), "
             "ignore, native (the method's own value). Default: the method's."
@@ -249,23 +252,10 @@ def fuse_command(
 
 
 def _optimize(runs, qrels, method, metric, step, search, folds, seed, ties, common):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from stagewise.fusion import optimize
 
-    with Progress(
-        TextColumn("optimising {task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        transient=True,
-        console=_stderr_console(),
-    ) as bar:
-        task = bar.add_task(method, total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    bar, progress = progress_bar(f"optimising {method}")
+    with bar:
         return optimize(
             runs,
             qrels,
@@ -321,12 +311,6 @@ def _summary(info: dict) -> str:
         f"fused {len(info['runs'])} run(s) with {info['method']}, norm {info['normalization']}: "
         f"{info['n_queries']} queries, {info['n_results']} results"
     )
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def _default_meta(output: Path | None) -> Path | None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import user_errors
+from stagewise.cli.common import progress_bar, stdin_as_file, user_errors
 
 
 class CorpusFormat(StrEnum):
@@ -36,56 +35,6 @@ def stopwords_option(value: str):
             raise InputError(path, f"cannot read the stopword file ({exc.strerror})") from None
         return tuple(w.lower() for w in words)
     return tuple(w.strip().lower() for w in value.split(",") if w.strip())
-
-
-@contextlib.contextmanager
-def stdin_as_file(what: str, fmt: str) -> Iterator[Path]:
-    """Standard input (``-``) as a temporary file for the path-based readers, its format told by ``fmt`` or
-    sniffed (``{`` starts JSONL, ``.I`` a SMART file, anything else is TSV); messages about it name
-    ``<stdin>``, not the temporary file."""
-    import tempfile
-
-    from stagewise._io import read_bytes
-    from stagewise.errors import InputError
-
-    if fmt == "beir":
-        raise InputError("<stdin>", f"a BEIR {what} is a folder and cannot come from standard input")
-    data = read_bytes("-")
-    if fmt == "auto":
-        head = data.lstrip()[:3]
-        fmt = "jsonl" if head.startswith(b"{") else "smart" if head.startswith(b".I") else "tsv"
-    with tempfile.TemporaryDirectory(prefix="stagewise-stdin-") as folder:
-        path = Path(folder) / f"stdin.{fmt}"
-        path.write_bytes(data)
-        try:
-            yield path
-        except InputError as exc:
-            if exc.source != str(path):
-                raise
-            raise InputError("<stdin>", exc.problem, line=exc.line, expected=exc.expected, hint=exc.hint) from None
-
-
-def progress_bar(label: str):
-    """A rich progress bar on stderr (only on a terminal, gone when done), and its ``(done, total)`` callback."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    progress = Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
-    task = progress.add_task(label, total=None)
-
-    def update(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total or None)  # 0: not known yet
-
-    return progress, update
 
 
 def index_command(

@@ -64,7 +64,7 @@ def rerank_command(
     with user_errors():
         check_output(output, [run_file, corpus, queries], input_folders=(corpus, queries))
         from stagewise._io import write_errors
-        from stagewise.cli.index_cmd import progress_bar
+        from stagewise.cli.common import progress_bar
         from stagewise.data.readers import read_run
         from stagewise.data.writers import write_run, write_trec_run
         from stagewise.rerank.rerankers import make_reranker

@@ -101,7 +101,7 @@ def search_command(
     with user_errors():
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise._io import write_errors
-        from stagewise.cli.index_cmd import progress_bar, stdin_as_file
+        from stagewise.cli.common import progress_bar, stdin_as_file
         from stagewise.data.collections import read_queries
         from stagewise.data.writers import write_run, write_trec_run
         from stagewise.dense.index import is_dense_index
