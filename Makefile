@@ -18,9 +18,12 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/stagewise/_native/*.c
 # torch can pull a multi-GB CUDA build).
 TORCH := torch==2.13.0
 
+# The report's browser tests drive Debian's chromium through Playwright (which never downloads a browser here):
+# installed when missing and we are root, else those tests skip and say why.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
-	$(BIN)/python -m pip install --quiet -e '.[test,dense,ann,dask]' '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[test,dense,ann,dask,report]' '$(TORCH)'
+	command -v chromium >/dev/null || { [ "$$(id -u)" != 0 ] || { apt-get update -q && apt-get install -y -q chromium; }; }
 	touch $@
 
 demo: $(VENV)/.installed

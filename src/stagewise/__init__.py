@@ -39,7 +39,7 @@ _EXPORTS = {
     "ConventionError": "stagewise.errors",
 }
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [*_EXPORTS, "__version__", "report"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.checks import validate
@@ -57,4 +57,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.retrieval.index import BM25Index
     from stagewise.stats import compare
 
-__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+_lazy_getattr, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    # ``stagewise.report`` is the report package, callable as the HTML report (``stagewise.report(qrels, runs)``);
+    # importing it sets the attribute, so this runs once.
+    if name == "report":
+        import importlib
+
+        return importlib.import_module("stagewise.report")
+    return _lazy_getattr(name)

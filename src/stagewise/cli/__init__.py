@@ -20,6 +20,7 @@ from stagewise.cli import (
     hybrid_cmd,
     index_cmd,
     rag_cmd,
+    report_cmd,
     rerank_cmd,
     search_cmd,
     trec_eval_cmd,
@@ -78,6 +79,7 @@ app.command("encode")(encode_cmd.encode_command)
 app.command("rerank")(rerank_cmd.rerank_command)
 app.command("hybrid")(hybrid_cmd.hybrid_command)
 app.command("rag")(rag_cmd.rag_command)
+app.command("report")(report_cmd.report_command)
 app.command("demo")(demo_cmd.demo_command)
 
 

@@ -13,10 +13,15 @@ run,P@1
 run,1.0
 
 Nothing heavy is imported until a result is rendered, so the CLI's ``--help`` stays instant.
+
+The package is also callable: ``stagewise.report(qrels, runs, metrics, output="report.html")`` writes the
+self-contained HTML report (see :func:`stagewise.report.html.build` for every option) and returns its text.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import Any
 
@@ -72,4 +77,25 @@ def rich(result: Any, **options: Any) -> Any:
     return module.rich(result, **options)
 
 
-__all__ = ["ALIASES", "FORMATS", "format_name", "formats", "render", "rich"]
+def html_report(*args: Any, output: Any = None, **options: Any) -> str:
+    """The HTML report (:func:`stagewise.report.html.build`), also written atomically to ``output`` when given."""
+    from stagewise.report.html import build, write
+
+    if output is None:
+        return build(*args, **options)
+    write(output, *args, **options)
+    with open(output, encoding="utf-8") as fh:
+        return fh.read()
+
+
+class _CallableModule(types.ModuleType):
+    """``stagewise.report(...)`` is :func:`html_report`, while ``stagewise.report.render`` and the rest stay a package's
+    names: one name for the report, as the command line has it."""
+
+    def __call__(self, *args: Any, **options: Any) -> str:
+        return html_report(*args, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["ALIASES", "FORMATS", "format_name", "formats", "html_report", "render", "rich"]

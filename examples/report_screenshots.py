@@ -1,0 +1,58 @@
+"""Screenshots of the two HTML reports shown in the README: the 17 TREC 2003 Robust runs, and the CLAP NQ RAG
+diagnosis of ``examples/clapnq_pipeline.py``. Chromium is Debian's (``/usr/bin/chromium``), driven by
+Playwright with the network blocked, the same way as ``tests/test_report_browser.py``.
+
+    python examples/report_screenshots.py            # writes docs/report_robust*.png and docs/report_clapnq.png
+"""
+
+from __future__ import annotations
+
+import glob
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+sys.path[:0] = [str(REPO), str(REPO / "examples")]
+
+
+def main() -> None:
+    import clapnq_pipeline
+    from tests.browser_helpers import missing, open_report
+
+    import stagewise
+
+    reason = missing()
+    if reason:
+        sys.exit(reason)
+    docs = REPO / "docs"
+    with tempfile.TemporaryDirectory() as tmp:
+        robust = Path(tmp) / "robust.html"
+        runs = sorted(glob.glob(str(DATA / "trec_robust03_runs" / "runs" / "*.gz")))
+        stagewise.report(str(DATA / "trec_robust03_runs" / "robust03_qrels.txt"), runs, output=robust)
+        with open_report(robust, width=1280, height=1000) as opened:
+            assert not opened.console_errors and not opened.page_errors and not opened.blocked
+            opened.page.screenshot(path=docs / "report_robust.png")
+            opened.page.locator("#curves").screenshot(path=docs / "report_robust_curves.png")
+            box = opened.page.evaluate(
+                """() => { const r = document.querySelector('#per-query').getBoundingClientRect();
+                           return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }"""
+            )
+            opened.page.screenshot(
+                path=docs / "report_robust_per_query.png",
+                full_page=True,
+                clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 760)},
+            )
+        clapnq = Path(tmp) / "clapnq.html"
+        report, *_ = clapnq_pipeline.diagnose(DATA / "clapnq")
+        stagewise.report(rag=report, output=clapnq, title="stagewise report: CLAP NQ dev, BM25 + extractive answerer")
+        with open_report(clapnq, width=1280, height=1000) as opened:
+            assert not opened.console_errors and not opened.page_errors and not opened.blocked
+            opened.page.screenshot(path=docs / "report_clapnq.png")
+    for name in ("report_robust.png", "report_robust_curves.png", "report_robust_per_query.png", "report_clapnq.png"):
+        print(f"wrote docs/{name} ({(docs / name).stat().st_size / 1e3:.0f} KB)")
+
+
+if __name__ == "__main__":
+    main()

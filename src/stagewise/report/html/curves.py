@@ -1,0 +1,45 @@
+"""Metric-at-k curves: precision, recall and nDCG at each cutoff, one line per run, on a log axis of k."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from stagewise.report.html.page import figure, pyplot, style
+
+#: The cutoffs of the curves: 1 to 1000, about evenly spaced on a log axis (every k would be 3,000 columns).
+CUTOFFS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
+FAMILIES = (("P", "Precision"), ("recall", "Recall"), ("ndcg", "nDCG (linear gain, ideal from the qrels)"))
+
+
+def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> list[str]:
+    return [f"{fam}@{k}" for fam, _ in FAMILIES for k in cutoffs] + [f"judged@{k}" for k in cutoffs]
+
+
+def _plot(means: dict[str, dict[str, float]], runs: list[str], fam: str, label: str, cutoffs: Sequence[int]) -> str:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8.5, 4.2))
+    for i, run in enumerate(runs):
+        ax.plot(
+            cutoffs, [means[run][f"{fam}@{k}"] for k in cutoffs], label=run, markersize=3, linewidth=1.2, **style(i)
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("cutoff k (documents, log scale)")
+    ax.set_ylabel(f"{label.split(' ')[0]}@k (mean over queries, 0 to 1)")
+    name = f"{label.split(' ')[0]} at k"
+    ax.set_title(name)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2 if len(runs) > 6 else 1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    desc = f"{label}@k for k from {cutoffs[0]} to {cutoffs[-1]}, one line per run ({len(runs)} runs)."
+    rows = [[run, *(round(means[run][f"{fam}@{k}"], 4) for k in cutoffs)] for run in runs]
+    return figure(fig, name, desc, ["run", *(f"k={k}" for k in cutoffs)], rows)
+
+
+def section(result: Any, cutoffs: Sequence[int] = CUTOFFS) -> str:
+    means = result.means
+    runs = [r.name for r in result.runs]
+    plots = "".join(_plot(means, runs, fam, label, cutoffs) for fam, label in FAMILIES)
+    return (
+        "<p>Each metric's mean over the judged queries at each cutoff k, from the same evaluation as the table "
+        f"(trec_eval's conventions; cutoffs {', '.join(map(str, cutoffs))}).</p>" + plots
+    )
