@@ -11,8 +11,9 @@ package is cheap; a missing one is one error line saying what to install. Nothin
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from stagewise._lazy import lazy_exports
 
 _EXPORTS = {
     "DenseIndex": "stagewise.dense.index",
@@ -55,14 +56,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.dense.index import DenseIndex, corpus_checksum, exact_topk, is_dense_index
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'stagewise.dense' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
