@@ -1,0 +1,158 @@
+"""Labels in SQLite: the current label of every (query, doc) pair, and every change as a history row.
+
+The database is opened in WAL mode with ``synchronous=FULL``: a change is on disk when ``set`` returns, and a
+process killed at any moment (``kill -9``) leaves the last committed state, which the next open reads. The
+original qrels are copied in once, when the database is new; the qrels file itself is never written.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from stagewise.errors import InputError
+
+__all__ = ["LABELS", "LabelStore"]
+
+LABELS = (0, 1, 2, 3)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS labels (
+    qid TEXT NOT NULL, docid TEXT NOT NULL, label INTEGER NOT NULL, PRIMARY KEY (qid, docid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    qid TEXT NOT NULL, docid TEXT NOT NULL,
+    old INTEGER, new INTEGER,  -- NULL: unjudged
+    time REAL NOT NULL, who TEXT NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0  -- 1 for a row undone, and for the row that records the undo
+);
+"""
+
+
+class LabelStore:
+    """The current labels and their history, in one SQLite file.
+
+    ``initial`` (``{qid: {docid: label}}``) fills a new database; an existing one keeps its labels, so a
+    restart shows the last state. Every write is one transaction; a lock serialises writers in this process
+    and SQLite's own lock those of other processes.
+    """
+
+    def __init__(self, path: str | os.PathLike, initial: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        self.path = Path(path)
+        try:
+            self._db = sqlite3.connect(os.fspath(self.path), check_same_thread=False, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            raise InputError(
+                os.fspath(path),
+                f"cannot open as a label database: {err}",
+                hint="give --db a new file name or a database written by stagewise serve",
+            ) from None
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                done = self._db.execute("SELECT value FROM meta WHERE key = 'initialised'").fetchone()
+                if done is None:
+                    rows = [
+                        (str(q), str(d), int(lab)) for q, docs in (initial or {}).items() for d, lab in docs.items()
+                    ]
+                    self._db.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", rows)
+                    self._db.execute("INSERT INTO meta VALUES ('initialised', ?)", (str(time.time()),))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    def labels(self, qid: str | None = None) -> dict[str, dict[str, int]]:
+        """``{qid: {docid: label}}``, for every query or one."""
+        if qid is None:
+            rows = self._db.execute("SELECT qid, docid, label FROM labels ORDER BY qid, docid").fetchall()
+        else:
+            rows = self._db.execute(
+                "SELECT qid, docid, label FROM labels WHERE qid = ? ORDER BY docid", (qid,)
+            ).fetchall()
+        out: dict[str, dict[str, int]] = {}
+        for q, d, lab in rows:
+            out.setdefault(q, {})[d] = lab
+        return out
+
+    def get(self, qid: str, docid: str) -> int | None:
+        row = self._db.execute("SELECT label FROM labels WHERE qid = ? AND docid = ?", (qid, docid)).fetchone()
+        return None if row is None else row[0]
+
+    def set(self, qid: str, docid: str, label: int | None, who: str = "") -> int | None:
+        """Set (or, with ``None``, clear) one label and record the change; returns the old label."""
+        if label is not None and (isinstance(label, bool) or label not in LABELS):
+            raise InputError("label", f"{label!r} is not a label", expected="an integer from 0 to 3")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                old = self.get(qid, docid)
+                self._write(qid, docid, label)
+                self._db.execute(
+                    "INSERT INTO history (qid, docid, old, new, time, who) VALUES (?, ?, ?, ?, ?, ?)",
+                    (qid, docid, old, label, time.time(), who),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return old
+
+    def _write(self, qid: str, docid: str, label: int | None) -> None:
+        if label is None:
+            self._db.execute("DELETE FROM labels WHERE qid = ? AND docid = ?", (qid, docid))
+        else:
+            self._db.execute("INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", (qid, docid, label))
+
+    def undo(self, who: str = "") -> dict[str, object] | None:
+        """Take back the latest change not yet undone; returns it, or None when there is nothing to undo.
+
+        The undo is itself a history row (old and new swapped), so the history stays a complete log.
+        """
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT id, qid, docid, old, new FROM history WHERE undone = 0 ORDER BY id DESC LIMIT 1"
+                ).fetchone()
+                if row is None:
+                    self._db.execute("COMMIT")
+                    return None
+                hid, qid, docid, old, new = row
+                self._write(qid, docid, old)
+                self._db.execute("UPDATE history SET undone = 1 WHERE id = ?", (hid,))
+                self._db.execute(
+                    "INSERT INTO history (qid, docid, old, new, time, who, undone) VALUES (?, ?, ?, ?, ?, ?, 1)",
+                    (qid, docid, new, old, time.time(), who),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return {"qid": qid, "docid": docid, "label": old, "undone": new}
+
+    def history(self) -> list[dict[str, object]]:
+        rows = self._db.execute("SELECT id, qid, docid, old, new, time, who, undone FROM history ORDER BY id")
+        keys = ("id", "qid", "docid", "old", "new", "time", "who", "undone")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def integrity(self) -> str:
+        return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def qrels_text(self) -> str:
+        """The current labels as TREC qrels lines (``qid 0 docid label``)."""
+        rows = self._db.execute("SELECT qid, docid, label FROM labels ORDER BY qid, docid")
+        return "".join(f"{q} 0 {d} {lab}\n" for q, d, lab in rows)
