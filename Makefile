@@ -22,7 +22,7 @@ TORCH := torch==2.13.0
 # installed when missing and we are root, else those tests skip and say why.
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
-	$(BIN)/python -m pip install --quiet -e '.[test,dense,ann,dask,report]' '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[test,dense,ann,dask,report,app]' '$(TORCH)'
 	command -v chromium >/dev/null || { [ "$$(id -u)" != 0 ] || { apt-get update -q && apt-get install -y -q chromium; }; }
 	touch $@
 

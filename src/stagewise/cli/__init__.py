@@ -23,6 +23,7 @@ from stagewise.cli import (
     report_cmd,
     rerank_cmd,
     search_cmd,
+    serve_cmd,
     trec_eval_cmd,
     validate_cmd,
 )
@@ -81,6 +82,8 @@ app.command("hybrid")(hybrid_cmd.hybrid_command)
 app.command("rag")(rag_cmd.rag_command)
 app.command("report")(report_cmd.report_command)
 app.command("demo")(demo_cmd.demo_command)
+app.command("serve")(serve_cmd.serve_command)
+app.add_typer(serve_cmd.labels_app)
 
 
 def main(argv: list[str] | None = None) -> None:

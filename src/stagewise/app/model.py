@@ -1,0 +1,143 @@
+"""What the pages show, computed by the library: the lesson's widget and each query's metrics for every run."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stagewise import lesson
+from stagewise.metrics.evaluate import evaluate
+from stagewise.store.labels import LabelStore
+
+__all__ = ["METRICS", "Workspace", "playground"]
+
+# Both gain conventions, always side by side: the engine's default (linear, trec_eval) and exponential.
+METRICS = ("ndcg@10", "ndcg@10(gain=exp)", "map", "mrr@10", "P@10", "recall@100")
+
+
+def playground(labels: Sequence[int], gain: str = "exp") -> dict[str, Any]:
+    """The lesson's widget for one ranked list: every DCG term, the ideal order, nDCG both ways, RR."""
+    ideal = sorted(labels, reverse=True)
+
+    def terms(rels: Sequence[int]) -> list[dict[str, float]]:
+        return [
+            {
+                "rank": r,
+                "label": rel,
+                "gain": lesson.dcg([rel], gain=gain),
+                "discount": math.log2(r + 1),
+                "term": lesson.dcg([rel], gain=gain) / math.log2(r + 1),
+            }
+            for r, rel in enumerate(rels, start=1)
+        ]
+
+    relevant = [i for i, rel in enumerate(labels) if rel >= 1]
+    return {
+        "labels": list(labels),
+        "gain": gain,
+        "terms": terms(labels),
+        "dcg": lesson.dcg(labels, gain=gain),
+        "ideal": ideal,
+        "ideal_terms": terms(ideal),
+        "ideal_dcg": lesson.dcg(ideal, gain=gain),
+        "ndcg_exp": lesson.ndcg(labels, gain="exp"),
+        "ndcg_linear": lesson.ndcg(labels, gain="linear"),
+        "rr": lesson.reciprocal_rank(list(range(len(labels))), relevant),
+    }
+
+
+def _ranked(scores: Mapping[str, float]) -> list[str]:
+    # trec_eval's order: score descending, then doc id descending (scores compared in single precision
+    # by the engine; the page only needs the display order, which the engine recomputes itself).
+    return [d for d, _ in sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+
+
+class Workspace:
+    """Runs held in memory, labels in the store, and per-query metric values kept current on every change."""
+
+    def __init__(self, store: LabelStore, runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+        self.store = store
+        self.runs = {name: {q: dict(docs) for q, docs in run.items()} for name, run in runs.items()}
+        self.ranked = {name: {q: _ranked(docs) for q, docs in run.items()} for name, run in self.runs.items()}
+        self._lock = threading.Lock()
+        self.values: dict[str, dict[str, dict[str, float]]] = {name: {} for name in self.runs}
+        labels = store.labels()
+        if self.runs and labels:
+            result = evaluate(labels, self.runs, list(METRICS))
+            for name, by_metric in result.per_query().items():
+                for metric, by_query in by_metric.items():
+                    for qid, value in by_query.items():
+                        self.values[name].setdefault(qid, {})[metric] = value
+        self.judged = set(labels)
+
+    def query_ids(self) -> list[str]:
+        ids = set(self.judged)
+        for run in self.runs.values():
+            ids.update(run)
+        return sorted(ids)
+
+    def known(self, qid: str) -> bool:
+        return qid in self.judged or any(qid in run for run in self.runs.values())
+
+    def known_doc(self, qid: str, docid: str) -> bool:
+        return any(docid in run.get(qid, ()) for run in self.runs.values()) or self.store.get(qid, docid) is not None
+
+    def refresh(self, qid: str) -> None:
+        """Recompute one query's values for every run (its labels changed)."""
+        labels = self.store.labels(qid)
+        with self._lock:
+            if not labels:
+                self.judged.discard(qid)
+                for name in self.runs:
+                    self.values[name].pop(qid, None)
+                return
+            self.judged.add(qid)
+            runs = {name: {qid: run.get(qid, {})} for name, run in self.runs.items()}
+            runs = {name: run for name, run in runs.items() if run[qid]}
+            if runs:
+                result = evaluate(labels, runs, list(METRICS))
+            for name in self.runs:
+                if name in runs:
+                    per = result.per_query(name)[name]
+                    self.values[name][qid] = {m: per[m][qid] for m in METRICS}
+                else:
+                    self.values[name][qid] = dict.fromkeys(METRICS, 0.0)
+
+    def means(self) -> dict[str, dict[str, float]]:
+        """Each run's mean over the judged queries (a judged query missing from a run scores 0)."""
+        with self._lock:
+            n = len(self.judged)
+            return {
+                name: {m: (sum(vals[q][m] for q in self.judged if q in vals) / n if n else 0.0) for m in METRICS}
+                for name, vals in self.values.items()
+            }
+
+    def query_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for qid in self.query_ids():
+            labels = self.store.labels(qid).get(qid, {})
+            row: dict[str, Any] = {"qid": qid, "judged": len(labels), "runs": {}}
+            for name in self.runs:
+                top = self.ranked[name].get(qid, [])[:10]
+                unjudged = sum(1 for d in top if d not in labels) / len(top) if top else 0.0
+                row["runs"][name] = {**self.values[name].get(qid, dict.fromkeys(METRICS, 0.0)), "unjudged@10": unjudged}
+            rows.append(row)
+        return rows
+
+    def query(self, qid: str, depth: int = 100) -> dict[str, Any]:
+        labels = self.store.labels(qid).get(qid, {})
+        return {
+            "qid": qid,
+            "metrics": {name: self.values[name].get(qid, dict.fromkeys(METRICS, 0.0)) for name in self.runs},
+            "means": self.means(),
+            "runs": {
+                name: [
+                    {"rank": i, "docid": d, "score": self.runs[name][qid][d], "label": labels.get(d)}
+                    for i, d in enumerate(self.ranked[name].get(qid, [])[:depth], start=1)
+                ]
+                for name in self.runs
+            },
+            "labels": labels,
+        }

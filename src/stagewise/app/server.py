@@ -1,0 +1,233 @@
+"""The web app: the lesson's playground, queries, query pages and the JSON API they use (Starlette).
+
+Safety rules, all here: requests are routed by ids looked up in memory, never by paths; with a token every
+request must carry it (header ``X-Stagewise-Token``, or ``?token=`` once, which sets a same-site cookie);
+state-changing requests must come from the app's own origin and send JSON (a cross-site form cannot);
+bodies over 4 KiB, malformed JSON, labels outside 0..3 and unknown ids get a 4xx and change nothing.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from stagewise.app import pages
+from stagewise.app.model import METRICS, Workspace, playground
+from stagewise.store.labels import LABELS
+
+__all__ = ["MAX_BODY", "create_app"]
+
+MAX_BODY = 4096
+_UNSAFE = {"POST", "PUT", "DELETE", "PATCH"}
+_TOKEN_COOKIE = "stagewise_token"
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def create_app(
+    workspace: Workspace | None, *, token: str | None = None, rag: list[dict] | None = None, who: str = "web"
+) -> Starlette:
+    """The app over ``workspace`` (None: the playground alone)."""
+
+    def guard(request: Request) -> Response | None:
+        if token is not None:
+            given = (
+                request.headers.get("x-stagewise-token")
+                or request.cookies.get(_TOKEN_COOKIE)
+                or request.query_params.get("token")
+                or ""
+            )
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return _error(401, "this server needs its token: open the address printed by stagewise serve")
+        if request.method in _UNSAFE:
+            origin = request.headers.get("origin")
+            host = request.headers.get("host", "")
+            if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
+                return _error(403, f"cross-site request refused (origin {origin} is not this server)")
+            # a cross-site form can POST but never send JSON; DELETE is never a "simple" cross-site request
+            json_type = request.headers.get("content-type", "").startswith("application/json")
+            if request.method != "DELETE" and not json_type:
+                return _error(415, "send the body as JSON (Content-Type: application/json)")
+        return None
+
+    async def body_json(request: Request) -> Any:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
+        try:
+            return json.loads(raw) if raw else None
+        except (ValueError, UnicodeDecodeError):
+            raise _Reject(400, 'the body is not valid JSON; send {"label": 0..3}') from None
+
+    def need_workspace() -> Workspace:
+        if workspace is None:
+            raise _Reject(404, "no qrels loaded: this server runs the playground alone (stagewise serve --qrels Q)")
+        return workspace
+
+    def need_query(qid: str) -> Workspace:
+        ws = need_workspace()
+        if not ws.known(qid):
+            raise _Reject(404, f"unknown query id {qid!r}")
+        return ws
+
+    # pages
+    async def home(request: Request) -> Response:
+        if workspace is None:
+            return RedirectResponse("/playground")
+        return RedirectResponse("/queries")
+
+    async def playground_page(request: Request) -> Response:
+        return HTMLResponse(pages.playground_page(playground([1, 0, 2], "exp")))
+
+    async def queries_page(request: Request) -> Response:
+        need_workspace()
+        return HTMLResponse(pages.queries_page(list(need_workspace().runs), METRICS))
+
+    async def query_page(request: Request) -> Response:
+        qid = request.path_params["qid"]
+        ws = need_query(qid)
+        return HTMLResponse(pages.query_page(qid, ws.query(qid), METRICS))
+
+    async def rag_list(request: Request) -> Response:
+        if not rag:
+            raise _Reject(404, "no RAG records loaded (stagewise serve --rag RECORDS)")
+        return HTMLResponse(pages.rag_list_page(rag))
+
+    async def rag_page(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        by_id = {str(r["id"]): r for r in rag or []}
+        if sid not in by_id:
+            raise _Reject(404, f"unknown RAG sample id {sid!r}")
+        return HTMLResponse(pages.rag_page(by_id[sid]))
+
+    # API
+    async def api_playground(request: Request) -> Response:
+        text = request.query_params.get("labels", "1,0,2")
+        gain = request.query_params.get("gain", "exp")
+        if gain not in ("exp", "linear"):
+            raise _Reject(400, f"unknown gain {gain!r}; expected exp or linear")
+        try:
+            labels = [int(x) for x in text.split(",")] if text else []
+        except ValueError:
+            raise _Reject(400, "labels must be comma-separated integers from 0 to 3") from None
+        if any(x not in LABELS for x in labels) or len(labels) > 20:
+            raise _Reject(400, "labels must be at most 20 integers from 0 to 3")
+        return JSONResponse(playground(labels, gain))
+
+    async def api_queries(request: Request) -> Response:
+        ws = need_workspace()
+        return JSONResponse(
+            {"metrics": list(METRICS), "runs": list(ws.runs), "means": ws.means(), "queries": ws.query_rows()}
+        )
+
+    async def api_query(request: Request) -> Response:
+        qid = request.path_params["qid"]
+        return JSONResponse(need_query(qid).query(qid))
+
+    async def api_label(request: Request) -> Response:
+        qid, docid = request.path_params["qid"], request.path_params["docid"]
+        ws = need_query(qid)
+        if request.method == "PUT":
+            body = await body_json(request)
+            if not isinstance(body, dict) or set(body) != {"label"}:
+                raise _Reject(400, 'send {"label": 0..3} (to clear a label, DELETE it)')
+            label = body["label"]
+            if isinstance(label, bool) or not isinstance(label, int) or label not in LABELS:
+                raise _Reject(422, f"label {label!r} is not one of 0, 1, 2, 3")
+        else:
+            label = None
+        if not ws.known_doc(qid, docid):
+            raise _Reject(404, f"unknown document id {docid!r} for query {qid!r}")
+        old = ws.store.set(qid, docid, label, who=who)
+        ws.refresh(qid)
+        return JSONResponse(
+            {
+                "qid": qid,
+                "docid": docid,
+                "old": old,
+                "label": label,
+                "metrics": ws.query(qid, depth=0)["metrics"],
+                "means": ws.means(),
+            }
+        )
+
+    async def api_undo(request: Request) -> Response:
+        ws = need_workspace()
+        await body_json(request)
+        change = ws.store.undo(who=who)
+        if change is None:
+            raise _Reject(409, "nothing to undo")
+        ws.refresh(str(change["qid"]))
+        return JSONResponse(
+            {**change, "metrics": ws.query(str(change["qid"]), depth=0)["metrics"], "means": ws.means()}
+        )
+
+    async def api_qrels(request: Request) -> Response:
+        return PlainTextResponse(need_workspace().store.qrels_text())
+
+    routes = [
+        Route("/", home),
+        Route("/playground", playground_page),
+        Route("/queries", queries_page),
+        Route("/queries/{qid:str}", query_page),
+        Route("/rag", rag_list),
+        Route("/rag/{sid:str}", rag_page),
+        Route("/api/playground", api_playground),
+        Route("/api/queries", api_queries),
+        Route("/api/queries/{qid:str}", api_query),
+        Route("/api/labels/{qid:str}/{docid:str}", api_label, methods=["PUT", "DELETE"]),
+        Route("/api/undo", api_undo, methods=["POST"]),
+        Route("/api/qrels", api_qrels),
+    ]
+    app = Starlette(routes=routes)
+
+    async def safety(request: Request, call_next: Any) -> Response:
+        refused = guard(request)
+        if refused is not None:
+            return refused
+        try:
+            response = await call_next(request)
+        except _Reject as rej:  # pragma: no cover - raised inside endpoints, caught by the handler below
+            return _error(rej.status, rej.message)
+        if token is not None and request.query_params.get("token") == token:
+            response.set_cookie(_TOKEN_COOKIE, token, httponly=True, samesite="strict")
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["X-Frame-Options"] = "DENY"
+        return response
+
+    app.add_middleware(BaseHTTPMiddleware, dispatch=safety)
+
+    async def rejected(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _Reject)
+        return _error(exc.status, exc.message)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        detail = {404: f"no such page or API route: {request.url.path}", 405: f"{request.method} is not allowed here"}
+        return _error(exc.status_code, detail.get(exc.status_code, str(exc.detail)))
+
+    app.add_exception_handler(_Reject, rejected)
+    app.add_exception_handler(HTTPException, http_error)
+    return app
+
+
+class _Reject(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message

@@ -1,0 +1,156 @@
+"""The web app's JSON API (Starlette's test client, no socket): metrics after a relabel equal evaluate() on the
+exported labels; bad labels, ids, bodies and cross-site requests get a 4xx and leave the database unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("starlette", reason="the app extra is not installed (make test installs it)")
+pytest.importorskip("httpx", reason="the app extra is not installed (make test installs it)")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+import stagewise  # noqa: E402
+from stagewise.app.model import METRICS  # noqa: E402
+from stagewise.app.server import MAX_BODY, create_app  # noqa: E402
+from stagewise.cli.serve_cmd import build_workspace  # noqa: E402
+from stagewise._bundled import sample_path  # noqa: E402
+
+QRELS = str(sample_path("qrels.test"))
+RUN = str(sample_path("results.test"))
+
+
+@pytest.fixture
+def served(tmp_path):
+    ws = build_workspace(QRELS, [RUN], tmp_path / "labels.sqlite")
+    client = TestClient(create_app(ws), base_url="http://127.0.0.1:8765")
+    return ws, client, tmp_path
+
+
+def _check_against_evaluate(ws, client, tmp_path):
+    qrels = tmp_path / "now.qrels"
+    qrels.write_text(client.get("/api/qrels").text)
+    expected = stagewise.evaluate(str(qrels), {"results.test": RUN}, list(METRICS)).means["results.test"]
+    got = client.get("/api/queries").json()["means"]["results.test"]
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_means_and_query_metrics_follow_every_relabel_as_evaluate_computes_them(served):
+    ws, client, tmp_path = served
+    _check_against_evaluate(ws, client, tmp_path)
+    qid = client.get("/api/queries").json()["queries"][0]["qid"]
+    page = client.get(f"/api/queries/{qid}").json()
+    top = [d["docid"] for d in page["runs"]["results.test"][:3]]
+    before = page["metrics"]["results.test"]
+    res = client.put(f"/api/labels/{qid}/{top[0]}", json={"label": 3}).json()
+    assert res["label"] == 3 and res["metrics"]["results.test"] != before
+    # both gain conventions move, and differently, once a label of 3 sits in the top 10
+    assert res["metrics"]["results.test"]["ndcg@10"] != res["metrics"]["results.test"]["ndcg@10(gain=exp)"]
+    _check_against_evaluate(ws, client, tmp_path)
+    assert client.delete(f"/api/labels/{qid}/{top[1]}").json()["label"] is None
+    _check_against_evaluate(ws, client, tmp_path)
+    undone = client.post("/api/undo", json={}).json()
+    assert (undone["docid"], undone["label"]) == (top[1], page["labels"].get(top[1]))
+    client.post("/api/undo", json={})
+    assert client.get(f"/api/queries/{qid}").json()["metrics"]["results.test"] == pytest.approx(before)
+    _check_against_evaluate(ws, client, tmp_path)
+    assert client.post("/api/undo", json={}).status_code == 409
+
+
+BAD = [
+    ("put", "/api/labels/{q}/{d}", {"json": {"label": 4}}, 422, "not one of 0, 1, 2, 3"),
+    ("put", "/api/labels/{q}/{d}", {"json": {"label": -1}}, 422, "not one of"),
+    ("put", "/api/labels/{q}/{d}", {"json": {"label": "2"}}, 422, "not one of"),
+    ("put", "/api/labels/{q}/{d}", {"json": {"label": True}}, 422, "not one of"),
+    ("put", "/api/labels/{q}/{d}", {"json": {"label": 1, "x": 2}}, 400, "send"),
+    ("put", "/api/labels/{q}/{d}", {"json": [1]}, 400, "send"),
+    (
+        "put",
+        "/api/labels/{q}/{d}",
+        {"content": b"{bad", "headers": {"content-type": "application/json"}},
+        400,
+        "not valid JSON",
+    ),
+    (
+        "put",
+        "/api/labels/{q}/{d}",
+        {"content": b"\xff\xfe", "headers": {"content-type": "application/json"}},
+        400,
+        "not valid JSON",
+    ),
+    (
+        "put",
+        "/api/labels/{q}/{d}",
+        {"content": b'{"label": 1' + b" " * MAX_BODY + b"}", "headers": {"content-type": "application/json"}},
+        413,
+        "too large",
+    ),
+    (
+        "put",
+        "/api/labels/{q}/{d}",
+        {"content": b'{"label": 1}', "headers": {"content-type": "text/plain"}},
+        415,
+        "JSON",
+    ),
+    (
+        "put",
+        "/api/labels/{q}/{d}",
+        {"json": {"label": 1}, "headers": {"origin": "http://evil.example"}},
+        403,
+        "cross-site",
+    ),
+    ("put", "/api/labels/nosuchquery/{d}", {"json": {"label": 1}}, 404, "unknown query id"),
+    ("put", "/api/labels/{q}/nosuchdoc", {"json": {"label": 1}}, 404, "unknown document id"),
+    ("put", "/api/labels/{q}/..%2F..%2Fetc%2Fpasswd", {"json": {"label": 1}}, 404, "no such"),
+    ("delete", "/api/labels/{q}/nosuchdoc", {}, 404, "unknown document id"),
+    ("get", "/api/queries/..%2Fpyproject.toml", {}, 404, "no such"),
+    ("get", "/api/queries/pyproject.toml", {}, 404, "unknown query id"),
+    ("post", "/api/queries", {"json": {}}, 405, "not allowed"),
+    ("get", "/api/playground?labels=1,9", {}, 400, "0 to 3"),
+    ("get", "/api/playground?gain=cubic", {}, 400, "unknown gain"),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "kwargs", "status", "message"), BAD)
+def test_bad_requests_get_a_4xx_with_a_message_and_change_nothing(served, method, url, kwargs, status, message):
+    ws, client, _ = served
+    qid = client.get("/api/queries").json()["queries"][0]["qid"]
+    doc = client.get(f"/api/queries/{qid}").json()["runs"]["results.test"][0]["docid"]
+    before, history = ws.store.qrels_text(), ws.store.history()
+    response = getattr(client, method)(url.format(q=qid, d=doc), **kwargs)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+    assert ws.store.qrels_text() == before and ws.store.history() == history
+
+
+def test_with_a_token_every_request_must_carry_it(tmp_path):
+    ws = build_workspace(QRELS, [RUN], tmp_path / "labels.sqlite")
+    client = TestClient(create_app(ws, token="s3cret-token"), base_url="http://10.0.0.5:8765")
+    assert client.get("/api/queries").status_code == 401
+    assert client.get("/playground").status_code == 401
+    assert client.get("/api/queries", headers={"x-stagewise-token": "wrong-token"}).status_code == 401
+    assert client.get("/api/queries", headers={"x-stagewise-token": "s3cret-token"}).status_code == 200
+    # ?token= once sets a same-site cookie, so the page's own requests carry it from then on
+    first = client.get("/playground?token=s3cret-token")
+    assert first.status_code == 200 and "samesite=strict" in first.headers["set-cookie"].lower()
+    assert client.get("/api/queries").status_code == 200
+
+
+def test_the_playground_alone_has_no_label_api(tmp_path):
+    client = TestClient(create_app(None), base_url="http://127.0.0.1:8765")
+    assert client.get("/", follow_redirects=False).headers["location"] == "/playground"
+    page = client.get("/playground")
+    assert page.status_code == 200 and 'data-testid="ndcg-exp"' in page.text
+    assert client.get("/api/queries").status_code == 404
+    assert client.put("/api/labels/q/d", json={"label": 1}).status_code == 404
+    p = client.get("/api/playground?labels=1,0,2&gain=exp").json()
+    assert (p["dcg"], round(p["ideal_dcg"], 4), round(p["ndcg_exp"], 4), round(p["ndcg_linear"], 4), p["rr"]) == (
+        2.5,
+        3.6309,
+        0.6885,
+        0.7602,
+        1.0,
+    )
+    assert [round(t["discount"], 4) for t in p["terms"]] == [1.0, 1.585, 2.0]
+    assert p["ideal"] == [2, 1, 0]
+    assert client.get("/api/playground?labels=0,0,3&gain=linear").json()["rr"] == pytest.approx(1 / 3)
