@@ -8,13 +8,13 @@ import pytest
 pytest.importorskip("starlette", reason="the app extra is not installed (make test installs it)")
 pytest.importorskip("httpx", reason="the app extra is not installed (make test installs it)")
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-import stagewise  # noqa: E402
-from stagewise.app.model import METRICS  # noqa: E402
-from stagewise.app.server import MAX_BODY, create_app  # noqa: E402
-from stagewise.cli.serve_cmd import build_workspace  # noqa: E402
-from stagewise._bundled import sample_path  # noqa: E402
+import stagewise
+from stagewise._bundled import sample_path
+from stagewise.app.model import METRICS
+from stagewise.app.server import MAX_BODY, create_app
+from stagewise.cli.serve_cmd import build_workspace
 
 QRELS = str(sample_path("qrels.test"))
 RUN = str(sample_path("results.test"))
