@@ -118,3 +118,110 @@ def open_page(context: Any, url: str) -> Opened:
     page.on("pageerror", lambda e: opened.page_errors.append(str(e)))
     page.goto(url, wait_until="load")
     return opened
+
+
+def write_collection(folder: Path, n_queries: int, depth: int, n_runs: int = 2, seed: int = 7) -> tuple[str, list[str]]:
+    """A synthetic qrels file and ``n_runs`` runs of ``depth`` results per query (for load tests)."""
+    import random
+
+    rng = random.Random(seed)
+    qrels, runs = folder / "qrels.txt", []
+    with open(qrels, "w") as fh:
+        for q in range(n_queries):
+            for d in rng.sample(range(depth * 2), depth // 5):
+                fh.write(f"q{q} 0 d{d} {rng.randint(0, 3)}\n")
+    for r in range(n_runs):
+        path = folder / f"run{r}.txt"
+        with open(path, "w") as fh:
+            for q in range(n_queries):
+                for rank, d in enumerate(rng.sample(range(depth * 2), depth), start=1):
+                    fh.write(f"q{q} Q0 d{d} {rank} {1000 - rank / depth:.6f} run{r}\n")
+        runs.append(str(path))
+    return str(qrels), runs
+
+
+def load(
+    url: str,
+    pairs: list[tuple[str, str]],
+    clients: int = 20,
+    total: int = 2000,
+    seed: int = 1,
+    stop_after: float | None = None,
+) -> dict[str, Any]:
+    """``clients`` threads send ``total`` relabels (PUT or DELETE) over keep-alive connections.
+
+    Returns the latencies (seconds) and every request each client saw answered 200: (qid, docid, label).
+    With ``stop_after`` (seconds) the clients stop sending then (the server is being killed).
+    """
+    import http.client
+    import json
+    import random
+    import threading
+    import urllib.parse
+
+    host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
+    latencies: list[float] = []
+    done: list[tuple[str, str, int | None]] = []
+    failed: list[str] = []
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def client(i: int) -> None:
+        rng = random.Random(seed * 1000 + i)
+        conn = http.client.HTTPConnection(host, port, timeout=60)
+        for _ in range(total // clients):
+            if stop_after is not None and time.monotonic() - start > stop_after:
+                break
+            qid, doc = rng.choice(pairs)
+            label = rng.choice([0, 1, 2, 3, None])
+            path = f"/api/labels/{urllib.parse.quote(qid)}/{urllib.parse.quote(doc)}"
+            t0 = time.perf_counter()
+            try:
+                if label is None:
+                    conn.request("DELETE", path)
+                else:
+                    conn.request("PUT", path, json.dumps({"label": label}), {"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                body = resp.read()
+            except (OSError, http.client.HTTPException) as err:
+                with lock:
+                    failed.append(str(err))
+                conn.close()
+                conn = http.client.HTTPConnection(host, port, timeout=60)
+                continue
+            took = time.perf_counter() - t0
+            with lock:
+                if resp.status == 200:
+                    latencies.append(took)
+                    done.append((qid, doc, label))
+                else:
+                    failed.append(f"{resp.status} {body[:200]!r}")
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"latencies": latencies, "done": done, "failed": failed, "seconds": time.monotonic() - start}
+
+
+def check_consistent(db: str, initial: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """The database opens, passes SQLite's integrity check, and its labels equal the initial labels with the
+    history replayed in order (so no change was lost or half-written). Returns the history."""
+    from stagewise.store import LabelStore
+
+    store = LabelStore(db)
+    try:
+        assert store.integrity() == "ok"
+        history = store.history()
+        replay = {q: dict(d) for q, d in initial.items()}
+        for h in history:
+            if h["new"] is None:
+                replay.get(h["qid"], {}).pop(h["docid"], None)
+            else:
+                replay.setdefault(h["qid"], {})[h["docid"]] = h["new"]
+        assert store.labels() == {q: d for q, d in replay.items() if d}
+        return history
+    finally:
+        store.close()
