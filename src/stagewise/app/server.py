@@ -8,11 +8,13 @@ bodies over 4 KiB, malformed JSON, labels outside 0..3 and unknown ids get a 4xx
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -38,6 +40,8 @@ def create_app(
     workspace: Workspace | None, *, token: str | None = None, rag: list[dict] | None = None, who: str = "web"
 ) -> Starlette:
     """The app over ``workspace`` (None: the playground alone)."""
+
+    refresher = _Refresher(workspace)
 
     def guard(request: Request) -> Response | None:
         if token is not None:
@@ -169,10 +173,10 @@ def create_app(
     async def api_undo(request: Request) -> Response:
         ws = need_workspace()
         await body_json(request)
-        change = ws.store.undo(who=who)
+        change = await run_in_threadpool(ws.store.undo, who)
         if change is None:
             raise _Reject(409, "nothing to undo")
-        ws.refresh(str(change["qid"]))
+        await refresher.after_write(str(change["qid"]))
         return JSONResponse(
             {**change, "metrics": ws.query(str(change["qid"]), depth=0)["metrics"], "means": ws.means()}
         )
@@ -231,3 +235,44 @@ class _Reject(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class _Refresher:
+    """Recomputes a query's metrics after writes, one computation serving every write made before it began.
+
+    Under load many writes to one query arrive while its metrics are being computed; they all wait for the
+    next computation instead of queueing one each (group commit, for metrics). A computation reads the labels
+    when it starts, so it covers every write committed before then.
+    """
+
+    def __init__(self, workspace: Workspace | None) -> None:
+        self.workspace = workspace
+        self.running: dict[str, asyncio.Future] = {}
+        self.waiting: dict[str, asyncio.Future] = {}
+        self.tasks: set[asyncio.Task] = set()
+
+    async def after_write(self, qid: str) -> None:
+        future = self.waiting.get(qid)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self.waiting[qid] = future
+            task = asyncio.ensure_future(self._run(qid, future))
+            self.tasks.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self.tasks.discard)
+        await asyncio.shield(future)
+
+    async def _run(self, qid: str, future: asyncio.Future) -> None:
+        previous = self.running.get(qid)
+        if previous is not None:
+            await asyncio.wait([previous])
+        self.waiting.pop(qid, None)  # writes from now on join the next computation
+        self.running[qid] = future
+        try:
+            assert self.workspace is not None
+            await run_in_threadpool(self.workspace.refresh, qid)
+            future.set_result(None)
+        except Exception as err:  # handed to every waiting request
+            future.set_exception(err)
+        finally:
+            if self.running.get(qid) is future:
+                del self.running[qid]

@@ -77,6 +77,10 @@ class LabelStore:
 
     def labels(self, qid: str | None = None) -> dict[str, dict[str, int]]:
         """``{qid: {docid: label}}``, for every query or one."""
+        with self._lock:
+            return self._labels(qid)
+
+    def _labels(self, qid: str | None) -> dict[str, dict[str, int]]:
         if qid is None:
             rows = self._db.execute("SELECT qid, docid, label FROM labels ORDER BY qid, docid").fetchall()
         else:
@@ -89,6 +93,10 @@ class LabelStore:
         return out
 
     def get(self, qid: str, docid: str) -> int | None:
+        with self._lock:
+            return self._get(qid, docid)
+
+    def _get(self, qid: str, docid: str) -> int | None:
         row = self._db.execute("SELECT label FROM labels WHERE qid = ? AND docid = ?", (qid, docid)).fetchone()
         return None if row is None else row[0]
 
@@ -99,7 +107,7 @@ class LabelStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                old = self.get(qid, docid)
+                old = self._get(qid, docid)
                 self._write(qid, docid, label)
                 self._db.execute(
                     "INSERT INTO history (qid, docid, old, new, time, who) VALUES (?, ?, ?, ?, ?, ?)",
@@ -145,14 +153,19 @@ class LabelStore:
         return {"qid": qid, "docid": docid, "label": old, "undone": new}
 
     def history(self) -> list[dict[str, object]]:
-        rows = self._db.execute("SELECT id, qid, docid, old, new, time, who, undone FROM history ORDER BY id")
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, qid, docid, old, new, time, who, undone FROM history ORDER BY id"
+            ).fetchall()
         keys = ("id", "qid", "docid", "old", "new", "time", "who", "undone")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def integrity(self) -> str:
-        return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+        with self._lock:
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0]
 
     def qrels_text(self) -> str:
         """The current labels as TREC qrels lines (``qid 0 docid label``)."""
-        rows = self._db.execute("SELECT qid, docid, label FROM labels ORDER BY qid, docid")
+        with self._lock:
+            rows = self._db.execute("SELECT qid, docid, label FROM labels ORDER BY qid, docid").fetchall()
         return "".join(f"{q} 0 {d} {lab}\n" for q, d, lab in rows)
