@@ -154,3 +154,29 @@ def test_the_playground_alone_has_no_label_api(tmp_path):
     assert [round(t["discount"], 4) for t in p["terms"]] == [1.0, 1.585, 2.0]
     assert p["ideal"] == [2, 1, 0]
     assert client.get("/api/playground?labels=0,0,3&gain=linear").json()["rr"] == pytest.approx(1 / 3)
+
+
+def test_rag_sample_pages_show_the_stage_label_gold_evidence_answer_and_citations(tmp_path):
+    import json
+
+    from stagewise.cli.serve_cmd import read_rag
+    from stagewise.rag.diagnose import evaluate_rag
+    from tests.report_helpers import RAG_RECORDS
+
+    path = tmp_path / "rag.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RAG_RECORDS))
+    client = TestClient(create_app(None, rag=read_rag(str(path))), base_url="http://127.0.0.1:8765")
+    assert client.get("/", follow_redirects=False).headers["location"] == "/rag"
+    listing = client.get("/rag").text
+    expected = {row["id"]: row["label"] for row in evaluate_rag(RAG_RECORDS).rows}
+    for sid, label in expected.items():
+        assert f"href='/rag/{sid}'" in listing and label in listing
+    page = client.get("/rag/r1").text
+    assert f"data-testid='rag-label'>{expected['r1']}<" in page
+    assert "data-gold='1'><b>p9</b> (gold evidence)" in page and "evidence p9 in context" in page
+    assert "data-gold='0'><b>p3</b>" in page and "Jane Austen wrote it [p9]." in page
+    assert client.get("/rag/nope").status_code == 404
+    cited = dict(RAG_RECORDS[0], citations=["p9"])
+    path.write_text(json.dumps(cited) + "\n")
+    page = TestClient(create_app(None, rag=read_rag(str(path)))).get("/rag/r1").text
+    assert "(gold evidence) (cited)" in page and "<b>Citations:</b> p9" in page

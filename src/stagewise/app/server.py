@@ -92,7 +92,7 @@ def create_app(
     # pages
     async def home(request: Request) -> Response:
         if workspace is None:
-            return RedirectResponse("/playground")
+            return RedirectResponse("/rag" if rag else "/playground")
         return RedirectResponse("/queries")
 
     async def playground_page(request: Request) -> Response:

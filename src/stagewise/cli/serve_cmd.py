@@ -65,8 +65,12 @@ def serve_command(
             raise InputError("--port", f"{port} is not a port", expected="1 to 65535")
         if token is not None and len(token) < 8:
             raise InputError("--token", "too short to protect anything", expected="at least 8 characters")
-        if not playground and qrels is None:
-            raise InputError("stagewise serve", "nothing to serve", hint="give --qrels Q [--run R...], or --playground")
+        if not playground and qrels is None and rag is None:
+            raise InputError(
+                "stagewise serve",
+                "nothing to serve",
+                hint="give --qrels Q [--run R...], --rag RECORDS, or --playground",
+            )
         _need_app()
         import uvicorn
 
@@ -75,12 +79,14 @@ def serve_command(
         workspace = None
         records = None
         if not playground:
-            check_output(db, [qrels, *(run or [])], option="--db")
-            workspace = build_workspace(qrels, run or [], db)
+            if qrels is not None:
+                check_output(db, [qrels, rag, *(run or [])], option="--db")
+                workspace = build_workspace(qrels, run or [], db)
             if rag:
                 records = read_rag(rag)
         app = create_app(workspace, token=token, rag=records)
-        where = f"http://{host}:{port}/" + ("playground" if playground else "queries")
+        first = "playground" if playground else "queries" if workspace is not None else "rag"
+        where = f"http://{host}:{port}/{first}"
         typer.echo(f"stagewise serve: {where}" + (f"?token={token}" if token else ""), err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
 
@@ -113,7 +119,7 @@ def read_rag(path: str) -> list[dict]:
             {
                 "id": rec.id,
                 "label": row.get("label"),
-                "reason": row.get("reason", ""),
+                "reason": f"{row.get('reason', '')}: {row.get('detail', '')}",
                 "question": rec.question or "",
                 "answer": rec.answer,
                 "context": [{"id": p, "text": passages.get(p, "")} for p in context],
