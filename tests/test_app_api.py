@@ -156,7 +156,7 @@ def test_the_playground_alone_has_no_label_api(tmp_path):
     assert client.get("/api/playground?labels=0,0,3&gain=linear").json()["rr"] == pytest.approx(1 / 3)
 
 
-def test_rag_sample_pages_show_the_stage_label_gold_evidence_answer_and_citations(tmp_path):
+def test_rag_sample_pages_show_the_stage_label_and_marking_evidence_recomputes_it(tmp_path):
     import json
 
     from stagewise.cli.serve_cmd import read_rag
@@ -165,18 +165,28 @@ def test_rag_sample_pages_show_the_stage_label_gold_evidence_answer_and_citation
 
     path = tmp_path / "rag.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in RAG_RECORDS))
-    client = TestClient(create_app(None, rag=read_rag(str(path))), base_url="http://127.0.0.1:8765")
+    samples = read_rag(str(path), tmp_path / "labels.sqlite")
+    client = TestClient(create_app(None, rag=samples), base_url="http://127.0.0.1:8765")
     assert client.get("/", follow_redirects=False).headers["location"] == "/rag"
     listing = client.get("/rag").text
-    expected = {row["id"]: row["label"] for row in evaluate_rag(RAG_RECORDS).rows}
-    for sid, label in expected.items():
-        assert f"href='/rag/{sid}'" in listing and label in listing
-    page = client.get("/rag/r1").text
-    assert f"data-testid='rag-label'>{expected['r1']}<" in page
-    assert "data-gold='1'><b>p9</b> (gold evidence)" in page and "evidence p9 in context" in page
-    assert "data-gold='0'><b>p3</b>" in page and "Jane Austen wrote it [p9]." in page
+    expected = {row["id"]: row for row in evaluate_rag(RAG_RECORDS).rows}
+    for sid, row in expected.items():
+        assert f"href='/rag/{sid}'" in listing and row["label"] in listing
+    assert samples.samples["r1"]["label"] == expected["r1"]["label"] == "ok"
+    assert samples.samples["r1"]["gold"] == ["p9"] and "Jane Austen wrote it [p9]." in client.get("/rag/r1").text
+    # p9 is no longer gold, p3 is (both in the context): still ok; then nothing gold in the context
+    res = client.put("/api/rag/r1/evidence/p9", json={"gold": False}).json()
+    assert res["gold"] == [] and res["label"] == evaluate_rag([dict(RAG_RECORDS[0], gold_evidence=[])]).rows[0]["label"]
+    res = client.put("/api/rag/r1/evidence/p1", json={"gold": True}).json()  # retrieved third, outside the context
+    assert res["gold"] == ["p1"] and res["label"] == "lucky"
+    assert res["label"] == evaluate_rag([dict(RAG_RECORDS[0], gold_evidence=["p1"])]).rows[0]["label"]
+    # kept: a fresh start reads the marks back
+    again = read_rag(str(path), tmp_path / "labels.sqlite")
+    assert again.samples["r1"]["gold"] == ["p1"] and again.samples["r1"]["label"] == "lucky"
+    for url, body, status in [
+        ("/api/rag/nope/evidence/p1", {"gold": True}, 404),
+        ("/api/rag/r1/evidence/p77", {"gold": True}, 404),
+        ("/api/rag/r1/evidence/p1", {"gold": 1}, 400),
+    ]:
+        assert client.put(url, json=body).status_code == status
     assert client.get("/rag/nope").status_code == 404
-    cited = dict(RAG_RECORDS[0], citations=["p9"])
-    path.write_text(json.dumps(cited) + "\n")
-    page = TestClient(create_app(None, rag=read_rag(str(path)))).get("/rag/r1").text
-    assert "(gold evidence) (cited)" in page and "<b>Citations:</b> p9" in page

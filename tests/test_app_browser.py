@@ -6,6 +6,7 @@ numbers shown, persists across a server restart, and undo restores the previous 
 
 from __future__ import annotations
 
+import json
 import urllib.request
 
 import pytest
@@ -112,3 +113,20 @@ def test_relabel_on_a_query_page_moves_the_numbers_persists_across_a_restart_and
 
     assert read_qrels(str(exported)).to_dict() == read_qrels(QRELS).to_dict()
     assert LabelStore(db).labels() == read_qrels(QRELS).to_dict()
+
+
+def test_marking_evidence_on_a_rag_page_changes_the_stage_label(tmp_path):
+    from tests.report_helpers import RAG_RECORDS
+
+    path = tmp_path / "rag.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in RAG_RECORDS))
+    with serving(["--rag", str(path), "--db", str(tmp_path / "labels.sqlite")]) as server, browser() as context:
+        opened = open_page(context, server.url + "/rag/r1")
+        page = opened.page
+        assert page.get_by_test_id("rag-label").inner_text() == "ok"
+        page.locator('[data-testid=passage][data-pid="p9"]').get_by_test_id("toggle-gold").click()
+        page.wait_for_function("document.querySelector('[data-pid=p9]').dataset.gold === '0'")
+        page.locator('[data-testid=passage][data-pid="p1"]').get_by_test_id("toggle-gold").click()
+        page.wait_for_function("document.querySelector('[data-pid=p1]').dataset.gold === '1'")
+        assert page.get_by_test_id("rag-label").inner_text() == "lucky"
+        assert opened.console_errors == [] and opened.page_errors == [] and context.blocked == []

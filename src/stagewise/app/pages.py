@@ -214,19 +214,36 @@ def rag_list_page(records: list[dict[str, Any]]) -> str:
 
 
 def rag_page(record: dict[str, Any]) -> str:
-    gold = {str(g) for g in record.get("gold", [])}
-    cited = {str(c) for c in record.get("cited", [])}
-    ctx = "".join(
-        f"<li class='{'gold' if str(p.get('id')) in gold else ''}' data-testid='passage' data-gold="
-        f"'{int(str(p.get('id')) in gold)}'><b>{escape(str(p.get('id')))}</b>"
-        f"{' (gold evidence)' if str(p.get('id')) in gold else ''}{' (cited)' if str(p.get('id')) in cited else ''}: "
-        f"{escape(str(p.get('text', '')))}</li>"
-        for p in record.get("context", [])
-    )
-    body = (
-        f"<p><b>Stage label:</b> <span data-testid='rag-label'>{escape(str(record.get('label', '')))}</span> — "
-        f"{escape(str(record.get('reason', '')))}</p><p><b>Question:</b> {escape(str(record.get('question', '')))}</p>"
-        f"<h2>Context</h2><ol>{ctx}</ol><h2>Answer</h2><p>{escape(str(record.get('answer', '')))}</p>"
-        f"<p><b>Citations:</b> {escape(', '.join(sorted(cited)) or 'none')}</p>"
-    )
-    return _page(f"RAG sample {record['id']}", body)
+    body = """
+<p><a href="/rag">all samples</a> · mark or unmark a passage as gold evidence: the stage label is recomputed.
+<span id="status" class="muted"></span></p>
+<p><b>Stage label:</b> <span data-testid="rag-label" id="label"></span> — <span id="reason"></span></p>
+<p><b>Question:</b> <span id="question"></span></p>
+<h2>Retrieved passages</h2><ol id="passages"></ol>
+<h2>Answer</h2><p id="answer"></p><p><b>Citations:</b> <span id="cited"></span></p>
+"""
+    script = """
+let data = JSON.parse(document.getElementById('data').textContent);
+const $ = id => document.getElementById(id);
+function render() {
+  $('label').textContent = data.label; $('reason').textContent = data.reason;
+  $('question').textContent = data.question; $('answer').textContent = data.answer;
+  $('cited').textContent = data.cited.length ? data.cited.join(', ') : 'none';
+  $('passages').innerHTML = data.context.map(p => {
+    const gold = data.gold.includes(p.id), cited = data.cited.includes(p.id);
+    return `<li class="${gold ? 'gold' : ''}" data-testid="passage" data-pid="${esc(p.id)}" data-gold="${gold ? 1 : 0}">` +
+      `<b>${esc(p.id)}</b>${gold ? ' (gold evidence)' : ''}${cited ? ' (cited)' : ''}${p.in_context ? '' : ' (retrieved, not in the context)'} ` +
+      `<button data-testid="toggle-gold">${gold ? 'unmark gold' : 'mark gold'}</button>: ${esc(p.text)}</li>`;
+  }).join('');
+  document.querySelectorAll('#passages button').forEach(b => b.onclick = async () => {
+    const li = b.closest('li');
+    const url = '/api/rag/' + encodeURIComponent(data.id) + '/evidence/' + encodeURIComponent(li.dataset.pid);
+    const before = data.label;
+    data = await api('PUT', url, {gold: li.dataset.gold !== '1'});
+    $('status').textContent = `${li.dataset.pid}: stage label ${before} → ${data.label}`;
+    render();
+  });
+}
+render();
+"""
+    return _page(f"RAG sample {record['id']}", body, script, record)

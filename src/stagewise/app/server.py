@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from stagewise.app import pages
 from stagewise.app.model import METRICS, Workspace, playground
+from stagewise.app.rag import RagSamples
 from stagewise.store.labels import LABELS
 
 __all__ = ["MAX_BODY", "create_app"]
@@ -37,7 +38,7 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def create_app(
-    workspace: Workspace | None, *, token: str | None = None, rag: list[dict] | None = None, who: str = "web"
+    workspace: Workspace | None, *, token: str | None = None, rag: RagSamples | None = None, who: str = "web"
 ) -> Starlette:
     """The app over ``workspace`` (None: the playground alone)."""
 
@@ -110,14 +111,24 @@ def create_app(
     async def rag_list(request: Request) -> Response:
         if not rag:
             raise _Reject(404, "no RAG records loaded (stagewise serve --rag RECORDS)")
-        return HTMLResponse(pages.rag_list_page(rag))
+        return HTMLResponse(pages.rag_list_page(rag.list()))
 
     async def rag_page(request: Request) -> Response:
         sid = request.path_params["sid"]
-        by_id = {str(r["id"]): r for r in rag or []}
-        if sid not in by_id:
+        if rag is None or not rag.known(sid):
             raise _Reject(404, f"unknown RAG sample id {sid!r}")
-        return HTMLResponse(pages.rag_page(by_id[sid]))
+        return HTMLResponse(pages.rag_page(rag.samples[sid]))
+
+    async def api_evidence(request: Request) -> Response:
+        sid, pid = request.path_params["sid"], request.path_params["pid"]
+        body = await body_json(request)
+        if rag is None or not rag.known(sid):
+            raise _Reject(404, f"unknown RAG sample id {sid!r}")
+        if not isinstance(body, dict) or set(body) != {"gold"} or not isinstance(body["gold"], bool):
+            raise _Reject(400, 'send {"gold": true} or {"gold": false}')
+        if not rag.known(sid, pid):
+            raise _Reject(404, f"unknown passage id {pid!r} for sample {sid!r}")
+        return JSONResponse(await run_in_threadpool(rag.mark, sid, pid, body["gold"], who))
 
     # API
     async def api_playground(request: Request) -> Response:
@@ -196,6 +207,7 @@ def create_app(
         Route("/api/queries/{qid:str}", api_query),
         Route("/api/labels/{qid:str}/{docid:str}", api_label, methods=["PUT", "DELETE"]),
         Route("/api/undo", api_undo, methods=["POST"]),
+        Route("/api/rag/{sid:str}/evidence/{pid:str}", api_evidence, methods=["PUT"]),
         Route("/api/qrels", api_qrels),
     ]
     app = Starlette(routes=routes)

@@ -83,7 +83,8 @@ def serve_command(
                 check_output(db, [qrels, rag, *(run or [])], option="--db")
                 workspace = build_workspace(qrels, run or [], db)
             if rag:
-                records = read_rag(rag)
+                check_output(rag_db(db), [qrels, rag, *(run or [])], option="--db")
+                records = read_rag(rag, db)
         app = create_app(workspace, token=token, rag=records)
         first = "playground" if playground else "queries" if workspace is not None else "rag"
         where = f"http://{host}:{port}/{first}"
@@ -103,31 +104,19 @@ def build_workspace(qrels: str, runs: list[str], db: Path):
     return Workspace(LabelStore(db, judged), loaded)
 
 
-def read_rag(path: str) -> list[dict]:
-    """RAG records with their stage label and reason (``evaluate_rag``), for the sample pages."""
-    from stagewise.rag.diagnose import evaluate_rag
+def rag_db(db: Path) -> Path:
+    """Where the RAG samples' gold marks are kept: beside ``--db`` (``labels.sqlite`` -> ``labels.rag.sqlite``)."""
+    return db.with_name(f"{db.stem}.rag{db.suffix or '.sqlite'}")
+
+
+def read_rag(path: str, db: Path):
+    """RAG records, their gold marks (kept in ``rag_db(db)``) and each sample's stage label from evaluate_rag."""
+    from stagewise.app.rag import RagSamples
     from stagewise.rag.records import read_records
+    from stagewise.store.labels import LabelStore
 
     records = read_records(path)
-    rows = evaluate_rag(records).rows
-    out = []
-    for rec, row in zip(records, rows, strict=True):
-        context = rec.context if rec.context is not None else rec.retrieved[:10]
-        passages = rec.passages or {}
-        gold = sorted({p for alt in rec.gold_evidence or () for p in alt})
-        out.append(
-            {
-                "id": rec.id,
-                "label": row.get("label"),
-                "reason": f"{row.get('reason', '')}: {row.get('detail', '')}",
-                "question": rec.question or "",
-                "answer": rec.answer,
-                "context": [{"id": p, "text": passages.get(p, "")} for p in context],
-                "gold": gold,
-                "cited": list(rec.citations or ()),
-            }
-        )
-    return out
+    return RagSamples(records, LabelStore(rag_db(db), RagSamples.initial_marks(records)))
 
 
 @labels_app.command("export")
