@@ -190,3 +190,27 @@ def test_rag_sample_pages_show_the_stage_label_and_marking_evidence_recomputes_i
     ]:
         assert client.put(url, json=body).status_code == status
     assert client.get("/rag/nope").status_code == 404
+
+
+def test_document_and_query_texts_are_shown_when_given(tmp_path):
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("1 0 d1 2\n1 0 d2 0\n2 0 d3 1\n")
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d2 1 2.0 a\n1 Q0 d1 2 1.0 a\n2 Q0 d3 1 1.0 a\n")
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("d1\tthe <b>first</b> document\nd2\tsecond\nd3\tthird\nd4\tnever ranked\n")
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("1\twhat is first\n2\tthird things\n")
+    ws = build_workspace(str(qrels), [str(run)], tmp_path / "l.sqlite", corpus=str(corpus), queries=str(topics))
+    assert "d4" not in ws.texts
+    client = TestClient(create_app(ws), base_url="http://127.0.0.1:8765")
+    rows = {r["qid"]: r["text"] for r in client.get("/api/queries").json()["queries"]}
+    assert rows == {"1": "what is first", "2": "third things"}
+    page = client.get("/api/queries/1").json()
+    assert page["text"] == "what is first"
+    assert [(d["docid"], d["text"]) for d in next(iter(page["runs"].values()))] == [
+        ("d2", "second"),
+        ("d1", "the <b>first</b> document"),
+    ]
+    html = client.get("/queries/1").text
+    assert "<b>first</b>" not in html.split('id="data"')[0]  # texts travel as JSON and are escaped when shown

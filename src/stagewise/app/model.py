@@ -57,8 +57,16 @@ def _ranked(scores: Mapping[str, float]) -> list[str]:
 class Workspace:
     """Runs held in memory, labels in the store, and per-query metric values kept current on every change."""
 
-    def __init__(self, store: LabelStore, runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> None:
+    def __init__(
+        self,
+        store: LabelStore,
+        runs: Mapping[str, Mapping[str, Mapping[str, float]]],
+        texts: Mapping[str, str] | None = None,
+        queries: Mapping[str, str] | None = None,
+    ) -> None:
         self.store = store
+        self.texts = dict(texts or {})  # document id -> text, when a corpus is given
+        self.queries = dict(queries or {})  # query id -> text
         self.runs = {name: {q: dict(docs) for q, docs in run.items()} for name, run in runs.items()}
         self.ranked = {name: {q: _ranked(docs) for q, docs in run.items()} for name, run in self.runs.items()}
         self._lock = threading.Lock()
@@ -118,7 +126,7 @@ class Workspace:
         rows = []
         for qid in self.query_ids():
             labels = self.store.labels(qid).get(qid, {})
-            row: dict[str, Any] = {"qid": qid, "judged": len(labels), "runs": {}}
+            row: dict[str, Any] = {"qid": qid, "text": self.queries.get(qid, ""), "judged": len(labels), "runs": {}}
             for name in self.runs:
                 top = self.ranked[name].get(qid, [])[:10]
                 unjudged = sum(1 for d in top if d not in labels) / len(top) if top else 0.0
@@ -130,11 +138,18 @@ class Workspace:
         labels = self.store.labels(qid).get(qid, {})
         return {
             "qid": qid,
+            "text": self.queries.get(qid, ""),
             "metrics": {name: self.values[name].get(qid, dict.fromkeys(METRICS, 0.0)) for name in self.runs},
             "means": self.means(),
             "runs": {
                 name: [
-                    {"rank": i, "docid": d, "score": self.runs[name][qid][d], "label": labels.get(d)}
+                    {
+                        "rank": i,
+                        "docid": d,
+                        "score": self.runs[name][qid][d],
+                        "label": labels.get(d),
+                        "text": self.texts.get(d, "")[:400],
+                    }
                     for i, d in enumerate(self.ranked[name].get(qid, [])[:depth], start=1)
                 ]
                 for name in self.runs

@@ -122,7 +122,7 @@ def queries_page(runs: Sequence[str], metrics: Sequence[str]) -> str:
     opts = "".join(f"<option>{escape(r)}</option>" for r in runs)
     mopts = "".join(f"<option>{escape(m)}</option>" for m in metrics)
     body = f"""
-<p>Search <input id="q" data-testid="search" placeholder="query id"> metric <select id="metric">{mopts}</select>
+<p>Search <input id="q" data-testid="search" placeholder="query id or text"> metric <select id="metric">{mopts}</select>
 run A <select id="a">{opts}</select> run B <select id="b">{opts}</select>
 sort <select id="sort" data-testid="sort"><option value="worst">worst first (run A)</option>
 <option value="diff">largest difference |A − B|</option><option value="unjudged">unjudged share of A's top 10</option>
@@ -137,13 +137,13 @@ function render() {
   const m = $('metric').value, a = $('a').value, b = $('b').value, q = $('q').value.trim().toLowerCase();
   $('means').innerHTML = '<tr><th class=l>run</th>' + data.metrics.map(x => `<th>${esc(x)}</th>`).join('') + '</tr>' +
     data.runs.map(r => `<tr><td class=l>${esc(r)}</td>` + data.metrics.map(x => `<td>${f4(data.means[r][x])}</td>`).join('') + '</tr>').join('');
-  let rows = data.queries.filter(r => !q || r.qid.toLowerCase().includes(q));
+  let rows = data.queries.filter(r => !q || r.qid.toLowerCase().includes(q) || r.text.toLowerCase().includes(q));
   const key = {worst: r => r.runs[a][m], diff: r => -Math.abs(r.runs[a][m] - r.runs[b][m]),
                unjudged: r => -r.runs[a]['unjudged@10'], id: null}[$('sort').value];
   if (key) rows.sort((x, y) => key(x) - key(y));
   $('list').innerHTML = '<tr><th class=l>query</th><th>judged</th>' + data.runs.map(r => `<th>${esc(r)}<br>${esc(m)}</th>`).join('') +
     `<th>unjudged@10 (${esc(a)})</th></tr>` + rows.slice(0, 500).map(r => `<tr data-testid="query-row"><td class=l>` +
-    `<a href="/queries/${encodeURIComponent(r.qid)}">${esc(r.qid)}</a></td><td>${r.judged}</td>` +
+    `<a href="/queries/${encodeURIComponent(r.qid)}">${esc(r.qid)}</a> <span class=muted>${esc(r.text.slice(0, 80))}</span></td><td>${r.judged}</td>` +
     data.runs.map(x => `<td>${f4(r.runs[x][m])}</td>`).join('') + `<td>${f4(r.runs[a]['unjudged@10'])}</td></tr>`).join('');
   $('status').textContent = rows.length + ' queries' + (rows.length > 500 ? ' (first 500 shown)' : '');
 }
@@ -155,6 +155,7 @@ api('GET', '/api/queries').then(d => { data = d; render(); });
 
 def query_page(qid: str, data: dict[str, Any], metrics: Sequence[str]) -> str:
     body = """
+<p id="qtext" data-testid="query-text"></p>
 <p><a href="/queries">all queries</a> · click 0–3 to set a label, × to clear it.
 <button id="undo" data-testid="undo">undo the last change</button> <span id="status" class="muted"></span></p>
 <h2>This query</h2><table id="metrics" data-testid="query-metrics"></table>
@@ -177,7 +178,7 @@ function renderLists() {
     return `<div class="doc" data-testid="doc" data-docid="${esc(d.docid)}" data-label="${lab}">${d.rank}. ` +
       `<b>${esc(d.docid)}</b> <span class=muted>${Number(d.score).toPrecision(4)}</span> ` +
       [0, 1, 2, 3].map(v => `<button data-testid="set-${v}" data-v="${v}" class="${l === v ? 'on' : ''}">${v}</button>`).join('') +
-      `<button data-testid="clear" data-v="">×</button></div>`;
+      `<button data-testid="clear" data-v="">×</button>` + (d.text ? `<div class="muted" data-testid="doc-text">${esc(d.text)}</div>` : '') + '</div>';
   }).join('') + '</div>').join('');
   document.querySelectorAll('.doc button').forEach(b => b.onclick = () => setLabel(b.closest('.doc').dataset.docid, b.dataset.v));
 }
@@ -195,6 +196,7 @@ $('undo').onclick = async () => {
   $('status').textContent = `undone: ${res.docid} (query ${res.qid}) back to ${res.label === null ? 'unjudged' : res.label}`;
   renderMetrics(); renderLists();
 };
+$('qtext').textContent = data.text;
 renderMetrics(); renderLists();
 """
     return _page(f"Query {qid}", body, f"const METRICS = {json.dumps(list(metrics))};" + script, data)

@@ -40,6 +40,12 @@ def serve_command(
         str | None, typer.Option("--qrels", "-q", help="Judgements to start from (never modified).")
     ] = None,
     run: Annotated[list[str] | None, typer.Option("--run", "-r", help="A run to show; repeatable.")] = None,
+    corpus: Annotated[
+        str | None, typer.Option("--corpus", help="Documents (BEIR folder, JSONL, TSV) to show beside each result.")
+    ] = None,
+    queries: Annotated[
+        str | None, typer.Option("--queries", help="Query texts (BEIR folder, JSONL, TSV) to show and search.")
+    ] = None,
     rag: Annotated[str | None, typer.Option("--rag", help="RAG records (JSONL) to browse by sample.")] = None,
     db: Annotated[Path, typer.Option("--db", help="SQLite file holding the labels and their history.")] = Path(
         "labels.sqlite"
@@ -80,8 +86,8 @@ def serve_command(
         records = None
         if not playground:
             if qrels is not None:
-                check_output(db, [qrels, rag, *(run or [])], option="--db")
-                workspace = build_workspace(qrels, run or [], db)
+                check_output(db, [qrels, rag, corpus, queries, *(run or [])], option="--db")
+                workspace = build_workspace(qrels, run or [], db, corpus=corpus, queries=queries)
             if rag:
                 check_output(rag_db(db), [qrels, rag, *(run or [])], option="--db")
                 records = read_rag(rag, db)
@@ -92,7 +98,7 @@ def serve_command(
         uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-def build_workspace(qrels: str, runs: list[str], db: Path):
+def build_workspace(qrels: str, runs: list[str], db: Path, corpus: str | None = None, queries: str | None = None):
     """Read the qrels and runs, open (or create) the label database, and compute every query's metrics."""
     from stagewise.app.model import Workspace
     from stagewise.data.readers import read_qrels, read_run
@@ -101,7 +107,16 @@ def build_workspace(qrels: str, runs: list[str], db: Path):
     judged = read_qrels(qrels).to_dict()
     names = run_labels(runs) if runs else []
     loaded = {name: read_run(path, name=name).to_dict() for name, path in zip(names, runs, strict=True)}
-    return Workspace(LabelStore(db, judged), loaded)
+    texts = topics = None
+    if corpus is not None or queries is not None:
+        from stagewise.data.collections import read_corpus, read_queries
+
+        if corpus is not None:
+            ranked = {d for run in loaded.values() for docs in run.values() for d in docs}
+            texts = {d: t for d, t in read_corpus(corpus) if d in ranked}  # only what a page can show
+        if queries is not None:
+            topics = read_queries(queries).to_dict()
+    return Workspace(LabelStore(db, judged), loaded, texts=texts, queries=topics)
 
 
 def rag_db(db: Path) -> Path:
