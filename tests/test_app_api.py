@@ -214,3 +214,15 @@ def test_document_and_query_texts_are_shown_when_given(tmp_path):
     ]
     html = client.get("/queries/1").text
     assert "<b>first</b>" not in html.split('id="data"')[0]  # texts travel as JSON and are escaped when shown
+
+
+def test_the_report_page_is_the_html_report_over_the_current_labels(served):
+    pytest.importorskip("matplotlib", reason="the report extra is not installed (make test installs it)")
+    _, client, _ = served
+    before = client.get("/report")
+    assert before.status_code == 200 and before.text.count("<svg") >= 3
+    qid = client.get("/api/queries").json()["queries"][0]["qid"]
+    doc = client.get(f"/api/queries/{qid}").json()["runs"]["results.test"][0]["docid"]
+    client.put(f"/api/labels/{qid}/{doc}", json={"label": 3})
+    mean = client.get("/api/queries").json()["means"]["results.test"]["ndcg@10"]
+    assert f"{mean:.4f}" in client.get("/report").text

@@ -31,7 +31,7 @@ def _page(title: str, body: str, script: str = "", data: Any = None) -> str:
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)} · stagewise</title>"
         f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{_CSS}</style></head><body>"
-        "<nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG samples</a></nav>"
+        "<nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG samples</a><a href='/report'>Report (current labels)</a></nav>"
         f"<h1>{escape(title)}</h1>{body}{blob}<script>{_JS_COMMON}{script}</script></body></html>"
     )
 

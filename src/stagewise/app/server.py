@@ -129,6 +129,23 @@ def create_app(
             raise _Reject(404, f"unknown passage id {pid!r} for sample {sid!r}")
         return JSONResponse(await run_in_threadpool(rag.mark, sid, pid, body["gold"], who))
 
+    async def report_page(request: Request) -> Response:
+        ws = need_workspace()
+        if not ws.runs:
+            raise _Reject(404, "no runs loaded (stagewise serve --run R)")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise _Reject(501, "the report's plots need the report extra: pip install 'stagewise[report]'") from None
+        from stagewise.report.html import build
+
+        labels = ws.store.labels()
+        # the HTML report's own sections (plots and tables), over the labels as they are now
+        html = await run_in_threadpool(
+            build, labels, {name: run for name, run in ws.runs.items()}, title="stagewise report (current labels)"
+        )
+        return HTMLResponse(html)
+
     # API
     async def api_playground(request: Request) -> Response:
         text = request.query_params.get("labels", "1,0,2")
@@ -199,6 +216,7 @@ def create_app(
         Route("/playground", playground_page),
         Route("/queries", queries_page),
         Route("/queries/{qid:str}", query_page),
+        Route("/report", report_page),
         Route("/rag", rag_list),
         Route("/rag/{sid:str}", rag_page),
         Route("/api/playground", api_playground),
