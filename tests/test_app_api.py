@@ -123,6 +123,16 @@ def test_bad_requests_get_a_4xx_with_a_message_and_change_nothing(served, method
     assert ws.store.qrels_text() == before and ws.store.history() == history
 
 
+def test_without_a_token_a_foreign_host_name_is_refused(served):
+    # DNS rebinding: evil.example resolving to 127.0.0.1 makes its pages same-origin with the server
+    _, client, _ = served
+    for host in ("evil.example:8765", "evil.example", "10.0.0.5:8765"):
+        response = client.get("/api/queries", headers={"host": host})
+        assert response.status_code == 421 and "127.0.0.1 or localhost" in response.json()["error"]
+    for host in ("localhost:8765", "127.0.0.1", "[::1]:8765"):
+        assert client.get("/api/queries", headers={"host": host}).status_code == 200
+
+
 def test_with_a_token_every_request_must_carry_it(tmp_path):
     ws = build_workspace(QRELS, [RUN], tmp_path / "labels.sqlite")
     client = TestClient(create_app(ws, token="s3cret-token"), base_url="http://10.0.0.5:8765")

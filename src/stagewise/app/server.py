@@ -30,6 +30,7 @@ __all__ = ["MAX_BODY", "create_app"]
 MAX_BODY = 4096
 _UNSAFE = {"POST", "PUT", "DELETE", "PATCH"}
 _TOKEN_COOKIE = "stagewise_token"
+_LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]"}
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -44,7 +45,14 @@ def create_app(
     refresher = _Refresher(workspace)
 
     def guard(request: Request) -> Response | None:
-        if token is not None:
+        if token is None:
+            # without a token the server is loopback-only; a Host naming anything else is a DNS rebinding
+            # attempt (a page whose own name resolves to 127.0.0.1 would otherwise pass the origin check)
+            host = request.headers.get("host", "")
+            name = host.split("]")[0] + "]" if host.startswith("[") else host.rsplit(":", 1)[0]
+            if name not in _LOOPBACK_NAMES:
+                return _error(421, f"this server answers to 127.0.0.1 or localhost, not {name!r}")
+        else:
             given = (
                 request.headers.get("x-stagewise-token")
                 or request.cookies.get(_TOKEN_COOKIE)
