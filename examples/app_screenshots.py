@@ -46,8 +46,8 @@ def clapnq_records(n: int = 6) -> list[dict]:
 
 
 def main() -> None:
-    from tests.app_helpers import browser, open_page, serving
-    from tests.browser_helpers import missing
+    from tests.app_helpers import browser, serving
+    from tests.browser_helpers import missing, open_page
 
     reason = missing()
     if reason:

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.browser_helpers import CHROMIUM, FLAGS, Opened
+from tests.browser_helpers import browser as browser_on
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -79,45 +77,8 @@ def serving(args: list[str]) -> Iterator[Server]:
 @contextlib.contextmanager
 def browser(width: int = 1280, height: int = 900) -> Iterator[Any]:
     """A Chromium context whose requests may go to 127.0.0.1 only (everything else is aborted and recorded)."""
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="stagewise-chromium-")
-    try:
-        with sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                profile,
-                executable_path=CHROMIUM,
-                headless=True,
-                args=FLAGS,
-                viewport={"width": width, "height": height},
-            )
-            blocked: list[str] = []
-
-            def route(r: Any) -> None:
-                if r.request.url.startswith("http://127.0.0.1:"):
-                    r.continue_()
-                else:
-                    blocked.append(r.request.url)
-                    r.abort()
-
-            context.route("**/*", route)
-            context.blocked = blocked
-            try:
-                yield context
-            finally:
-                context.close()
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def open_page(context: Any, url: str) -> Opened:
-    page = context.pages[0] if context.pages else context.new_page()
-    page.set_default_timeout(10_000)
-    opened = Opened(page)
-    page.on("console", lambda m: opened.console_errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: opened.page_errors.append(str(e)))
-    page.goto(url, wait_until="load")
-    return opened
+    with browser_on(lambda url: url.startswith("http://127.0.0.1:"), width, height) as context:
+        yield context
 
 
 def write_collection(folder: Path, n_queries: int, depth: int, n_runs: int = 2, seed: int = 7) -> tuple[str, list[str]]:

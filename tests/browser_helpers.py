@@ -11,7 +11,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +50,13 @@ class Opened:
 
 
 @contextlib.contextmanager
-def open_report(path: str | os.PathLike, width: int = 1280, height: int = 900) -> Iterator[Opened]:
+def browser(
+    allowed: Callable[[str], bool], width: int = 1280, height: int = 900, offline: bool = False
+) -> Iterator[Any]:
+    """A fresh headless Chromium context in which only URLs that ``allowed`` accepts load; every other request is
+    aborted and recorded in ``context.blocked``."""
     from playwright.sync_api import sync_playwright
 
-    url = Path(path).resolve().as_uri()
     profile = tempfile.mkdtemp(prefix="stagewise-chromium-")
     try:
         with sync_playwright() as pw:
@@ -63,26 +66,43 @@ def open_report(path: str | os.PathLike, width: int = 1280, height: int = 900) -
                 headless=True,
                 args=FLAGS,
                 viewport={"width": width, "height": height},
-                offline=True,
+                offline=offline,
             )
+            blocked: list[str] = []
+
+            def route(r: Any) -> None:
+                if allowed(r.request.url):
+                    r.continue_()
+                else:
+                    blocked.append(r.request.url)
+                    r.abort()
+
+            context.route("**/*", route)
+            context.blocked = blocked
             try:
-                page = context.pages[0] if context.pages else context.new_page()
-                page.set_default_timeout(10_000)  # a missing element fails in seconds, not half a minute
-                opened = Opened(page)
-
-                def route(r: Any) -> None:
-                    if r.request.url == url:
-                        r.continue_()
-                    else:
-                        opened.blocked.append(r.request.url)
-                        r.abort()
-
-                context.route("**/*", route)
-                page.on("console", lambda m: opened.console_errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: opened.page_errors.append(str(e)))
-                page.goto(url, wait_until="load")
-                yield opened
+                yield context
             finally:
                 context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def open_page(context: Any, url: str) -> Opened:
+    """``url`` in the context's first page, recording console and page errors (and the context's blocked
+    requests)."""
+    page = context.pages[0] if context.pages else context.new_page()
+    page.set_default_timeout(10_000)  # a missing element fails in seconds, not half a minute
+    opened = Opened(page)
+    opened.blocked = context.blocked
+    page.on("console", lambda m: opened.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: opened.page_errors.append(str(e)))
+    page.goto(url, wait_until="load")
+    return opened
+
+
+@contextlib.contextmanager
+def open_report(path: str | os.PathLike, width: int = 1280, height: int = 900) -> Iterator[Opened]:
+    """The report file opened from disk with the network off: only the file itself may load."""
+    url = Path(path).resolve().as_uri()
+    with browser(lambda requested: requested == url, width, height, offline=True) as context:
+        yield open_page(context, url)

@@ -13,7 +13,8 @@ import pytest
 
 from stagewise._bundled import sample_path
 from tests import browser_helpers
-from tests.app_helpers import browser, open_page, serving
+from tests.app_helpers import browser, serving
+from tests.browser_helpers import open_page
 
 pytest.importorskip("starlette", reason="the app extra is not installed (make test installs it)")
 pytestmark = pytest.mark.skipif(browser_helpers.missing() is not None, reason=str(browser_helpers.missing()))
