@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from stagewise.errors import ConventionError, MetricError, StagewiseError
@@ -132,6 +132,7 @@ def test_every_answer_criterion_round_trips(kind: str, threshold: float) -> None
         max_leaves=6,
     )
 )
+@example(value="0A")  # no Python token: printed bare, it did not read back (found by this test)
 def test_values_print_back_to_themselves(value: Any) -> None:
     """format_value is parse_value's inverse, inside a name too, so a canonical name can carry any value (but
     infinities and NaN, which no parameter accepts)."""

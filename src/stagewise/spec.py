@@ -92,13 +92,18 @@ def _format(value: Any, *, bare: bool) -> str:
     if isinstance(value, float):
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
-    if isinstance(value, str) and not (bare and value and set(value) <= _WORD_CHARS and not _reads_as_other(value)):
+    if isinstance(value, str) and not (bare and value and set(value) <= _WORD_CHARS and _bare_reads_back(value)):
         return repr(value)  # quoted when a bare word would not read back as itself (inside a tuple it never does)
     return str(value)
 
 
-def _reads_as_other(word: str) -> bool:
-    return parse_value(word) != word
+def _bare_reads_back(word: str) -> bool:
+    """Whether ``key=word`` unquoted reads back as the string ``word`` (``exp-log2`` does; ``1``, ``True`` and
+    ``0A``, which is no Python token, do not)."""
+    try:
+        return _keywords(f"v={word}", word, word, ConventionError) == {"v": word}
+    except ConventionError:
+        return False
 
 
 def canonical(name: str, at: Any = None, params: Iterable[tuple[str, Any]] = ()) -> str:
