@@ -28,20 +28,27 @@ def display_name(source: PathLike) -> str:
     return "<stdin>" if str(source) == "-" else str(source)
 
 
+@contextlib.contextmanager
+def input_errors(source: PathLike) -> Iterator[None]:
+    """Opening or reading an input file: a missing file, a folder or a permission problem is an InputError
+    naming ``source``, the same words for every reader."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(source, "no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise InputError(source, "is a directory, not a file") from None
+    except PermissionError:
+        raise InputError(source, "permission denied") from None
+
+
 def read_bytes(source: PathLike) -> bytes:
     """The whole content of a file, a ``.gz`` file (detected by its magic bytes) or stdin (``-``)."""
     if str(source) == "-":
         data = sys.stdin.buffer.read()
     else:
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(source, "no such file", hint="check the path") from None
-        except IsADirectoryError:
-            raise InputError(source, "is a directory, not a file") from None
-        except PermissionError:
-            raise InputError(source, "permission denied") from None
+        with input_errors(source):
+            data = Path(source).read_bytes()
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stagewise._io import PathLike, read_bytes
+from stagewise._io import PathLike, input_errors, read_bytes
 from stagewise.data import classic
 from stagewise.errors import ConventionError, InputError
 
@@ -187,16 +187,10 @@ def _line_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, str]]:
     """The file's text (``.gz`` decompressed on the fly, LF line ends) in blocks of whole lines of about
     ``block_bytes``, each with the number of its first line: :func:`_read_text` without holding the whole
     file, and its errors. A block is cut after a newline, so a CR LF pair is never split."""
-    try:
+    with input_errors(path):
         with path.open("rb") as probe:
             gz = probe.read(2) == b"\x1f\x8b"
         fh = gzip.open(path, "rb") if gz else path.open("rb")  # noqa: SIM115 (closed by the with below)
-    except FileNotFoundError:
-        raise InputError(path, "no such file", hint="check the path") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a file") from None
-    except PermissionError:
-        raise InputError(path, "permission denied") from None
     number = 1  # of the block's first line
     carry = b""
     with fh:
