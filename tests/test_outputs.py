@@ -530,3 +530,17 @@ def test_check_output_messages_name_the_option(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is given twice"), atomic_paths([tmp_path / "x", tmp_path / "." / "x"]):
         pass
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("spelling", [["-o", "newdir/"], ["--output=newdir/"]])
+def test_an_output_typed_with_a_trailing_slash_is_a_folder_not_a_file(files: Path, spelling, monkeypatch, capsys):
+    """typer's Path drops the '/', so ``-o newdir/`` (no such folder) used to write a file named newdir."""
+    from stagewise.cli import main
+
+    monkeypatch.chdir(files)
+    before = snapshot(files)
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval", "qrels.txt", "a.run", *spelling])
+    assert exit_.value.code == 2
+    assert "ends with '/', so it names a folder" in capsys.readouterr().err
+    assert snapshot(files) == before

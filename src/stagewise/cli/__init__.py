@@ -88,8 +88,10 @@ app.add_typer(serve_cmd.labels_app)
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point."""
+    from stagewise.cli import common
     from stagewise.errors import StagewiseError
 
+    common.RAW_ARGS[:] = sys.argv[1:] if argv is None else argv
     try:
         app(args=argv, prog_name="stagewise", standalone_mode=True)
     except StagewiseError as exc:  # raised outside a command's own handling

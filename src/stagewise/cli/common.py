@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from enum import StrEnum
@@ -194,7 +195,22 @@ def check_output(
         return
     from stagewise._io import check_output as check
 
-    check(output, inputs=inputs, outputs=others, option=option, input_folders=input_folders)
+    check(_as_typed(output), inputs=inputs, outputs=others, option=option, input_folders=input_folders)
+
+
+# The command line as typed, kept by the console entry point (stagewise.cli.main): typer's Path drops a trailing
+# '/', and that slash is the user saying "a folder".
+RAW_ARGS: list[str] = []
+
+
+def _as_typed(path: Path) -> str | Path:
+    """The path as the user typed it (``-o out/`` with no folder ``out`` would otherwise write a file ``out``)."""
+    text = str(path)
+    for arg in RAW_ARGS:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        if value.rstrip("/" + os.sep) == text and value != text and value.endswith(("/", os.sep)):
+            return value
+    return path
 
 
 def emit(text: str, output: Path | None) -> None:
