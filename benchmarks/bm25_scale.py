@@ -29,27 +29,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from _child import emit, run_child  # benchmarks/_child.py: the script's folder is on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / "bench-data" / "zipf8m"
 GENERATOR = REPO.parent / "shared" / "bench" / "gen_zipf_corpus.py"
-MARK = "@@RESULT@@ "
 K = 10
-SINGLE_THREAD = {
-    "NUMBA_NUM_THREADS": "1",
-    "POLARS_MAX_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "RAYON_NUM_THREADS": "1",
-    "DISABLE_TQDM": "1",
-}
 
 
 def _peak_mb() -> float:
@@ -155,14 +146,7 @@ def child_search(tool: str, data: Path, index_dir: Path) -> dict:
 
 
 def _run_child(args: list[str]) -> dict:
-    env = {**os.environ, **SINGLE_THREAD}
-    done = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False, cwd=REPO
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith(MARK):
-            return json.loads(line[len(MARK) :])
-    raise SystemExit(f"child {args} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return run_child(__file__, args, REPO)
 
 
 def _folder_bytes(path: Path) -> int:
@@ -211,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             result = child_index(tool, Path(data), args.index_dir)
         else:
             result = child_search(tool, Path(data), args.index_dir)
-        print(MARK + json.dumps(result))
+        emit(result)
         return 0
 
     import shutil

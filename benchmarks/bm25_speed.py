@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,22 +30,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from _child import emit, run_child  # benchmarks/_child.py: the script's folder is on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO / "bench-data" / "zipf"
 GENERATOR = REPO.parent / "shared" / "bench" / "gen_zipf_corpus.py"
-MARK = "@@RESULT@@ "
 TARGET_QPS_RATIO = 1.3
 TARGET_INDEX_RATIO = 0.5
 TARGET_LOAD_S = 0.05
 K = 10
-SINGLE_THREAD = {
-    "NUMBA_NUM_THREADS": "1",
-    "POLARS_MAX_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "DISABLE_TQDM": "1",
-}
 
 
 # ------------------------------------------------------------------------------------------------- children
@@ -149,14 +141,7 @@ def child_search(tool: str, data: Path, index_dir: Path, repeat: int) -> dict:
 
 
 def _run_child(args: list[str]) -> dict:
-    env = {**os.environ, **SINGLE_THREAD}
-    done = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False, cwd=REPO
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith(MARK):
-            return json.loads(line[len(MARK) :])
-    raise RuntimeError(f"child {args} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+    return run_child(__file__, args, REPO)
 
 
 def _ensure_data(data: Path, generator: Path) -> None:
@@ -194,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.child == "index":
-        print(MARK + json.dumps(child_index(args.tool, args.data, args.index_dir)))
+        emit(child_index(args.tool, args.data, args.index_dir))
         return 0
     if args.child == "search":
-        print(MARK + json.dumps(child_search(args.tool, args.data, args.index_dir, args.repeat)))
+        emit(child_search(args.tool, args.data, args.index_dir, args.repeat))
         return 0
 
     _ensure_data(args.data, args.generator)
