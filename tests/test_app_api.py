@@ -169,7 +169,7 @@ def test_the_playground_alone_has_no_label_api(tmp_path):
 def test_rag_sample_pages_show_the_stage_label_and_marking_evidence_recomputes_it(tmp_path):
     import json
 
-    from stagewise.cli.serve_cmd import read_rag
+    from stagewise.app.open import open_rag as read_rag
     from stagewise.rag.diagnose import evaluate_rag
     from tests.report_helpers import RAG_RECORDS
 

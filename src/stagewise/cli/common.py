@@ -276,9 +276,7 @@ def progress_bar(label: str, unit: str = "") -> tuple[Any, Callable[..., None]]:
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
     if unit:
         columns.append(TextColumn(unit))
-    bar = Progress(
-        *columns, TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal
-    )
+    bar = Progress(*columns, TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal)
     task = bar.add_task(label, total=None)
 
     def update(done: float, total: int | None, label: str | None = None) -> None:
@@ -355,3 +353,28 @@ def stdin_as_file(what: str, fmt: str) -> Iterator[Path]:
             if exc.source != str(path):
                 raise
             raise InputError("<stdin>", exc.problem, line=exc.line, expected=exc.expected, hint=exc.hint) from None
+
+
+def need_app() -> None:
+    """Refuse, in one line with the pip command, to start the web app without its extra."""
+    from stagewise.errors import StagewiseError
+
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise StagewiseError("the web app needs the app extra: pip install 'stagewise[app]'") from None
+
+
+def serve_app(workspace: Any, records: Any, *, host: str, port: int, token: str | None, first: str) -> None:
+    """Start the web app on ``workspace`` and/or RAG ``records`` and say where it listens (``first``: the page to
+    open: playground, queries or rag); runs until interrupted."""
+    need_app()
+    import uvicorn
+
+    from stagewise.app.server import create_app
+
+    app = create_app(workspace, token=token, rag=records)
+    where = f"http://{host}:{port}/{first}"
+    typer.echo(f"stagewise serve: {where}" + (f"?token={token}" if token else ""), err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,35 +1,94 @@
-"""``stagewise demo``: the main job on the bundled trec_eval sample files."""
+"""``stagewise demo [--out DIR] [--serve]``: the whole pipeline on the bundled CLAP NQ dev data."""
 
 from __future__ import annotations
 
-from stagewise.cli.common import show_table, user_errors
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from stagewise.cli.common import user_errors
+
+DEFAULT_OUT = Path("stagewise-demo")
 
 
-def demo_command() -> None:
-    """Evaluate the bundled sample data and print the table.
+def demo_command(
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Folder for every output; replaced when it holds only a previous demo's."),
+    ] = DEFAULT_OUT,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Then open the web app on the demo's runs, labels and RAG samples.")
+    ] = False,
+    dense: Annotated[
+        bool | None,
+        typer.Option(
+            "--dense/--no-dense",
+            help="Dense retrieval with the packaged MiniLM (default: when the dense extra is installed).",
+            show_default=False,
+        ),
+    ] = None,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Write the HTML report.")] = True,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace --out even when it is a non-empty folder that is not a demo's."),
+    ] = False,
+    host: Annotated[str, typer.Option("--host", help="With --serve: the address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="With --serve: the port to listen on.")] = 8765,
+) -> None:
+    """Run a whole search and RAG pipeline on bundled data and say which stage to fix first.
 
-    The sample is trec_eval's own (TREC-6 topics 301-303, two runs, courtesy of NIST); the lesson's worked
-    nDCG example follows.
+    On CLAP NQ dev (593 Wikipedia passages, 600 questions, bundled with its licences): BM25 with two analysers,
+    dense retrieval (with the dense extra), RRF fusion, reranking, the evaluation of every stage (nDCG with
+    linear and exponential gain), paired significance tests between the stages, an extractive answerer that
+    cites its passage, the RAG diagnosis of every question (ok, generation_failure, retrieval_failure, lucky)
+    and an offline HTML report. Every file lands in --out, ready for the other commands
+    (stagewise eval OUT/qrels.txt OUT/*.run).
     """
     with user_errors():
-        from rich.console import Console
+        from stagewise.demo.pipeline import run_demo
 
-        from stagewise import lesson
-        from stagewise._bundled import sample_path
-        from stagewise.metrics.evaluate import evaluate
-        from stagewise.report import eval as report
+        if serve:
+            from stagewise.cli.common import need_app
 
-        console = Console()
-        qrels = sample_path("qrels.test")
-        runs = [sample_path("results.test"), sample_path("results.trunc")]
-        result = evaluate(
-            qrels, runs, ["map", "ndcg@10", "ndcg@10(gain=exp)", "P@10", "recall@100", "mrr@10", "bpref", "judged@10"]
+            need_app()  # before the work, not after it
+        err = typer.echo
+
+        def step(s) -> None:
+            err(f"[{s.number:>2}/{s.total}] {s.name:<12} {s.seconds:6.2f} s  {s.detail}", err=True)
+
+        result = run_demo(
+            out,
+            dense="auto" if dense is None else "on" if dense else "off",
+            report=report,
+            force=force,
+            progress=step,
         )
-        show_table(lambda width: report.rich(result, width=width), lambda: report.render(result, "table"))
-        console.print(
-            "\nThe lesson's example, relevances [1, 0, 2] in rank order: "
-            f"DCG (exp gain) = {lesson.dcg([1, 0, 2]):.4g}, ideal = {lesson.dcg([2, 1, 0]):.4f}, "
-            f"nDCG = {lesson.ndcg([1, 0, 2]):.4f} (exp) vs {lesson.ndcg([1, 0, 2], gain='linear'):.4f} (linear): "
-            "state your gain convention."
-        )
-        console.print(f"\nSample data: {qrels.parent} (see NOTICE.md there).", style="dim")
+        _show(result.summary())
+        if serve:
+            from stagewise.app.open import open_rag, open_workspace
+            from stagewise.cli.common import serve_app
+
+            folder = result.out
+            db = folder / "labels.sqlite"
+            runs = {name: folder / f"{name}.run" for name in result.runs}
+            workspace = open_workspace(
+                folder / "qrels.txt", runs, db, corpus=folder / "corpus.jsonl", queries=folder / "queries.jsonl"
+            )
+            records = open_rag(folder / "rag.jsonl", db)
+            serve_app(workspace, records, host=host, port=port, token=None, first="queries")
+        elif sys.stdout.isatty():
+            err(f"\nNext: stagewise demo --serve (relabel results and watch the metrics), or open {result.report}")
+
+
+def _show(markdown: str) -> None:
+    """The summary: rendered by rich on a terminal, the markdown itself on a pipe or in a file."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console()
+    if console.is_terminal:
+        console.print(Markdown(markdown))
+    else:
+        sys.stdout.write(markdown)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, run_labels, user_errors
+from stagewise.cli.common import check_output, need_app, run_labels, serve_app, user_errors
 
 labels_app = typer.Typer(name="labels", help="Labels kept by stagewise serve.", no_args_is_help=True)
 
@@ -23,16 +23,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _need_app() -> None:
-    from stagewise.errors import StagewiseError
-
-    try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        raise StagewiseError("stagewise serve needs the app extra: pip install 'stagewise[app]'") from None
 
 
 def serve_command(
@@ -77,10 +67,8 @@ def serve_command(
                 "nothing to serve",
                 hint="give --qrels Q [--run R...], --rag RECORDS, or --playground",
             )
-        _need_app()
-        import uvicorn
-
-        from stagewise.app.server import create_app
+        need_app()
+        from stagewise.app.open import open_rag, rag_db
 
         workspace = None
         records = None
@@ -90,48 +78,17 @@ def serve_command(
                 workspace = build_workspace(qrels, run or [], db, corpus=corpus, queries=queries)
             if rag:
                 check_output(rag_db(db), [qrels, rag, *(run or [])], option="--db")
-                records = read_rag(rag, db)
-        app = create_app(workspace, token=token, rag=records)
+                records = open_rag(rag, db)
         first = "playground" if playground else "queries" if workspace is not None else "rag"
-        where = f"http://{host}:{port}/{first}"
-        typer.echo(f"stagewise serve: {where}" + (f"?token={token}" if token else ""), err=True)
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        serve_app(workspace, records, host=host, port=port, token=token, first=first)
 
 
 def build_workspace(qrels: str, runs: list[str], db: Path, corpus: str | None = None, queries: str | None = None):
-    """Read the qrels and runs, open (or create) the label database, and compute every query's metrics."""
-    from stagewise.app.model import Workspace
-    from stagewise.data.readers import read_qrels, read_run
-    from stagewise.store.labels import LabelStore
+    """:func:`stagewise.app.open.open_workspace` with each run named by its path, as the CLI names runs."""
+    from stagewise.app.open import open_workspace
 
-    judged = read_qrels(qrels).to_dict()
     names = run_labels(runs) if runs else []
-    loaded = {name: read_run(path, name=name).to_dict() for name, path in zip(names, runs, strict=True)}
-    texts = topics = None
-    if corpus is not None or queries is not None:
-        from stagewise.data.collections import read_corpus, read_queries
-
-        if corpus is not None:
-            ranked = {d for run in loaded.values() for docs in run.values() for d in docs}
-            texts = {d: t for d, t in read_corpus(corpus) if d in ranked}  # only what a page can show
-        if queries is not None:
-            topics = read_queries(queries).to_dict()
-    return Workspace(LabelStore(db, judged), loaded, texts=texts, queries=topics)
-
-
-def rag_db(db: Path) -> Path:
-    """Where the RAG samples' gold marks are kept: beside ``--db`` (``labels.sqlite`` -> ``labels.rag.sqlite``)."""
-    return db.with_name(f"{db.stem}.rag{db.suffix or '.sqlite'}")
-
-
-def read_rag(path: str, db: Path):
-    """RAG records, their gold marks (kept in ``rag_db(db)``) and each sample's stage label from evaluate_rag."""
-    from stagewise.app.rag import RagSamples
-    from stagewise.rag.records import read_records
-    from stagewise.store.labels import LabelStore
-
-    records = read_records(path)
-    return RagSamples(records, LabelStore(rag_db(db), RagSamples.initial_marks(records)))
+    return open_workspace(qrels, dict(zip(names, runs, strict=True)), db, corpus=corpus, queries=queries)
 
 
 @labels_app.command("export")

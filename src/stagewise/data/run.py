@@ -271,6 +271,15 @@ class Run:
         """The :meth:`to_polars` frame as a pandas DataFrame (needs the ``pandas`` extra)."""
         return self.to_polars().to_pandas()
 
+    def rankings(self) -> dict[str, list[str]]:
+        """``{query_id: [doc_id, ...]}``, each query's documents best first in evaluation order (score descending,
+        ties as the run's ``ties`` convention orders them)."""
+        docs = self.docs.values()
+        return {
+            str(query): docs[int(self.offsets[code]) : int(self.offsets[code + 1])]
+            for code, query in enumerate(self.query_ids)
+        }
+
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{query_id: {doc_id: score}}``, the shape pytrec_eval and ranx take."""
         out: dict[str, dict[str, float]] = {}

@@ -236,10 +236,7 @@ def from_bergen(source: Any, run: Any = None) -> list[RagRecord]:
         from stagewise.data.readers import read_run
 
         loaded = read_run(run, duplicates="first")
-        docs = loaded.docs.values()
-        ranked = {
-            str(q): docs[int(loaded.offsets[c]) : int(loaded.offsets[c + 1])] for c, q in enumerate(loaded.query_ids)
-        }
+        ranked = loaded.rankings()
     out = []
     for line, obj in enumerate(items, start=1):
         qid = _need(obj, ("q_id", "id"), "BERGEN", where, line)

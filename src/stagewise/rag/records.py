@@ -248,10 +248,7 @@ def records_from_run(
     ranked: dict[str, list[str]] | None = None
     if run is not None:
         loaded = read_run(run)
-        docs = loaded.docs.values()
-        ranked = {
-            str(q): docs[int(loaded.offsets[c]) : int(loaded.offsets[c + 1])] for c, q in enumerate(loaded.query_ids)
-        }
+        ranked = loaded.rankings()
     relevant: dict[str, list[str]] | None = None
     if qrels is not None:
         judged = read_qrels(qrels)

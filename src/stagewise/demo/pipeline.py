@@ -1,0 +1,369 @@
+"""The demo pipeline: every stage of a search and RAG pipeline on the bundled CLAP NQ dev data, each measured on
+its own, ending in a verdict on what to fix first.
+
+Stages, in order (each reports one progress step):
+
+1. ``bm25-stem``: BM25 (Lucene, k1=1.2, b=0.75) with Snowball English stemming and Lucene's 33 stopwords.
+2. ``bm25-plain``: the same BM25 with another analyser: no stemming, no stopwords.
+3. ``dense``: the packaged all-MiniLM-L6-v2, exact cosine search; only with the dense extra (else a stated skip).
+4. ``rrf``: reciprocal rank fusion (rrf_k=60) of the first-stage runs.
+5. ``reranked``: the fused top 100 reranked by BM25 with a term-proximity bonus (no model needed).
+6. evaluation of every stage, nDCG@10 with linear and exponential gain side by side;
+7. paired randomization tests between the stages, Holm-corrected, seeded;
+8. an extractive answerer (:class:`~stagewise.rag.extractive.ExtractiveAnswerer`) reads the final top 3 and
+   cites the passage it quotes;
+9. the RAG diagnosis (:func:`stagewise.evaluate_rag`): a stage label and its reason for every question;
+10. the HTML report.
+
+Everything is written to one folder, replaced as a whole (see :mod:`stagewise._folder`): the inputs as files the
+CLI reads (``corpus.jsonl``, ``queries.jsonl``, ``qrels.txt``), one run per stage, the RAG records and labels,
+the evaluation and comparison as JSON, ``summary.md`` and ``report.html``. Labels edited in ``stagewise demo
+--serve`` (``labels.sqlite``) survive a rerun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stagewise import _folder
+from stagewise.demo.data import SOURCE, DemoData, load
+from stagewise.demo.verdict import Verdict, verdict
+
+__all__ = ["DEPTH", "METRICS", "OWNED_FILES", "DemoResult", "Step", "run_demo"]
+
+DEPTH = 100  # results per query at every retrieval stage, and the reranker's depth
+CONTEXT_K = 3  # passages the answerer reads
+RRF_K = 60
+CORRECT = "f1:0.5"
+TEST = "randomization"
+SEED = 0
+PRIMARY = "ndcg@10"
+METRICS: tuple[str, ...] = (PRIMARY, "ndcg@10(gain=exp)", "mrr@10", f"recall@{CONTEXT_K}", f"recall@{DEPTH}")
+RUN_FILES = ("bm25-stem.run", "bm25-plain.run", "dense.run", "rrf.run", "reranked.run")
+LABELS_DB = ("labels.sqlite", "labels.rag.sqlite")
+OWNED_FILES = frozenset(
+    {
+        *RUN_FILES,
+        *LABELS_DB,
+        "corpus.jsonl",
+        "queries.jsonl",
+        "qrels.txt",
+        "NOTICE.md",
+        "rag.jsonl",
+        "rag-labels.jsonl",
+        "evaluation.json",
+        "comparison.json",
+        "pipeline.json",
+        "summary.md",
+        "report.html",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One finished step: its number, of how many, a name, what it did, and how long it took."""
+
+    number: int
+    total: int
+    name: str
+    detail: str
+    seconds: float
+
+
+@dataclass
+class DemoResult:
+    """What the demo made: the runs of every stage, their evaluation and comparison, the RAG diagnosis, the
+    verdict, and where the files are."""
+
+    out: Path
+    runs: dict[str, Any]
+    stages: dict[str, str]
+    skipped: dict[str, str]
+    evaluation: Any
+    comparison: Any
+    rag: Any
+    verdict: Verdict
+    report: Path | None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """The summary the demo prints (markdown), also written to ``summary.md``."""
+        from stagewise.demo.summary import render_summary
+
+        return render_summary(self)
+
+
+def _dense_encoder(dense: str, encoder: Any) -> tuple[Any, str | None]:
+    """(encoder or None, why dense retrieval is skipped or None)."""
+    if encoder is not None:
+        return encoder, None
+    if dense == "off":
+        return None, "turned off (--no-dense)"
+    from stagewise.errors import StagewiseError
+
+    try:
+        from stagewise.dense._deps import packaged_model_path, require
+
+        require("sentence_transformers")
+        packaged_model_path()
+    except StagewiseError as exc:
+        if dense == "on":
+            raise
+        return None, f"the dense extra is not installed ({exc})".replace("((", "(")
+    return "packaged", None
+
+
+def _write_jsonl(path: Path, rows: Any) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _write_json(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _write_inputs(data: DemoData, folder: Path) -> None:
+    """The inputs as files the CLI reads, so every stage can be rerun by hand."""
+    _write_jsonl(
+        folder / "corpus.jsonl", ({"_id": p.id, "title": p.title, "text": p.text} for p in data.passages.values())
+    )
+    _write_jsonl(folder / "queries.jsonl", ({"_id": q.id, "text": q.text} for q in data.questions))
+    shutil.copyfile(data.qrels_path, folder / "qrels.txt")
+    shutil.copyfile(data.notice_path, folder / "NOTICE.md")
+
+
+class _Steps:
+    """Times each step and tells ``progress`` when it ends."""
+
+    def __init__(self, total: int, progress: Callable[[Step], None] | None) -> None:
+        self.total, self.progress, self.done = total, progress, 0
+        self.seconds: dict[str, float] = {}
+        self._started = time.perf_counter()
+
+    def finish(self, name: str, detail: str) -> None:
+        now = time.perf_counter()
+        self.done += 1
+        self.seconds[name] = round(now - self._started, 3)
+        if self.progress is not None:
+            self.progress(Step(self.done, self.total, name, detail, now - self._started))
+        self._started = time.perf_counter()
+
+
+def run_demo(
+    out: str | os.PathLike[str],
+    *,
+    dense: str = "auto",
+    encoder: Any = None,
+    report: bool = True,
+    force: bool = False,
+    progress: Callable[[Step], None] | None = None,
+) -> DemoResult:
+    """Run the whole pipeline on the bundled data and write every output to the folder ``out``.
+
+    Parameters
+    ----------
+    out
+        The output folder. It is created, or replaced when it holds only the demo's files; any other non-empty
+        folder needs ``force``. Labels kept there by ``--serve`` are carried over.
+    dense : {"auto", "on", "off"}
+        Dense retrieval: ``auto`` runs it when the dense extra is installed and says why not otherwise.
+    encoder
+        An encoder for the dense stage (see :class:`stagewise.dense.Encoder`) instead of the packaged MiniLM.
+    report
+        Write ``report.html`` (needs matplotlib, the report extra; without it the report is skipped, with a
+        statement why).
+    progress
+        Called with a :class:`Step` as each step ends.
+    """
+    if dense not in ("auto", "on", "off"):
+        from stagewise.errors import ConventionError
+
+        raise ConventionError(f"dense must be auto, on or off, not {dense!r}")
+    target = Path(out)
+    _folder.check_target(target, owned=OWNED_FILES, force=force, parents=True, what="demo output")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    result: dict[str, DemoResult] = {}
+
+    def write(folder: Path) -> None:
+        for name in LABELS_DB:  # a person's relabelling outlives a rerun
+            if (target / name).is_file():
+                shutil.copy2(target / name, folder / name)
+        result["demo"] = _run(folder, target, dense=dense, encoder=encoder, report=report, progress=progress)
+
+    _folder.replace_folder(target, write, owned=OWNED_FILES)
+    return result["demo"]
+
+
+def _run(
+    folder: Path, target: Path, *, dense: str, encoder: Any, report: bool, progress: Callable[[Step], None] | None
+) -> DemoResult:
+    from stagewise.data.writers import write_run
+    from stagewise.fusion.api import fuse
+    from stagewise.rerank.rerankers import make_reranker
+    from stagewise.retrieval import BM25Index
+    from stagewise.retrieval.analysis import Analyser
+
+    encoder, dense_skip = _dense_encoder(dense, encoder)
+    steps = _Steps(10, progress)
+    data = load()
+    _write_inputs(data, folder)
+    documents, queries = data.documents, data.queries
+    runs: dict[str, Any] = {}
+    stages: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+
+    for name, analyser in (
+        ("bm25-stem", Analyser(stemmer="english", stopwords="english")),
+        ("bm25-plain", Analyser(stemmer="none", stopwords="none")),
+    ):
+        index = BM25Index.build(documents, analyser=analyser)
+        runs[name] = index.search(queries, k=DEPTH, name=name)
+        stages[name] = repr(index)
+        steps.finish(name, f"{stages[name]}; top {DEPTH} for {len(queries)} questions")
+
+    if encoder is None:
+        skipped["dense"] = dense_skip or "not run"
+        steps.finish("dense", f"skipped: {skipped['dense']}")
+    else:
+        from stagewise.dense.index import DenseIndex
+
+        dense_index = DenseIndex.build(documents, None if encoder == "packaged" else encoder)
+        runs["dense"] = dense_index.search(
+            queries, k=DEPTH, encoder=None if encoder == "packaged" else encoder, name="dense"
+        )
+        stages["dense"] = repr(dense_index)
+        steps.finish("dense", f"{stages['dense']}; top {DEPTH}")
+
+    first_stage = dict(runs)
+    runs["rrf"] = fuse(first_stage, "rrf", rrf_k=RRF_K, name="rrf")
+    stages["rrf"] = f"reciprocal rank fusion (rrf_k={RRF_K}) of {', '.join(first_stage)}"
+    steps.finish("rrf", stages["rrf"])
+
+    reranker = make_reranker("bm25-proximity")
+    runs["reranked"] = reranker.rerank(queries, runs["rrf"], documents, DEPTH, name="reranked")
+    stages["reranked"] = f"{reranker.cache_name()} over the rrf top {DEPTH}"
+    steps.finish("reranked", stages["reranked"])
+    for name, run in runs.items():
+        write_run(run, folder / f"{name}.run")
+
+    evaluation, comparison = _measure(data, runs, steps)
+    _write_json(folder / "evaluation.json", evaluation.to_json(per_query=True))
+    _write_json(folder / "comparison.json", comparison.to_json())
+
+    rag, answerer = _answer_and_diagnose(data, runs["reranked"], folder, steps)
+
+    verdict_ = verdict(rag, comparison, list(runs), primary=PRIMARY, depth=DEPTH, context_k=CONTEXT_K)
+    demo = DemoResult(target, runs, stages, skipped, evaluation, comparison, rag, verdict_, None)
+    _write_json(
+        folder / "pipeline.json",
+        {
+            "data": SOURCE,
+            "stages": stages,
+            "skipped": skipped,
+            "generator": answerer.describe(),
+            "rag": {"context_k": CONTEXT_K, "correct": CORRECT, "final_run": "reranked"},
+            "tests": {"test": TEST, "correction": "holm", "seed": SEED},
+            "verdict": verdict_.to_dict(),
+        },
+    )
+    demo.report = _report(data, runs, rag, folder, target, report, skipped, steps)
+    demo.seconds = steps.seconds
+    (folder / "summary.md").write_text(demo.summary(), encoding="utf-8")
+    return demo
+
+
+def _measure(data: DemoData, runs: dict[str, Any], steps: _Steps) -> tuple[Any, Any]:
+    from stagewise.metrics.evaluate import evaluate
+    from stagewise.stats.compare import compare_scores
+
+    evaluation = evaluate(data.qrels_path, runs, list(METRICS))
+    steps.finish(
+        "evaluation",
+        f"{len(METRICS)} metrics x {len(runs)} stages on {sum(q.answerable for q in data.questions)} judged "
+        "questions; "
+        "nDCG@10 with linear and exponential gain",
+    )
+    comparison = compare_scores(evaluation, list(METRICS), test=TEST, correction="holm", seed=SEED)
+    steps.finish(
+        "significance", f"{len(comparison.pairs)} paired {TEST} tests between the stages, Holm-corrected, seed {SEED}"
+    )
+    return evaluation, comparison
+
+
+def _answer_and_diagnose(data: DemoData, final: Any, folder: Path, steps: _Steps) -> tuple[Any, Any]:
+    from stagewise.rag.diagnose import evaluate_rag
+    from stagewise.rag.extractive import ExtractiveAnswerer
+    from stagewise.report import render
+
+    answerer = ExtractiveAnswerer({pid: p.sentences for pid, p in data.passages.items()})
+    rankings = final.rankings()
+    records = []
+    for q in data.questions:
+        retrieved = rankings.get(q.id, [])
+        context = retrieved[:CONTEXT_K]
+        records.append(
+            {
+                "id": q.id,
+                "question": q.text,
+                "answer": answerer.answer(q.text, context),
+                "retrieved": retrieved,
+                "context": context,
+                "gold_answers": list(q.gold_answers),
+                "gold_evidence": [q.gold_passage] if q.gold_passage else [],
+                "passages": {pid: data.passages[pid].text for pid in context},
+            }
+        )
+    _write_jsonl(folder / "rag.jsonl", records)
+    steps.finish("answers", f"extractive answerer reads the top {CONTEXT_K} of reranked and cites [passage id]")
+    rag = evaluate_rag(records, context_k=CONTEXT_K, correct=CORRECT, judge="lexical")
+    (folder / "rag-labels.jsonl").write_text(render(rag, "jsonl"), encoding="utf-8")
+    steps.finish("diagnosis", ", ".join(f"{label} {n}" for label, n in rag.counts().items()))
+    return rag, answerer
+
+
+def _report(
+    data: DemoData,
+    runs: dict[str, Any],
+    rag: Any,
+    folder: Path,
+    target: Path,
+    report: bool,
+    skipped: dict[str, str],
+    steps: _Steps,
+) -> Path | None:
+    if not report:
+        skipped["report"] = "turned off (--no-report)"
+        steps.finish("report", f"skipped: {skipped['report']}")
+        return None
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        skipped["report"] = "needs matplotlib: pip install 'stagewise[report]'"
+        steps.finish("report", f"skipped: {skipped['report']}")
+        return None
+    from stagewise.report.html import build
+
+    page = build(
+        data.qrels_path,
+        runs,
+        list(METRICS),
+        baseline="bm25-stem",
+        test=TEST,
+        seed=SEED,
+        rag=rag,
+        title="stagewise demo: CLAP NQ dev, every stage measured",
+        sources=[f"bundled {SOURCE}"],
+    )
+    (folder / "report.html").write_text(page, encoding="utf-8")
+    path = target / "report.html"
+    steps.finish("report", f"{path} ({len(page.encode()) // 1024} KB, opens offline)")
+    return path

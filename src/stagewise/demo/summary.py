@@ -1,0 +1,111 @@
+"""The summary ``stagewise demo`` prints and writes to ``summary.md``: each stage's numbers, what each stage
+changed, where the questions were lost, and what to fix first. Markdown, readable as plain text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stagewise.demo.pipeline import DemoResult
+
+_LOSS_WHAT = {
+    "retrieval": "gold passage not in the top {depth}",
+    "ranking": "retrieved, but below the top {context_k} the answerer reads",
+    "generation": "evidence in the context, answer still wrong",
+}
+_HEADERS = {"ndcg@10": "nDCG@10 linear", "ndcg@10(gain=exp)": "nDCG@10 exp"}
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def _gain_note(result: DemoResult, linear: str, exp: str) -> str:
+    """Whether the two gains agree here, and why; and the lesson's example where they do not."""
+    from stagewise.metrics.evaluate import evaluate
+
+    means = result.evaluation.means
+    agree = all(abs(m[linear] - m[exp]) < 1e-12 for m in means.values())
+    lesson = evaluate(
+        {"q": {"a": 1, "b": 0, "c": 2}}, {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}, ["ndcg@3", "ndcg@3(gain=exp)"]
+    )
+    lin, ex = lesson.means["run"]["ndcg@3"], lesson.means["run"]["ndcg@3(gain=exp)"]
+    where = (
+        "They agree here because every judged passage has label 1, and 2^1 - 1 = 1"
+        if agree
+        else "They differ here because the labels are graded"
+    )
+    return (
+        f"Gain: linear uses the label, exp uses 2^label - 1 (ideal: the qrels sorted). {where}; on graded labels "
+        f"they part, as in the lesson's ranking [1, 0, 2]: nDCG {lin:.4f} linear, {ex:.4f} exp."
+    )
+
+
+def render_summary(result: DemoResult) -> str:
+    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, DEPTH, METRICS, TEST
+
+    verdict = result.verdict
+    means = result.evaluation.means
+    lines = [
+        "## Each stage on its own",
+        "",
+        "| stage | " + " | ".join(_HEADERS.get(m, m) for m in METRICS) + " |",
+        "|:---|" + "---:|" * len(METRICS),
+    ]
+    best = {m: max(v[m] for v in means.values()) for m in METRICS}
+    for stage, values in means.items():
+        cells = [f"**{_fmt(values[m])}**" if values[m] == best[m] else _fmt(values[m]) for m in METRICS]
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    judged = len(result.evaluation.runs[0].query_ids)
+    lines += [
+        "",
+        f"{judged} answerable questions with one gold passage each (label 1); the 300 unanswerable ones have no "
+        "judgements and are not in these means. Ties: score (single precision), then doc id descending, as "
+        "trec_eval. Best value in bold.",
+        _gain_note(result, "ndcg@10", "ndcg@10(gain=exp)"),
+    ]
+    for stage, why in result.skipped.items():
+        lines.append(f"Skipped: {stage}: {why}.")
+    n_tests = len(result.comparison.pairs)
+    lines += [
+        "",
+        f"## What each stage changed ({verdict.changes[0].metric if verdict.changes else 'ndcg@10'}, paired "
+        f"{TEST} test, Holm-corrected over {n_tests} tests, seed 0)",
+        "",
+        "| stage | against | before | after | change | adjusted p |",
+        "|:---|:---|---:|---:|---:|---:|",
+    ]
+    for c in verdict.changes:
+        mark = "" if c.significant else " (n.s.)"
+        cells = [c.stage, c.against, _fmt(c.before), _fmt(c.after), f"{c.diff:+.4f}{mark}", f"{c.p_adjusted:.3g}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    drops = [c for c in verdict.changes if c.significant and c.diff < 0]
+    if drops:
+        worst = min(drops, key=lambda c: c.diff)
+        lines += ["", f"{worst.stage} loses ranking quality: {worst.diff:+.4f} against {worst.against}."]
+    lines += [
+        "",
+        f"## Where the {verdict.samples} questions were lost",
+        "",
+        f"RAG diagnosis of the final stage (reranked): the answerer reads the top {CONTEXT_K}; an answer is correct "
+        f"at {CORRECT.replace('f1:', 'token F1 >= ')} with a gold answer, and for an unanswerable question only an "
+        "abstention is correct.",
+        "",
+        "| stage | questions lost | what happened | reasons |",
+        "|:---|---:|:---|:---|",
+    ]
+    for stage, lost in verdict.losses.items():
+        reasons = ", ".join(f"{r} {n}" for r, n in verdict.reasons[stage].items()) or "-"
+        what = _LOSS_WHAT[stage].format(depth=DEPTH, context_k=CONTEXT_K)
+        lines.append(f"| {stage} | {lost} | {what} | {reasons} |")
+    lines += [
+        "",
+        f"ok {verdict.ok}, lucky {verdict.lucky} (right answer without the evidence).",
+        "",
+        f"**{verdict.worst.capitalize()} loses the most ({verdict.losses[verdict.worst]} of {verdict.samples}). "
+        f"What to fix first: {verdict.fix_first}.** {verdict.advice[0].upper()}{verdict.advice[1:]}.",
+    ]
+    if result.report is not None:
+        lines += ["", f"Report: {result.report}"]
+    lines.append(f"Every run, the RAG records and their labels: {result.out}/")
+    return "\n".join(lines) + "\n"
