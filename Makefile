@@ -27,8 +27,14 @@ $(VENV)/.installed-test: $(VENV)/.installed
 		|| echo "make: chromium could not be installed; the browser tests will skip and say why"; }
 	touch $@
 
-demo: $(VENV)/.installed
-	$(BIN)/stagewise demo
+# The demo's report draws with matplotlib (report extra) and `stagewise demo --serve` needs the app extra; dense
+# retrieval (the dense extra, torch) is left out to keep the install small: the demo says it skipped it.
+$(VENV)/.installed-demo: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[report,app]'
+	touch $@
+
+demo: $(VENV)/.installed-demo
+	$(BIN)/stagewise demo --out stagewise-demo
 	@echo "stagewise is installed in $(VENV): run '. $(VENV)/bin/activate' to use the stagewise command directly."
 
 test: $(VENV)/.installed-test
@@ -50,4 +56,4 @@ bench-dense: $(VENV)/.installed-test
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/encode_speed.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache stagewise-demo

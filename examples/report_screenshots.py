@@ -1,8 +1,9 @@
-"""Screenshots of the two HTML reports shown in the README: the 17 TREC 2003 Robust runs, and the CLAP NQ RAG
-diagnosis of ``examples/clapnq_pipeline.py``. Chromium is Debian's (``/usr/bin/chromium``), driven by
-Playwright with the network blocked, the same way as ``tests/test_report_browser.py``.
+"""Screenshots of the HTML reports shown in the README: the report ``stagewise demo`` writes (CLAP NQ dev, the
+whole pipeline, without the dense extra as ``make demo`` runs it) and the 17 TREC 2003 Robust runs. Chromium is
+Debian's (``/usr/bin/chromium``), driven by Playwright with the network blocked, the same way as
+``tests/test_report_browser.py``.
 
-    python examples/report_screenshots.py            # writes docs/report_robust*.png and docs/report_clapnq.png
+    python examples/report_screenshots.py   # writes docs/demo_report.png, demo_report_rag.png, report_robust*.png
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ sys.path[:0] = [str(REPO), str(REPO / "examples")]
 
 
 def main() -> None:
-    import clapnq_pipeline
     from tests.browser_helpers import missing, open_report
 
     import stagewise
@@ -44,13 +44,15 @@ def main() -> None:
                 full_page=True,
                 clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 760)},
             )
-        clapnq = Path(tmp) / "clapnq.html"
-        report, *_ = clapnq_pipeline.diagnose(DATA / "clapnq")
-        stagewise.report(rag=report, output=clapnq, title="stagewise report: CLAP NQ dev, BM25 + extractive answerer")
-        with open_report(clapnq, width=1280, height=1000) as opened:
+        from stagewise.demo import run_demo
+
+        demo = run_demo(Path(tmp) / "demo", dense="off")
+        with open_report(demo.out / "report.html", width=1280, height=900) as opened:
             assert not opened.console_errors and not opened.page_errors and not opened.blocked
-            opened.page.screenshot(path=docs / "report_clapnq.png")
-    for name in ("report_robust.png", "report_robust_curves.png", "report_robust_per_query.png", "report_clapnq.png"):
+            opened.page.screenshot(path=docs / "demo_report.png")
+            opened.page.locator("#rag").screenshot(path=docs / "demo_report_rag.png")
+    shots = ("demo_report.png", "demo_report_rag.png", "report_robust.png", "report_robust_curves.png")
+    for name in (*shots, "report_robust_per_query.png"):
         print(f"wrote docs/{name} ({(docs / name).stat().st_size / 1e3:.0f} KB)")
 
 

@@ -1,5 +1,5 @@
-"""Real data: the CLAP NQ pipeline of examples/ and the lexical judge on ExpertQA, with the figures that
-docs/rag.md reports. Skipped when ../shared is absent."""
+"""Real data: an oracle on the bundled CLAP NQ dev, and the lexical judge on ExpertQA with the figures that
+docs/rag.md reports (skipped when ../shared is absent)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-CLAPNQ = SHARED / "data" / "clapnq"
 EXPERTQA = SHARED / "data" / "expertqa" / "rand_test.jsonl"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -25,73 +24,29 @@ def _example(name: str):
 
 
 @pytest.fixture(scope="module")
-def clapnq():
-    if not (CLAPNQ / "clapnq_dev_answerable.jsonl").is_file():
-        pytest.skip(f"CLAP NQ is not at {CLAPNQ} (../shared is absent)")
-    return _example("clapnq_pipeline")
-
-
-@pytest.fixture(scope="module")
 def expertqa():
     if not EXPERTQA.is_file():
         pytest.skip(f"ExpertQA is not at {EXPERTQA} (../shared is absent)")
     return _example("expertqa_agreement")
 
 
-def test_clapnq_loader(clapnq) -> None:
-    passages, questions = clapnq.load_clapnq(CLAPNQ)
-    assert len(questions) == 600
-    assert sum(1 for q in questions if q["gold_answers"]) == 300
-    assert all(q["gold_evidence"][0] in passages for q in questions if q["gold_answers"])
-    assert len(passages) == 593  # shared texts are one passage; 4 gold ids with two texts keep the first
-
-
-def test_clapnq_with_gold_context_and_gold_answers_is_all_ok(clapnq) -> None:
-    """An oracle: the gold passage as context and an annotator's answer as the answer."""
+def test_clapnq_with_gold_context_and_gold_answers_is_all_ok() -> None:
+    """An oracle on the bundled CLAP NQ dev: the gold passage as context and an annotator's answer as the answer."""
+    from stagewise.demo.data import load
     from stagewise.rag import evaluate_rag
 
-    _, questions = clapnq.load_clapnq(CLAPNQ)
     records = [
         {
-            "id": q["id"],
-            "retrieved": q["gold_evidence"],
-            "gold_evidence": q["gold_evidence"],
-            "answer": q["gold_answers"][0] if q["gold_answers"] else "I don't know.",
-            "gold_answers": q["gold_answers"],
+            "id": q.id,
+            "retrieved": [q.gold_passage] if q.gold_passage else [],
+            "gold_evidence": [q.gold_passage] if q.gold_passage else [],
+            "answer": q.gold_answers[0] if q.gold_answers else "I don't know.",
+            "gold_answers": list(q.gold_answers),
         }
-        for q in questions
+        for q in load().questions
     ]
     report = evaluate_rag(records, correct="em", judge="none")
     assert report.counts() == {"ok": 600, "generation_failure": 0, "retrieval_failure": 0, "lucky": 0}
-
-
-def test_clapnq_pipeline_tiny_bm25_figures(clapnq) -> None:
-    """The self-contained retriever's figures are pinned exactly (docs/rag.md quotes them)."""
-    report, retriever, _, _ = clapnq.diagnose(CLAPNQ, retriever="tiny")
-    assert retriever.startswith("tiny BM25")
-    assert report.counts() == {"ok": 168, "generation_failure": 419, "retrieval_failure": 13, "lucky": 0}
-    assert report.reasons() == {
-        "ok": {"correct_answer": 89, "correct_abstention": 79},
-        "generation_failure": {
-            "wrong_answer": 165,
-            "partial_answer": 8,
-            "false_abstention": 25,
-            "hallucinated_answer": 221,
-        },
-        "retrieval_failure": {"not_retrieved": 5, "ranked_too_low": 8},
-        "lucky": {},
-    }
-
-
-def test_clapnq_pipeline_default_retriever(clapnq) -> None:
-    report, _, answers, _ = clapnq.diagnose(CLAPNQ)
-    assert report.n == 600 and len(answers) == 600
-    counts = report.counts()
-    assert sum(counts.values()) == 600
-    unanswerable = [r for r in report.rows if not r["answerable"]]
-    assert len(unanswerable) == 300
-    assert all(r["evidence_in_context"] for r in unanswerable)
-    assert report.retrieval_means()["samples_with_gold_evidence"] == 300
 
 
 def test_expertqa_lexical_judge_agreement(expertqa) -> None:

@@ -53,17 +53,13 @@ def demo_command(
             from stagewise.cli.common import need_app
 
             need_app()  # before the work, not after it
-        err = typer.echo
-
-        def step(s) -> None:
-            err(f"[{s.number:>2}/{s.total}] {s.name:<12} {s.seconds:6.2f} s  {s.detail}", err=True)
-
+        status = _StepLines()
         result = run_demo(
             out,
             dense="auto" if dense is None else "on" if dense else "off",
             report=report,
             force=force,
-            progress=step,
+            progress=status,
         )
         _show(result.summary())
         if serve:
@@ -79,7 +75,34 @@ def demo_command(
             records = open_rag(folder / "rag.jsonl", db)
             serve_app(workspace, records, host=host, port=port, token=None, first="queries")
         elif sys.stdout.isatty():
-            err(f"\nNext: stagewise demo --serve (relabel results and watch the metrics), or open {result.report}")
+            typer.echo(
+                f"\nNext: stagewise demo --serve (relabel results and watch the metrics), or open {result.report}"
+            )
+
+
+class _StepLines:
+    """One line on stderr per finished step; on a terminal, a spinner while a long step runs."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False)
+        self.status = None
+
+    def __call__(self, step) -> None:
+        if not step.done:
+            if self.console.is_terminal:
+                self.status = self.console.status(f"[{step.number:>2}/{step.total}] {step.name} ...")
+                self.status.start()
+            return
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+        line = f"[{step.number:>2}/{step.total}] {step.name:<12} {step.seconds:6.2f} s  {step.detail}"
+        if self.console.is_terminal:
+            self.console.print(line, markup=False, soft_wrap=True)
+        else:
+            sys.stderr.write(line + "\n")
 
 
 def _show(markdown: str) -> None:

@@ -69,13 +69,15 @@ OWNED_FILES = frozenset(
 
 @dataclass(frozen=True)
 class Step:
-    """One finished step: its number, of how many, a name, what it did, and how long it took."""
+    """A step starting (``done`` False, no detail yet) or finished: its number, of how many, a name, what it did,
+    and how long it took."""
 
     number: int
     total: int
     name: str
     detail: str
     seconds: float
+    done: bool = True
 
 
 @dataclass
@@ -149,6 +151,12 @@ class _Steps:
         self.seconds: dict[str, float] = {}
         self._started = time.perf_counter()
 
+    def start(self, name: str) -> None:
+        """Say that a long step (one that may take minutes) begins, so a terminal can show it is working."""
+        self._started = time.perf_counter()
+        if self.progress is not None:
+            self.progress(Step(self.done + 1, self.total, name, "", 0.0, done=False))
+
     def finish(self, name: str, detail: str) -> None:
         now = time.perf_counter()
         self.done += 1
@@ -221,14 +229,14 @@ def _run(
     stages: dict[str, str] = {}
     skipped: dict[str, str] = {}
 
-    for name, analyser in (
-        ("bm25-stem", Analyser(stemmer="english", stopwords="english")),
-        ("bm25-plain", Analyser(stemmer="none", stopwords="none")),
+    for name, analyser, said in (
+        ("bm25-stem", Analyser(stemmer="english", stopwords="english"), "Snowball English stemmer, 33 stopwords"),
+        ("bm25-plain", Analyser(stemmer="none", stopwords="none"), "no stemmer, no stopwords"),
     ):
         index = BM25Index.build(documents, analyser=analyser)
         runs[name] = index.search(queries, k=DEPTH, name=name)
         stages[name] = repr(index)
-        steps.finish(name, f"{stages[name]}; top {DEPTH} for {len(queries)} questions")
+        steps.finish(name, f"BM25 (Lucene, k1=1.2, b=0.75), {said}: top {DEPTH} of {len(documents)} passages")
 
     if encoder is None:
         skipped["dense"] = dense_skip or "not run"
@@ -236,21 +244,23 @@ def _run(
     else:
         from stagewise.dense.index import DenseIndex
 
+        steps.start("dense")
         dense_index = DenseIndex.build(documents, None if encoder == "packaged" else encoder)
         runs["dense"] = dense_index.search(
             queries, k=DEPTH, encoder=None if encoder == "packaged" else encoder, name="dense"
         )
         stages["dense"] = repr(dense_index)
-        steps.finish("dense", f"{stages['dense']}; top {DEPTH}")
+        steps.finish("dense", f"{dense_index.meta['model']}, {dense_index.dimension} dims, exact search: top {DEPTH}")
 
     first_stage = dict(runs)
     runs["rrf"] = fuse(first_stage, "rrf", rrf_k=RRF_K, name="rrf")
     stages["rrf"] = f"reciprocal rank fusion (rrf_k={RRF_K}) of {', '.join(first_stage)}"
     steps.finish("rrf", stages["rrf"])
 
+    steps.start("reranked")
     reranker = make_reranker("bm25-proximity")
     runs["reranked"] = reranker.rerank(queries, runs["rrf"], documents, DEPTH, name="reranked")
-    stages["reranked"] = f"{reranker.cache_name()} over the rrf top {DEPTH}"
+    stages["reranked"] = f"{reranker.name} (BM25 plus a term-proximity bonus) over the rrf top {DEPTH}"
     steps.finish("reranked", stages["reranked"])
     for name, run in runs.items():
         write_run(run, folder / f"{name}.run")
@@ -275,7 +285,7 @@ def _run(
             "verdict": verdict_.to_dict(),
         },
     )
-    demo.report = _report(data, runs, rag, folder, target, report, skipped, steps)
+    demo.report = _report(data, demo, folder, report, steps)
     demo.seconds = steps.seconds
     (folder / "summary.md").write_text(demo.summary(), encoding="utf-8")
     return demo
@@ -330,16 +340,8 @@ def _answer_and_diagnose(data: DemoData, final: Any, folder: Path, steps: _Steps
     return rag, answerer
 
 
-def _report(
-    data: DemoData,
-    runs: dict[str, Any],
-    rag: Any,
-    folder: Path,
-    target: Path,
-    report: bool,
-    skipped: dict[str, str],
-    steps: _Steps,
-) -> Path | None:
+def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps: _Steps) -> Path | None:
+    skipped = demo.skipped
     if not report:
         skipped["report"] = "turned off (--no-report)"
         steps.finish("report", f"skipped: {skipped['report']}")
@@ -350,20 +352,22 @@ def _report(
         skipped["report"] = "needs matplotlib: pip install 'stagewise[report]'"
         steps.finish("report", f"skipped: {skipped['report']}")
         return None
+    from stagewise.demo.report import verdict_section
     from stagewise.report.html import build
 
+    steps.start("report")
     page = build(
         data.qrels_path,
-        runs,
+        demo.runs,
         list(METRICS),
-        baseline="bm25-stem",
         test=TEST,
         seed=SEED,
-        rag=rag,
+        rag=demo.rag,
         title="stagewise demo: CLAP NQ dev, every stage measured",
         sources=[f"bundled {SOURCE}"],
+        lead=[verdict_section(demo.verdict, demo.comparison, depth=DEPTH, context_k=CONTEXT_K)],
     )
     (folder / "report.html").write_text(page, encoding="utf-8")
-    path = target / "report.html"
+    path = demo.out / "report.html"
     steps.finish("report", f"{path} ({len(page.encode()) // 1024} KB, opens offline)")
     return path

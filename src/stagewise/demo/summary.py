@@ -8,11 +8,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from stagewise.demo.pipeline import DemoResult
 
-_LOSS_WHAT = {
-    "retrieval": "gold passage not in the top {depth}",
-    "ranking": "retrieved, but below the top {context_k} the answerer reads",
-    "generation": "evidence in the context, answer still wrong",
-}
 _HEADERS = {"ndcg@10": "nDCG@10 linear", "ndcg@10(gain=exp)": "nDCG@10 exp"}
 
 
@@ -43,10 +38,13 @@ def _gain_note(result: DemoResult, linear: str, exp: str) -> str:
 
 def render_summary(result: DemoResult) -> str:
     from stagewise.demo.pipeline import CONTEXT_K, CORRECT, DEPTH, METRICS, TEST
+    from stagewise.demo.verdict import LOSS_WHAT
 
     verdict = result.verdict
     means = result.evaluation.means
     lines = [
+        f"# stagewise demo: {len(result.evaluation.runs)} retrieval stages and a generator on CLAP NQ dev",
+        "",
         "## Each stage on its own",
         "",
         "| stage | " + " | ".join(_HEADERS.get(m, m) for m in METRICS) + " |",
@@ -62,15 +60,16 @@ def render_summary(result: DemoResult) -> str:
         f"{judged} answerable questions with one gold passage each (label 1); the 300 unanswerable ones have no "
         "judgements and are not in these means. Ties: score (single precision), then doc id descending, as "
         "trec_eval. Best value in bold.",
+        "",
         _gain_note(result, "ndcg@10", "ndcg@10(gain=exp)"),
     ]
     for stage, why in result.skipped.items():
-        lines.append(f"Skipped: {stage}: {why}.")
-    n_tests = len(result.comparison.pairs)
+        lines += ["", f"Skipped: {stage}: {why}."]
+    family = result.comparison.conventions.get("family_size")
     lines += [
         "",
         f"## What each stage changed ({verdict.changes[0].metric if verdict.changes else 'ndcg@10'}, paired "
-        f"{TEST} test, Holm-corrected over {n_tests} tests, seed 0)",
+        f"{TEST} test, seed 0, Holm-corrected over the {family} pairs of each metric)",
         "",
         "| stage | against | before | after | change | adjusted p |",
         "|:---|:---|---:|---:|---:|---:|",
@@ -96,7 +95,7 @@ def render_summary(result: DemoResult) -> str:
     ]
     for stage, lost in verdict.losses.items():
         reasons = ", ".join(f"{r} {n}" for r, n in verdict.reasons[stage].items()) or "-"
-        what = _LOSS_WHAT[stage].format(depth=DEPTH, context_k=CONTEXT_K)
+        what = LOSS_WHAT[stage].format(depth=DEPTH, context_k=CONTEXT_K)
         lines.append(f"| {stage} | {lost} | {what} | {reasons} |")
     lines += [
         "",
@@ -107,5 +106,5 @@ def render_summary(result: DemoResult) -> str:
     ]
     if result.report is not None:
         lines += ["", f"Report: {result.report}"]
-    lines.append(f"Every run, the RAG records and their labels: {result.out}/")
+    lines += ["", f"Every run, the RAG records and their labels: {result.out}/"]
     return "\n".join(lines) + "\n"

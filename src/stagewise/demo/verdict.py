@@ -27,9 +27,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["STAGES", "StageChange", "Verdict", "verdict"]
+__all__ = ["LOSS_WHAT", "STAGES", "StageChange", "Verdict", "verdict"]
 
 STAGES: tuple[str, ...] = ("retrieval", "ranking", "generation")
+#: What a loss at each stage means, for tables (``depth``: the ranking's length, ``context_k``: the context's).
+LOSS_WHAT = {
+    "retrieval": "gold passage not in the top {depth}",
+    "ranking": "retrieved, but below the top {context_k} the answerer reads",
+    "generation": "evidence in the context, answer still wrong",
+}
 
 _WHY = {
     "not_retrieved": "the gold passage is not in the top {depth}: raise first-stage recall (another analyser, "

@@ -38,6 +38,9 @@ def canonical(kind: str, params: dict[str, Any], defaults: dict[str, Any]) -> st
     return kind if not shown else kind + "(" + ",".join(f"{k}={_quote(v)}" for k, v in shown) + ")"
 
 
+_POSITIONS_KEPT = 50_000  # analysed texts memoised by the BM25-proximity reranker
+
+
 class BM25ProximityReranker(PairReranker):
     """BM25 plus a term-proximity bonus over the candidates; no extra needed."""
 
@@ -55,10 +58,12 @@ class BM25ProximityReranker(PairReranker):
         super().__init__(**kwargs)
         self._stats_for: int | None = None
         self._checksum = ""
+        self._positions: dict[str, tuple[dict[str, list[int]], int]] = {}
 
     def prepare(self, docs: Mapping[str, str]) -> None:
         if self._stats_for == id(docs):
             return
+        self._positions.clear()
         from stagewise.dense.index import corpus_checksum
         from stagewise.retrieval.analysis import Analyser
 
@@ -79,15 +84,26 @@ class BM25ProximityReranker(PairReranker):
     def cache_name(self) -> str:
         return f"{self.name}@{self._checksum}"  # IDF and avgdl depend on the corpus
 
+    def _term_positions(self, text: str) -> tuple[dict[str, list[int]], int]:
+        """Each term's positions in ``text`` and its length in terms, kept for the next pair with the same text
+        (a document is a candidate of many queries, a query has many candidates); the memo is bounded."""
+        found = self._positions.get(text)
+        if found is None:
+            if len(self._positions) >= _POSITIONS_KEPT:
+                self._positions.clear()
+            positions: dict[str, list[int]] = {}
+            tokens = self.analyser.analyse(text)
+            for pos, token in enumerate(tokens):
+                positions.setdefault(token, []).append(pos)
+            found = self._positions[text] = (positions, len(tokens))
+        return found
+
     def score_pairs(self, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
         out = np.zeros(len(query_texts))
         for i, (query, doc) in enumerate(zip(query_texts, doc_texts, strict=True)):
-            q_terms = list(dict.fromkeys(self.analyser.analyse(query)))
-            tokens = self.analyser.analyse(doc)
-            positions: dict[str, list[int]] = {}
-            for pos, token in enumerate(tokens):
-                positions.setdefault(token, []).append(pos)
-            norm = self.k1 * (1 - self.b + self.b * len(tokens) / self.avgdl) if self.avgdl else self.k1
+            q_terms = list(self._term_positions(query)[0])  # distinct terms, in order of first use
+            positions, length = self._term_positions(doc)
+            norm = self.k1 * (1 - self.b + self.b * length / self.avgdl) if self.avgdl else self.k1
             score = 0.0
             for term in q_terms:
                 tf = len(positions.get(term, ()))
@@ -96,7 +112,7 @@ class BM25ProximityReranker(PairReranker):
                     idf = math.log(1 + (self.n_docs - df + 0.5) / (df + 0.5))
                     score += idf * tf * (self.k1 + 1) / (tf + norm)
             present = [positions[t] for t in q_terms if t in positions]
-            min_dist = float(len(tokens))
+            min_dist = float(length)
             for a in range(len(present)):
                 for b in range(a + 1, len(present)):
                     min_dist = min(min_dist, _min_gap(present[a], present[b]))

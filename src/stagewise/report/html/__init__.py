@@ -51,6 +51,7 @@ def build(
     digits: int = 4,
     progress: Callable[[str], None] | None = None,
     sources: Sequence[Any] | None = None,
+    lead: Sequence[tuple[str, str, str]] = (),
 ) -> str:
     """The report as one HTML page (a string).
 
@@ -76,6 +77,9 @@ def build(
     title, digits, progress, sources
         The page's title; decimals of the means; a function told each step (``progress("drawing")``); the
         inputs to name at the top of the page (default: the paths among ``qrels``, ``runs`` and ``rag``).
+    lead
+        Sections to put first, each ``(id, title, inner HTML)`` (the caller escapes its text): a pipeline's
+        verdict, say (``stagewise demo`` puts its own there).
     """
     from stagewise import __version__
     from stagewise.errors import StagewiseError
@@ -93,7 +97,7 @@ def build(
         raise StagewiseError("a report needs runs (with their qrels) or RAG records: give RUN... or --rag")
     if has_runs and qrels is None:
         raise StagewiseError("runs need their qrels: give QRELS before the runs")
-    sections: list[tuple[str, str, str]] = []
+    sections: list[tuple[str, str, str]] = list(lead)
     conv = dict(relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret, judged_only=judged_only)
     heading = title
     if has_runs:

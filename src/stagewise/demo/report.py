@@ -1,0 +1,46 @@
+"""The demo's own section of the HTML report, put first: where the questions were lost, what each retrieval
+stage changed, and what to fix first (the same facts as the printed summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stagewise.demo.verdict import LOSS_WHAT, Verdict
+from stagewise.report.html.page import esc, table
+
+
+def verdict_section(verdict: Verdict, comparison: Any, *, depth: int, context_k: int) -> tuple[str, str, str]:
+    """``(id, title, inner HTML)`` for :func:`stagewise.report.html.build`'s ``lead``."""
+    losses = table(
+        ["stage", "questions lost", "what happened", "reasons"],
+        [
+            [
+                stage,
+                lost,
+                LOSS_WHAT[stage].format(depth=depth, context_k=context_k),
+                ", ".join(f"{r} {n}" for r, n in verdict.reasons[stage].items()) or "-",
+            ]
+            for stage, lost in verdict.losses.items()
+        ],
+        caption=f"Where the {verdict.samples} questions were lost (ok {verdict.ok}, lucky {verdict.lucky})",
+        table_id="demo-losses",
+    )
+    family = comparison.conventions.get("family_size")
+    changes = table(
+        ["stage", "against", "before", "after", "change", "adjusted p", "significant"],
+        [
+            [c.stage, c.against, c.before, c.after, (f"{c.diff:+.4f}", repr(c.diff)), c.p_adjusted, "yes" if c.significant else "no"]
+            for c in verdict.changes
+        ],
+        caption=f"What each retrieval stage changed ({verdict.changes[0].metric if verdict.changes else ''}; "
+        f"paired {comparison.conventions.get('test', '')} test, Holm-corrected over the {family} pairs of the metric)",
+        table_id="demo-changes",
+        numeric=(2, 3, 5),
+    )
+    worst = verdict.worst
+    lead = (
+        f"<p><strong>{esc(worst.capitalize())} loses the most ({verdict.losses[worst]} of {verdict.samples}). "
+        f"What to fix first: {esc(verdict.fix_first)}.</strong> {esc(verdict.advice[0].upper() + verdict.advice[1:])}."
+        "</p>"
+    )
+    return ("verdict", "What to fix first", lead + losses + changes)
