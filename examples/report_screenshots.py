@@ -3,7 +3,7 @@ whole pipeline, without the dense extra as ``make demo`` runs it) and the 17 TRE
 Debian's (``/usr/bin/chromium``), driven by Playwright with the network blocked, the same way as
 ``tests/test_report_browser.py``.
 
-    python examples/report_screenshots.py   # writes docs/demo_report.png, demo_report_rag.png, report_robust*.png
+    python examples/report_screenshots.py [--demo-only]   # docs/demo_report*.png, and docs/report_robust*.png
 """
 
 from __future__ import annotations
@@ -18,41 +18,63 @@ DATA = REPO.parent / "shared" / "data"
 sys.path[:0] = [str(REPO), str(REPO / "examples")]
 
 
-def main() -> None:
-    from tests.browser_helpers import missing, open_report
+def robust_shots(tmp: Path, docs: Path) -> list[str]:
+    from tests.browser_helpers import open_report
 
     import stagewise
+
+    robust = tmp / "robust.html"
+    runs = sorted(glob.glob(str(DATA / "trec_robust03_runs" / "runs" / "*.gz")))
+    stagewise.report(str(DATA / "trec_robust03_runs" / "robust03_qrels.txt"), runs, output=robust)
+    with open_report(robust, width=1280, height=1000) as opened:
+        assert not opened.console_errors and not opened.page_errors and not opened.blocked
+        opened.page.screenshot(path=docs / "report_robust.png")
+        opened.page.locator("#curves").screenshot(path=docs / "report_robust_curves.png")
+        box = opened.page.evaluate(
+            """() => { const r = document.querySelector('#per-query').getBoundingClientRect();
+                       return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }"""
+        )
+        opened.page.screenshot(
+            path=docs / "report_robust_per_query.png",
+            full_page=True,
+            clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 760)},
+        )
+    return ["report_robust.png", "report_robust_curves.png", "report_robust_per_query.png"]
+
+
+def demo_shots(tmp: Path, docs: Path) -> list[str]:
+    from tests.browser_helpers import open_report
+
+    from stagewise.demo import run_demo
+
+    demo = run_demo(tmp / "demo", dense="off")
+    with open_report(demo.out / "report.html", width=1280, height=760) as opened:
+        assert not opened.console_errors and not opened.page_errors and not opened.blocked
+        opened.page.screenshot(path=docs / "demo_report.png")
+        box = opened.page.evaluate(
+            """() => { const r = document.querySelector('#rag').getBoundingClientRect();
+                       return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }"""
+        )
+        opened.page.screenshot(
+            path=docs / "demo_report_rag.png",
+            full_page=True,
+            clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 700)},
+        )
+    return ["demo_report.png", "demo_report_rag.png"]
+
+
+def main() -> None:
+    from tests.browser_helpers import missing
 
     reason = missing()
     if reason:
         sys.exit(reason)
     docs = REPO / "docs"
     with tempfile.TemporaryDirectory() as tmp:
-        robust = Path(tmp) / "robust.html"
-        runs = sorted(glob.glob(str(DATA / "trec_robust03_runs" / "runs" / "*.gz")))
-        stagewise.report(str(DATA / "trec_robust03_runs" / "robust03_qrels.txt"), runs, output=robust)
-        with open_report(robust, width=1280, height=1000) as opened:
-            assert not opened.console_errors and not opened.page_errors and not opened.blocked
-            opened.page.screenshot(path=docs / "report_robust.png")
-            opened.page.locator("#curves").screenshot(path=docs / "report_robust_curves.png")
-            box = opened.page.evaluate(
-                """() => { const r = document.querySelector('#per-query').getBoundingClientRect();
-                           return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }"""
-            )
-            opened.page.screenshot(
-                path=docs / "report_robust_per_query.png",
-                full_page=True,
-                clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 760)},
-            )
-        from stagewise.demo import run_demo
-
-        demo = run_demo(Path(tmp) / "demo", dense="off")
-        with open_report(demo.out / "report.html", width=1280, height=900) as opened:
-            assert not opened.console_errors and not opened.page_errors and not opened.blocked
-            opened.page.screenshot(path=docs / "demo_report.png")
-            opened.page.locator("#rag").screenshot(path=docs / "demo_report_rag.png")
-    shots = ("demo_report.png", "demo_report_rag.png", "report_robust.png", "report_robust_curves.png")
-    for name in (*shots, "report_robust_per_query.png"):
+        written = demo_shots(Path(tmp), docs)
+        if "--demo-only" not in sys.argv[1:]:
+            written += robust_shots(Path(tmp), docs)
+    for name in written:
         print(f"wrote docs/{name} ({(docs / name).stat().st_size / 1e3:.0f} KB)")
 
 

@@ -1,13 +1,13 @@
 """Build the demo's bundled data, ``src/stagewise/_bundled/clapnq/``, from CLAP NQ dev in ``../shared/data/clapnq``.
 
-The output is deterministic (sorted keys, gzip without a timestamp), so ``tests/test_demo_data.py`` rebuilds it
+The output is deterministic (sorted keys, gzip without a timestamp), so ``tests/test_demo.py`` rebuilds it
 and compares bytes. What it does to the source is stated in the folder's NOTICE.md:
 
 - Corpus: the passage of each of the 600 dev questions (the gold passage of the 300 answerable ones, the
-  on-topic but non-answering passage of the 300 unanswerable ones). Identical texts are one passage; a gold
-  passage keeps its CLAP NQ id (``question_dev_answerable.tsv``), any other gets a content id
+  on-topic but non-answering passage of the 300 unanswerable ones). Identical texts (white space aside) are one
+  passage; a gold passage keeps its CLAP NQ id (``question_dev_answerable.tsv``), any other gets a content id
   (:func:`stagewise.rag.adapters.content_id`). 4 gold ids come with two slightly different texts: the first is
-  kept. 593 passages. The text is the passage's sentences joined by a space (the source's text, less its
+  kept. 592 passages. The text is the passage's sentences joined by a space (the source's text, less its
   trailing space).
 - Questions: id, text, the human answers (none for an unanswerable question) and the gold passage id.
 - Qrels: the gold passage of each answerable question, relevance 1 (the only judgement CLAP NQ gives).
@@ -60,10 +60,11 @@ def build(source: Path = SOURCE) -> dict[str, bytes]:
         for line in (source / name).read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
             (passage,) = item["passages"]
-            pid = id_of_text.get(passage["text"])
+            same_text = " ".join(passage["text"].split())  # one passage can come with and without a final space
+            pid = id_of_text.get(same_text)
             if pid is None:
                 pid = gold_id[item["id"]] if answerable else _content_id(passage["text"])
-                id_of_text[passage["text"]] = pid
+                id_of_text[same_text] = pid
                 sentences = [s.strip() for s in passage["sentences"]]
                 passages.setdefault(
                     pid, {"_id": pid, "title": passage["title"], "text": " ".join(sentences), "sentences": sentences}

@@ -39,7 +39,7 @@ def demo_command(
 ) -> None:
     """Run a whole search and RAG pipeline on bundled data and say which stage to fix first.
 
-    On CLAP NQ dev (593 Wikipedia passages, 600 questions, bundled with its licences): BM25 with two analysers,
+    On CLAP NQ dev (592 Wikipedia passages, 600 questions, bundled with its licences): BM25 with two analysers,
     dense retrieval (with the dense extra), RRF fusion, reranking, the evaluation of every stage (nDCG with
     linear and exponential gain), paired significance tests between the stages, an extractive answerer that
     cites its passage, the RAG diagnosis of every question (ok, generation_failure, retrieval_failure, lucky)

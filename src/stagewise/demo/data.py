@@ -1,10 +1,10 @@
 """The demo's data: CLAP NQ dev as bundled in ``stagewise/_bundled/clapnq`` (licences and changes in its
-NOTICE.md): 593 Wikipedia passages, 600 questions (300 answerable, each with one gold passage and human answers;
+NOTICE.md): 592 Wikipedia passages, 600 questions (300 answerable, each with one gold passage and human answers;
 300 unanswerable) and the qrels of the answerable ones.
 
 >>> data = load()
 >>> len(data.passages), len(data.questions), sum(q.answerable for q in data.questions)
-(593, 600, 300)
+(592, 600, 300)
 """
 
 from __future__ import annotations

@@ -273,6 +273,7 @@ def _run(
 
     verdict_ = verdict(rag, comparison, list(runs), primary=PRIMARY, depth=DEPTH, context_k=CONTEXT_K)
     demo = DemoResult(target, runs, stages, skipped, evaluation, comparison, rag, verdict_, None)
+    demo.report = _report(data, demo, folder, report, steps)
     _write_json(
         folder / "pipeline.json",
         {
@@ -285,7 +286,6 @@ def _run(
             "verdict": verdict_.to_dict(),
         },
     )
-    demo.report = _report(data, demo, folder, report, steps)
     demo.seconds = steps.seconds
     (folder / "summary.md").write_text(demo.summary(), encoding="utf-8")
     return demo

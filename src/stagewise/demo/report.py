@@ -29,7 +29,15 @@ def verdict_section(verdict: Verdict, comparison: Any, *, depth: int, context_k:
     changes = table(
         ["stage", "against", "before", "after", "change", "adjusted p", "significant"],
         [
-            [c.stage, c.against, c.before, c.after, (f"{c.diff:+.4f}", repr(c.diff)), c.p_adjusted, "yes" if c.significant else "no"]
+            [
+                c.stage,
+                c.against,
+                c.before,
+                c.after,
+                (f"{c.diff:+.4f}", repr(c.diff)),
+                c.p_adjusted,
+                "yes" if c.significant else "no",
+            ]
             for c in verdict.changes
         ],
         caption=f"What each retrieval stage changed ({verdict.changes[0].metric if verdict.changes else ''}; "
@@ -37,10 +45,5 @@ def verdict_section(verdict: Verdict, comparison: Any, *, depth: int, context_k:
         table_id="demo-changes",
         numeric=(2, 3, 5),
     )
-    worst = verdict.worst
-    lead = (
-        f"<p><strong>{esc(worst.capitalize())} loses the most ({verdict.losses[worst]} of {verdict.samples}). "
-        f"What to fix first: {esc(verdict.fix_first)}.</strong> {esc(verdict.advice[0].upper() + verdict.advice[1:])}."
-        "</p>"
-    )
+    lead = f"<p><strong>{esc(verdict.headline())}</strong> {esc(verdict.why())}</p>"
     return ("verdict", "What to fix first", lead + losses + changes)

@@ -101,8 +101,7 @@ def render_summary(result: DemoResult) -> str:
         "",
         f"ok {verdict.ok}, lucky {verdict.lucky} (right answer without the evidence).",
         "",
-        f"**{verdict.worst.capitalize()} loses the most ({verdict.losses[verdict.worst]} of {verdict.samples}). "
-        f"What to fix first: {verdict.fix_first}.** {verdict.advice[0].upper()}{verdict.advice[1:]}.",
+        f"**{verdict.headline()}** {verdict.why()}",
     ]
     if result.report is not None:
         lines += ["", f"Report: {result.report}"]

@@ -69,20 +69,34 @@ class StageChange:
 
 @dataclass(frozen=True)
 class Verdict:
-    """Where the samples were lost, which stage loses the most, and what to fix first (with why)."""
+    """Where the samples were lost, which stage loses the most (None when none loses any), and what to fix first
+    (with why)."""
 
     samples: int
     losses: dict[str, int]
     reasons: dict[str, dict[str, int]]
     ok: int
     lucky: int
-    worst: str
+    worst: str | None
     fix_first: str
     advice: str
     changes: list[StageChange] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def headline(self) -> str:
+        """The verdict in one sentence: which stage loses the most, and what to fix first."""
+        if self.worst is None:
+            return f"No stage loses a sample ({self.samples} ok or lucky): nothing to fix."
+        lost = self.losses[self.worst]
+        return (
+            f"{self.worst.capitalize()} loses the most ({lost} of {self.samples}). What to fix first: {self.fix_first}."
+        )
+
+    def why(self) -> str:
+        """The advice behind the verdict, as a sentence."""
+        return f"{self.advice[0].upper()}{self.advice[1:]}." if self.advice else ""
 
 
 def _stage_of(row: dict[str, Any]) -> str | None:
@@ -134,7 +148,7 @@ def verdict(rag: Any, comparison: Any, stages: list[str], *, primary: str, depth
         if stage is not None:
             losses[stage] += 1
             reasons[stage][row["reason"]] += 1
-    worst = max(STAGES, key=lambda s: (losses[s], -STAGES.index(s)))
+    worst = max(STAGES, key=lambda s: (losses[s], -STAGES.index(s))) if any(losses.values()) else None
     retrieval_side = losses["retrieval"] + losses["ranking"]
     fix_first = "fix retrieval" if retrieval_side >= losses["generation"] and retrieval_side else "fix generation"
     if not any(losses.values()):
