@@ -76,6 +76,7 @@ def encode_command(
     import time
 
     with user_errors():
+
         from stagewise import _folder
         from stagewise.dense.index import OWNED_FILES, _foreign_meta
 

@@ -11,7 +11,6 @@ from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, user_
 
 HYBRID_FILES = frozenset({"bm25.run", "dense.run", "fused.run", "reranked.run", "stages.json"})
 
-
 def hybrid_command(
     queries: Annotated[Path, typer.Argument(help="Queries (BEIR folder, JSONL, TSV or SMART).")],
     bm25: Annotated[Path, typer.Option("--bm25", help="A BM25 index from `stagewise index`.")],
@@ -92,7 +91,6 @@ def hybrid_command(
             topics, BM25Index.load(bm25), DenseIndex.load(dense), k=k, fusion=fusion, fusion_depth=fusion_depth,
             reranker=rr, rerank_depth=depth, docs=docs, backend=backend, **options,
         )  # fmt: skip
-
         def write(folder: Path) -> None:
             for stage, run in result.runs().items():
                 write_run(run, folder / f"{stage}.run", format="trec")

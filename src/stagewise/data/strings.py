@@ -177,3 +177,4 @@ class StringSources:
                 data = b"".join(bytes(c.data[c.offsets[0] : c.offsets[-1]]) for c in self.columns)
                 self._joined = StringColumn(offsets, data)
         return self._joined
+

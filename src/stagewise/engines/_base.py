@@ -88,7 +88,9 @@ class Engine:
     ) -> list[RunScores]:
         raise NotImplementedError
 
-    def map_groups(self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error") -> Iterator[Any]:
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
         """``fn(group)`` for groups of whole queries of several runs, in query order: a group is one Run per
         run (in the order given) holding that run's rows of the group's queries (none, if it lacks them all).
         For stages whose result for a query depends on that query's rows only (fusion); ``fn`` must be

@@ -70,17 +70,8 @@ def _raise_record(record: dict[str, Any]) -> None:
 
 
 def _range_task(
-    path: str,
-    where: str,
-    name: str,
-    index: int,
-    count: int,
-    size: int,
-    qrels: Qrels,
-    metrics: list[tuple[str, str]],
-    base: Conventions,
-    duplicates: str,
-    block_bytes: int,
+    path: str, where: str, name: str, index: int, count: int, size: int, qrels: Qrels, metrics: list[tuple[str, str]],
+    base: Conventions, duplicates: str, block_bytes: int,
 ) -> Part | dict[str, Any]:
     """Partition ``index`` of ``count`` of a plain TREC file: its byte range moved to whole queries, streamed."""
     parsed = [(key, Measure.parse(text)) for key, text in metrics]
@@ -105,14 +96,8 @@ def _range_task(
 
 
 def _file_task(
-    source: Any,
-    where: str,
-    name: str,
-    qrels: Qrels,
-    metrics: list[tuple[str, str]],
-    base: Conventions,
-    duplicates: str,
-    block_bytes: int,
+    source: Any, where: str, name: str, qrels: Qrels, metrics: list[tuple[str, str]], base: Conventions,
+    duplicates: str, block_bytes: int,
 ) -> Part | dict[str, Any]:
     """A whole file: a compressed TREC run streamed in blocks, any other format read whole."""
     parsed = [(key, Measure.parse(text)) for key, text in metrics]
@@ -130,14 +115,8 @@ def _file_task(
 
 
 def _group_task(
-    paths: list[str],
-    wheres: list[str],
-    names: list[str],
-    low: str | None,
-    high: str | None,
-    fn: Callable[[list[Any]], Any],
-    duplicates: str,
-    block_bytes: int,
+    paths: list[str], wheres: list[str], names: list[str], low: str | None, high: str | None,
+    fn: Callable[[list[Any]], Any], duplicates: str, block_bytes: int,
 ) -> list[Any] | dict[str, Any]:
     """``fn`` over the groups of queries in ``[low, high)`` of sorted run files, each range found by binary
     search."""
@@ -152,9 +131,8 @@ def _group_task(
         def read(line_bases: list[int]) -> list[Any]:
             with contextlib.ExitStack() as stack:
                 streams = []
-                for path, where, name, (start, length), lines in zip(
-                    paths, wheres, names, ranges, line_bases, strict=True
-                ):
+                for path, where, name, (start, length), lines in zip(paths, wheres, names, ranges, line_bases,
+                                                                      strict=True):
                     fh = stack.enter_context(open(path, "rb"))
                     fh.seek(start)
                     streams.append((fh, where, name, length, lines))
@@ -287,19 +265,8 @@ class DaskEngine(Engine):
                 futures.append(
                     [
                         client.submit(
-                            _range_task,
-                            path,
-                            where,
-                            name,
-                            i,
-                            count,
-                            size,
-                            shared,
-                            metrics,
-                            base,
-                            duplicates,
-                            self.block_bytes,
-                            pure=False,
+                            _range_task, path, where, name, i, count, size, shared, metrics, base, duplicates,
+                            self.block_bytes, pure=False,
                         )
                         for i in range(count)
                     ]
@@ -309,15 +276,7 @@ class DaskEngine(Engine):
                 futures.append(
                     [
                         client.submit(
-                            _file_task,
-                            item,
-                            where,
-                            name,
-                            shared,
-                            metrics,
-                            base,
-                            duplicates,
-                            self.block_bytes,
+                            _file_task, item, where, name, shared, metrics, base, duplicates, self.block_bytes,
                             pure=False,
                         )
                     ]
@@ -335,7 +294,9 @@ class DaskEngine(Engine):
             out.append(gather(qrels, parts, parsed, base, name, where))
         return out
 
-    def map_groups(self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error") -> Iterator[Any]:
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
         """Groups of plain TREC run files sorted by query id (byte order): the query space is cut at split
         queries taken from the largest file, each range is a task, and results come back in query order."""
         sources = run_sources(runs)
@@ -359,7 +320,9 @@ class DaskEngine(Engine):
         client = self.client
         per_file = max(2**20, self.block_bytes // len(paths))
         futures = [
-            client.submit(_group_task, paths, wheres, names, low, high, fn, duplicates, per_file, pure=False)
+            client.submit(
+                _group_task, paths, wheres, names, low, high, fn, duplicates, per_file, pure=False
+            )
             for low, high in itertools.pairwise(bounds)
         ]
         for done, future in enumerate(futures, start=1):  # in query order, each range as soon as it is ready

@@ -62,9 +62,8 @@ def empty_run(name: str, source: str | None = None) -> Run:
 class _Sorted:
     """One run's blocks, each a Run, checked to come in increasing query order."""
 
-    def __init__(
-        self, fh: IO[bytes], where: str, name: str, duplicates: str, block_bytes: int, limit: int | None, line_base: int
-    ) -> None:
+    def __init__(self, fh: IO[bytes], where: str, name: str, duplicates: str, block_bytes: int,
+                 limit: int | None, line_base: int) -> None:
         self.blocks = iter_blocks(fh, block_bytes, limit)
         self.where, self.name, self.duplicates = where, name, duplicates
         self.line_base = line_base

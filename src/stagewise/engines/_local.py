@@ -34,5 +34,7 @@ class LocalEngine(Engine):
             for name, source in sources
         ]
 
-    def map_groups(self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error") -> Iterator[Any]:
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
         yield fn([read_run(source, name=name, duplicates=duplicates) for name, source in run_sources(runs)])

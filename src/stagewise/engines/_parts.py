@@ -89,14 +89,8 @@ def merge_parts(parts: list[Part]) -> Part:
     )
 
 
-def gather(
-    qrels: Qrels,
-    parts: list[Part],
-    parsed: list[tuple[str, Measure]],
-    base: Conventions,
-    name: str,
-    source: str | None = None,
-) -> RunScores:
+def gather(qrels: Qrels, parts: list[Part], parsed: list[tuple[str, Measure]], base: Conventions, name: str,
+           source: str | None = None) -> RunScores:
     """One run's :class:`RunScores` from its parts, identical to what the in-memory engine computes."""
     merged = merge_parts(parts)
     ids, counts = np.unique(merged.all_ids, return_counts=True)

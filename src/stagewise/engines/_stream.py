@@ -67,7 +67,9 @@ class StreamEngine(Engine):
             out.append(gather(qrels, parts, parsed, base, name, where))
         return out
 
-    def map_groups(self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error") -> Iterator[Any]:
+    def map_groups(
+        self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"
+    ) -> Iterator[Any]:
         """Groups read side by side from TREC run files sorted by query id (byte order); each file is read in
         blocks of ``block_bytes`` divided among the files, so memory is bounded whatever the number of runs."""
         sources = run_sources(runs)
@@ -82,7 +84,8 @@ class StreamEngine(Engine):
         per_file = max(2**20, self.block_bytes // len(sources))
         with contextlib.ExitStack() as stack:
             streams = [
-                (stack.enter_context(open_run(source)), display_name(source), name, None, 0) for name, source in sources
+                (stack.enter_context(open_run(source)), display_name(source), name, None, 0)
+                for name, source in sources
             ]
             for group in iter_groups(streams, duplicates, per_file):
                 yield fn(group)

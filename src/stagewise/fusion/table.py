@@ -421,7 +421,9 @@ def build_table(
     info = normalization.info
 
     def normalise() -> list[np.ndarray]:
-        return [np.zeros(0) if own is None else np.asarray(info.function(own), dtype=np.float64) for own in lists]
+        return [
+            np.zeros(0) if own is None else np.asarray(info.function(own), dtype=np.float64) for own in lists
+        ]
 
     score_of = None
     rank_of = [ranks(part) for part in parts]
