@@ -95,13 +95,6 @@ def test_validate_counts_scores_equal_only_in_single_precision(tmp_path) -> None
     assert report["single_precision_ties"] == 1
 
 
-def test_demo_prints_the_table() -> None:
-    result = invoke("demo")
-    assert result.exit_code == 0, result.output
-    assert "results.test" in result.stdout and "0.1785" in result.stdout
-    assert "0.6885" in result.stdout and "0.7602" in result.stdout
-
-
 def test_help_teaches() -> None:
     result = invoke("eval", "--help")
     assert result.exit_code == 0

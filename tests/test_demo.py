@@ -40,6 +40,7 @@ from stagewise.demo.pipeline import METRICS
 from stagewise.demo.verdict import verdict
 from stagewise.errors import StagewiseError
 from stagewise.rag.extractive import ABSTENTION, ExtractiveAnswerer
+from stagewise.store.labels import LabelStore
 from tests.conftest import REPO, SHARED
 
 CLAPNQ_SOURCE = SHARED / "data" / "clapnq"
@@ -590,13 +591,21 @@ def test_cli_creates_parents_reruns_in_place_and_keeps_labels(tmp_path):
     first = cli_demo(out)
     assert first.exit_code == 0, first.output
     assert {p.name for p in out.iterdir()} == INPUTS | OUTPUTS | {f"{s}.run" for s in STAGES_NO_DENSE}
-    labels = b"SQLite format 3\x00 pretend labels \x01\x02" * 10
-    (out / "labels.sqlite").write_bytes(labels)
+    # a relabelling still in SQLite's write-ahead log, as a server killed before its checkpoint leaves it
+    store = LabelStore(out / "labels.sqlite", read_qrels(out / "qrels.txt"))
+    qid, docid = "6401197308716204890", "c0000000000ff"
+    store.set(qid, docid, 3)
+    assert (out / "labels.sqlite-wal").is_file()
     (out / "summary.md").write_text("stale\n", encoding="utf-8")
     (out / "dense.run").write_text("q 0 d 1 1.0 dense\n", encoding="utf-8")  # a previous demo's, owned
     again = cli_demo(out)
+    store.close()
     assert again.exit_code == 0, again.output
-    assert (out / "labels.sqlite").read_bytes() == labels
+    kept = LabelStore(out / "labels.sqlite")
+    try:
+        assert kept.get(qid, docid) == 3 and len(kept.history()) == 1
+    finally:
+        kept.close()
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "stale" not in summary and "## Each stage on its own" in summary
     assert not (out / "dense.run").exists()  # replaced as a whole, not merged

@@ -51,7 +51,10 @@ def demo_command(
 
         if serve:
             from stagewise.cli.common import need_app
+            from stagewise.errors import InputError
 
+            if not 0 < port < 65536:
+                raise InputError("--port", f"{port} is not a port", expected="1 to 65535")
             need_app()  # before the work, not after it
         status = _StepLines()
         result = run_demo(

