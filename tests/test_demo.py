@@ -42,6 +42,7 @@ from stagewise.errors import StagewiseError
 from stagewise.rag.extractive import ABSTENTION, ExtractiveAnswerer
 from stagewise.store.labels import LabelStore
 from tests.conftest import REPO, SHARED
+from tests.dense_helpers import needs_model
 
 CLAPNQ_SOURCE = SHARED / "data" / "clapnq"
 BUNDLED = clapnq_path()
@@ -747,3 +748,36 @@ def test_serve_gets_every_stage_and_every_sample(tmp_path, monkeypatch, question
     assert client.get("/queries").status_code == 200
     api = client.get("/api/queries").json()
     assert set(api["runs"]) == set(STAGES_NO_DENSE)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 11. the real dense stage (the packaged MiniLM; about 30 s on 2 cores)
+
+
+@needs_model
+def test_demo_with_the_packaged_model(tmp_path):
+    """``--dense`` end to end, as a user with the dense extra runs it: the dense stage runs, fusion takes three
+    runs, and on questions written from the gold passage MiniLM ranks it first more often than BM25 does."""
+    result = run_demo(tmp_path / "demo", dense="on", report=False)
+    assert list(result.runs) == ["bm25-stem", "bm25-plain", "dense", "rrf", "reranked"]
+    assert "dense" not in result.skipped
+    assert result.runs["rrf"].fusion["runs"] == ["bm25-stem", "bm25-plain", "dense"]
+    means = result.evaluation.means
+    assert means["dense"]["mrr@10"] > means["bm25-stem"]["mrr@10"]
+    dense_run = read_run(tmp_path / "demo" / "dense.run")
+    assert len(dense_run) == 600 and all(len(rows) == 100 for rows in dense_run.values())
+    change = next(c for c in result.verdict.changes if c.stage == "dense")
+    assert change.against == "bm25-stem" and change.diff == means["dense"]["ndcg@10"] - means["bm25-stem"]["ndcg@10"]
+
+
+def test_cli_refuses_a_damaged_label_database_and_keeps_the_folder(tmp_path):
+    out = tmp_path / "demo"
+    assert cli_demo(out).exit_code == 0
+    (out / "labels.sqlite").write_bytes(b"not a database, but someone's file\n" * 50)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    refused = cli_demo(out)
+    assert refused.exit_code == 2
+    lines = refused.output.strip().splitlines()
+    assert len(lines) == 1 and "labels.sqlite" in lines[0] and "cannot be read" in lines[0]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert no_partial_left(tmp_path)

@@ -197,7 +197,8 @@ def test_results_do_not_render_themselves() -> None:
     src = HERE.parent / "src" / "stagewise"
     offenders = []
     for path in src.rglob("*.py"):
-        if path.relative_to(src).parts[0] in ("report", "cli", "app"):  # entry layers; report/html/ is in report
+        # entry layers (the demo wires a pipeline and adds its section to the HTML report); report/html/ is in report
+        if path.relative_to(src).parts[0] in ("report", "cli", "app", "demo"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []

@@ -6,7 +6,6 @@ label. Skipped, with the reason, where Chromium or Playwright is absent (``make 
 from __future__ import annotations
 
 import glob
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,6 @@ pytest.importorskip("matplotlib", reason="the HTML report's plots need matplotli
 pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
 
 ROBUST = SHARED / "data" / "trec_robust03_runs"
-CLAPNQ = SHARED / "data" / "clapnq"
-REPO = Path(__file__).resolve().parents[1]
 
 
 def check_clean(opened, plots: int) -> None:
@@ -137,17 +134,12 @@ def test_robust_report(tmp_path: Path) -> None:
 
 
 def clapnq_report(out: Path) -> Path:
+    """The RAG report of the demo's pipeline on the bundled CLAP NQ dev (BM25, RRF, rerank, extractive answerer)."""
     import stagewise
+    from stagewise.demo import run_demo
 
-    if not CLAPNQ.is_dir():
-        pytest.skip(f"CLAP NQ is not at {CLAPNQ} (../shared is absent)")
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        import clapnq_pipeline
-    finally:
-        sys.path.pop(0)
-    report, *_ = clapnq_pipeline.diagnose(CLAPNQ)
-    stagewise.report(rag=report, output=out, title="stagewise report: CLAP NQ dev, BM25 + extractive answerer")
+    demo = run_demo(out.parent / "demo", dense="off", report=False)
+    stagewise.report(rag=demo.rag, output=out, title="stagewise report: CLAP NQ dev, the demo's RAG diagnosis")
     return out
 
 

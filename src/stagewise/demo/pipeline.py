@@ -112,19 +112,22 @@ def _dense_encoder(dense: str, encoder: Any) -> tuple[Any, str | None]:
         return encoder, None
     if dense == "off":
         return None, "turned off (--no-dense)"
+    from stagewise.dense._deps import DENSE_EXTRA, packaged_model_path, require
     from stagewise.errors import StagewiseError
 
     try:
-        from stagewise.dense._deps import packaged_model_path, require
-
-        require("sentence_transformers")
-        packaged_model_path()
-    except StagewiseError as exc:
-        why = f"the dense extra is not installed: pip install 'stagewise[dense]' ({exc})"
-        if dense == "on":
-            raise StagewiseError(f"dense retrieval was asked for, but {why}") from None
-        return None, why
-    return "packaged", None
+        require("sentence_transformers")  # imports torch too: a broken install shows here, not mid-pipeline
+    except StagewiseError:
+        why = f"the dense extra is not installed ({DENSE_EXTRA})"
+    else:
+        try:
+            packaged_model_path()
+            return "packaged", None
+        except StagewiseError as exc:
+            why = str(exc)
+    if dense == "on":
+        raise StagewiseError(f"--dense: {why}")
+    return None, why
 
 
 def _write_jsonl(path: Path, rows: Any) -> None:
@@ -139,8 +142,17 @@ def _copy_database(source: Path, target: Path) -> None:
     import contextlib
     import sqlite3
 
-    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
-        src.backup(dst)
+    try:
+        with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+            src.backup(dst)
+    except sqlite3.DatabaseError as exc:
+        from stagewise.errors import InputError
+
+        raise InputError(
+            str(source),
+            f"cannot be read as the label database of stagewise demo --serve ({exc})",
+            hint="move it out of the folder (the demo then starts with no relabelling), or choose another --out",
+        ) from None
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -204,7 +216,7 @@ def run_demo(
         Write ``report.html`` (needs matplotlib, the report extra; without it the report is skipped, with a
         statement why).
     progress
-        Called with a :class:`Step` as each step ends.
+        Called with a :class:`Step` as a long step begins and as each step ends.
     """
     if dense not in ("auto", "on", "off"):
         from stagewise.errors import ConventionError
