@@ -366,10 +366,53 @@ def need_app() -> None:
         raise StagewiseError("the web app needs the app extra: pip install 'stagewise[app]'") from None
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_serving(host: str, port: int, token: str | None) -> None:
+    """Refuse, before any work, to serve where it is unsafe or impossible: an address other than loopback
+    without a token, a short token, a port out of range or already taken; and without the app extra."""
+    import socket
+
+    from stagewise.errors import InputError
+
+    if not _is_loopback(host) and not token:
+        raise InputError(
+            "--host",
+            f"binding {host} exposes the labels to the network",
+            hint="add --token SECRET (every request must then carry it), or keep --host 127.0.0.1",
+        )
+    if not 0 < port < 65536:
+        raise InputError("--port", f"{port} is not a port", expected="1 to 65535")
+    if token is not None and len(token) < 8:
+        raise InputError("--token", "too short to protect anything", expected="at least 8 characters")
+    need_app()
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise InputError("--host", f"{host} cannot be bound ({exc})", hint="give an address of this machine") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds, so a TIME_WAIT is no error
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise InputError(
+                "--port", f"{host}:{port} cannot be bound ({exc.strerror})", hint="choose another --port"
+            ) from None
+
+
 def serve_app(workspace: Any, records: Any, *, host: str, port: int, token: str | None, first: str) -> None:
     """Start the web app on ``workspace`` and/or RAG ``records`` and say where it listens (``first``: the page to
-    open: playground, queries or rag); runs until interrupted."""
-    need_app()
+    open: playground, queries or rag); runs until interrupted. Check the address first (:func:`check_serving`)."""
     import uvicorn
 
     from stagewise.app.server import create_app

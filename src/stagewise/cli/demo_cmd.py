@@ -36,6 +36,10 @@ def demo_command(
     ] = False,
     host: Annotated[str, typer.Option("--host", help="With --serve: the address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="With --serve: the port to listen on.")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option("--token", help="With --serve: every request must carry it (needed for a --host not loopback)."),
+    ] = None,
 ) -> None:
     """Run a whole search and RAG pipeline on bundled data and say which stage to fix first.
 
@@ -50,12 +54,9 @@ def demo_command(
         from stagewise.demo.pipeline import run_demo
 
         if serve:
-            from stagewise.cli.common import need_app
-            from stagewise.errors import InputError
+            from stagewise.cli.common import check_serving
 
-            if not 0 < port < 65536:
-                raise InputError("--port", f"{port} is not a port", expected="1 to 65535")
-            need_app()  # before the work, not after it
+            check_serving(host, port, token)  # before the work, not after it
         status = _StepLines()
         result = run_demo(
             out,
@@ -68,6 +69,7 @@ def demo_command(
         if serve:
             from stagewise.app.open import open_rag, open_workspace
             from stagewise.cli.common import serve_app
+            from stagewise.demo.folder import serving_lock
 
             folder = result.out
             db = folder / "labels.sqlite"
@@ -76,7 +78,8 @@ def demo_command(
                 folder / "qrels.txt", runs, db, corpus=folder / "corpus.jsonl", queries=folder / "queries.jsonl"
             )
             records = open_rag(folder / "rag.jsonl", db)
-            serve_app(workspace, records, host=host, port=port, token=None, first="queries")
+            with serving_lock(folder):  # a demo rerun meanwhile would swap the folder from under the server
+                serve_app(workspace, records, host=host, port=port, token=token, first="queries")
         elif sys.stdout.isatty():
             typer.echo(
                 f"\nNext: stagewise demo --serve (relabel results and watch the metrics), or open {result.report}"

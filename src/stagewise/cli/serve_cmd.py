@@ -3,27 +3,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, need_app, run_labels, serve_app, user_errors
+from stagewise.cli.common import check_output, check_serving, run_labels, serve_app, user_errors
 
 labels_app = typer.Typer(name="labels", help="Labels kept by stagewise serve.", no_args_is_help=True)
-
-_LOCAL = {"127.0.0.1", "localhost", "::1"}
-
-
-def _is_loopback(host: str) -> bool:
-    if host in _LOCAL:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
 
 def serve_command(
     qrels: Annotated[
@@ -51,23 +38,13 @@ def serve_command(
     from stagewise.errors import InputError
 
     with user_errors():
-        if not _is_loopback(host) and not token:
-            raise InputError(
-                "--host",
-                f"binding {host} exposes the labels to the network",
-                hint="add --token SECRET (every request must then carry it), or keep --host 127.0.0.1",
-            )
-        if not 0 < port < 65536:
-            raise InputError("--port", f"{port} is not a port", expected="1 to 65535")
-        if token is not None and len(token) < 8:
-            raise InputError("--token", "too short to protect anything", expected="at least 8 characters")
+        check_serving(host, port, token)
         if not playground and qrels is None and rag is None:
             raise InputError(
                 "stagewise serve",
                 "nothing to serve",
                 hint="give --qrels Q [--run R...], --rag RECORDS, or --playground",
             )
-        need_app()
         from stagewise.app.open import open_rag, rag_db
 
         workspace = None

@@ -34,9 +34,10 @@ from typing import Any
 
 from stagewise import _folder
 from stagewise.demo.data import SOURCE, DemoData, load
+from stagewise.demo.folder import MADE_BY, OWNED_FILES, check_folder, copy_labels
 from stagewise.demo.verdict import Verdict, verdict
 
-__all__ = ["DEPTH", "METRICS", "OWNED_FILES", "DemoResult", "Step", "run_demo"]
+__all__ = ["DEPTH", "METRICS", "DemoResult", "Step", "run_demo"]
 
 DEPTH = 100  # results per query at every retrieval stage, and the reranker's depth
 CONTEXT_K = 3  # passages the answerer reads
@@ -45,29 +46,8 @@ CORRECT = "f1:0.5"
 TEST = "randomization"
 SEED = 0
 PRIMARY = "ndcg@10"
+FINAL = "reranked"  # the stage whose ranking the answerer reads
 METRICS: tuple[str, ...] = (PRIMARY, "ndcg@10(gain=exp)", "mrr@10", f"recall@{CONTEXT_K}", f"recall@{DEPTH}")
-RUN_FILES = ("bm25-stem.run", "bm25-plain.run", "dense.run", "rrf.run", "reranked.run")
-LABELS_DB = ("labels.sqlite", "labels.rag.sqlite")
-# SQLite's write-ahead log and shared memory beside each database (left behind when a server is killed)
-LABELS_DB_SIDECARS = tuple(f"{name}-{suffix}" for name in LABELS_DB for suffix in ("wal", "shm", "journal"))
-OWNED_FILES = frozenset(
-    {
-        *RUN_FILES,
-        *LABELS_DB,
-        *LABELS_DB_SIDECARS,
-        "corpus.jsonl",
-        "queries.jsonl",
-        "qrels.txt",
-        "NOTICE.md",
-        "rag.jsonl",
-        "rag-labels.jsonl",
-        "evaluation.json",
-        "comparison.json",
-        "pipeline.json",
-        "summary.md",
-        "report.html",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -136,25 +116,6 @@ def _write_jsonl(path: Path, rows: Any) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def _copy_database(source: Path, target: Path) -> None:
-    """Copy a SQLite database with SQLite's backup, so changes still in its write-ahead log (a server killed
-    before it checkpointed) come along."""
-    import contextlib
-    import sqlite3
-
-    try:
-        with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
-            src.backup(dst)
-    except sqlite3.DatabaseError as exc:
-        from stagewise.errors import InputError
-
-        raise InputError(
-            str(source),
-            f"cannot be read as the label database of stagewise demo --serve ({exc})",
-            hint="move it out of the folder (the demo then starts with no relabelling), or choose another --out",
-        ) from None
-
-
 def _write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -167,6 +128,7 @@ def _write_inputs(data: DemoData, folder: Path) -> None:
     _write_jsonl(folder / "queries.jsonl", ({"_id": q.id, "text": q.text} for q in data.questions))
     shutil.copyfile(data.qrels_path, folder / "qrels.txt")
     shutil.copyfile(data.notice_path, folder / "NOTICE.md")
+    shutil.copyfile(data.notice_path.with_name("LICENSE-Apache-2.0.txt"), folder / "LICENSE-Apache-2.0.txt")
 
 
 class _Steps:
@@ -206,8 +168,9 @@ def run_demo(
     Parameters
     ----------
     out
-        The output folder. It is created, or replaced when it holds only the demo's files; any other non-empty
-        folder needs ``force``. Labels kept there by ``--serve`` are carried over.
+        The output folder (its parent must exist). It is created, or replaced when it is a previous demo's
+        (its ``pipeline.json`` says so); another folder of files needs ``force``, and a folder holding a folder
+        is never replaced. Labels kept there by ``--serve`` are carried over.
     dense : {"auto", "on", "off"}
         Dense retrieval: ``auto`` runs it when the dense extra is installed and says why not otherwise.
     encoder
@@ -223,14 +186,12 @@ def run_demo(
 
         raise ConventionError(f"dense must be auto, on or off, not {dense!r}")
     target = Path(out)
-    _folder.check_target(target, owned=OWNED_FILES, force=force, parents=True, what="demo output")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    check_folder(target, force=force)
     result: dict[str, DemoResult] = {}
 
     def write(folder: Path) -> None:
-        for name in LABELS_DB:  # a person's relabelling outlives a rerun
-            if (target / name).is_file():
-                _copy_database(target / name, folder / name)
+        if target.is_dir():  # a person's relabelling outlives a rerun
+            copy_labels(target, folder)
         result["demo"] = _run(folder, target, dense=dense, encoder=encoder, report=report, progress=progress)
 
     _folder.replace_folder(target, write, owned=OWNED_FILES)
@@ -295,7 +256,7 @@ def _run(
     _write_json(folder / "evaluation.json", evaluation.to_json(per_query=True))
     _write_json(folder / "comparison.json", comparison.to_json())
 
-    rag, answerer = _answer_and_diagnose(data, runs["reranked"], folder, steps)
+    rag, answerer = _answer_and_diagnose(data, runs[FINAL], folder, steps)
 
     verdict_ = verdict(rag, comparison, list(runs), primary=PRIMARY, depth=DEPTH, context_k=CONTEXT_K)
     demo = DemoResult(target, runs, stages, skipped, evaluation, comparison, rag, verdict_, None)
@@ -303,12 +264,20 @@ def _run(
     _write_json(
         folder / "pipeline.json",
         {
+            "made_by": MADE_BY,
             "data": SOURCE,
             "stages": stages,
             "skipped": skipped,
             "generator": answerer.describe(),
-            "rag": {"context_k": CONTEXT_K, "correct": CORRECT, "final_run": "reranked"},
-            "tests": {"test": TEST, "correction": "holm", "seed": SEED},
+            "rag": {"context_k": CONTEXT_K, "correct": CORRECT, "final_run": FINAL},
+            "tests": {"test": TEST, "family": "every pair of stages, Holm within each metric", "seed": SEED},
+            "reproduce": {
+                "evaluation": f"stagewise eval qrels.txt {' '.join(f'{n}.run' for n in runs)} "
+                + " ".join(f"-m '{m}'" for m in METRICS),
+                "significance": f"stagewise compare qrels.txt {' '.join(f'{n}.run' for n in runs)} "
+                + f"-m '{','.join(METRICS)}' --test {TEST} --seed {SEED}",
+                "diagnosis": f"stagewise rag rag.jsonl --context-k {CONTEXT_K} --correct {CORRECT} --judge lexical",
+            },
             "verdict": verdict_.to_dict(),
         },
     )
@@ -379,6 +348,7 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
         steps.finish("report", f"skipped: {skipped['report']}")
         return None
     from stagewise.demo.report import verdict_section
+    from stagewise.demo.summary import gain_note
     from stagewise.report.html import build
 
     steps.start("report")
@@ -391,7 +361,15 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
         rag=demo.rag,
         title="stagewise demo: CLAP NQ dev, every stage measured",
         sources=[f"bundled {SOURCE}"],
-        lead=[verdict_section(demo.verdict, demo.comparison, depth=DEPTH, context_k=CONTEXT_K)],
+        lead=[
+            verdict_section(
+                demo.verdict,
+                demo.comparison,
+                depth=DEPTH,
+                context_k=CONTEXT_K,
+                notes=[gain_note(demo), *(f"Skipped: {stage}: {why}." for stage, why in skipped.items())],
+            )
+        ],
     )
     (folder / "report.html").write_text(page, encoding="utf-8")
     path = demo.out / "report.html"

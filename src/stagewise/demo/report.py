@@ -3,14 +3,18 @@ stage changed, and what to fix first (the same facts as the printed summary)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from stagewise.demo.verdict import LOSS_WHAT, Verdict
+from stagewise.demo.verdict import LOSS_WHAT, RULE, Verdict
 from stagewise.report.html.page import esc, table
 
 
-def verdict_section(verdict: Verdict, comparison: Any, *, depth: int, context_k: int) -> tuple[str, str, str]:
-    """``(id, title, inner HTML)`` for :func:`stagewise.report.html.build`'s ``lead``."""
+def verdict_section(
+    verdict: Verdict, comparison: Any, *, depth: int, context_k: int, notes: Sequence[str] = ()
+) -> tuple[str, str, str]:
+    """``(id, title, inner HTML)`` for :func:`stagewise.report.html.build`'s ``lead``; ``notes`` are sentences
+    stated under the tables (what was skipped, the gain convention)."""
     losses = table(
         ["stage", "questions lost", "what happened", "reasons"],
         [
@@ -40,10 +44,13 @@ def verdict_section(verdict: Verdict, comparison: Any, *, depth: int, context_k:
             ]
             for c in verdict.changes
         ],
-        caption=f"What each retrieval stage changed ({verdict.changes[0].metric if verdict.changes else ''}; "
-        f"paired {comparison.conventions.get('test', '')} test, Holm-corrected over the {family} pairs of the metric)",
+        caption=f"What each retrieval stage changed against the run it is compared with "
+        f"({verdict.changes[0].metric if verdict.changes else ''}; paired {comparison.conventions.get('test', '')} "
+        f"test, Holm-corrected over the {family} pairs of the metric)",
         table_id="demo-changes",
         numeric=(2, 3, 5),
     )
     lead = f"<p><strong>{esc(verdict.headline())}</strong> {esc(verdict.why())}</p>"
-    return ("verdict", "What to fix first", lead + losses + changes)
+    stated = [f"Verdict by {RULE}.", *notes]
+    listed = '<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in stated) + "</ul>"
+    return ("verdict", "What to fix first", lead + losses + changes + listed)

@@ -15,7 +15,7 @@ def _fmt(value: float) -> str:
     return f"{value:.4f}"
 
 
-def _gain_note(result: DemoResult, linear: str, exp: str) -> str:
+def gain_note(result: DemoResult, linear: str = "ndcg@10", exp: str = "ndcg@10(gain=exp)") -> str:
     """Whether the two gains agree here, and why; and the lesson's example where they do not."""
     from stagewise.metrics.evaluate import evaluate
 
@@ -37,8 +37,8 @@ def _gain_note(result: DemoResult, linear: str, exp: str) -> str:
 
 
 def render_summary(result: DemoResult) -> str:
-    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, DEPTH, METRICS, TEST
-    from stagewise.demo.verdict import LOSS_WHAT
+    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, DEPTH, FINAL, METRICS, SEED, TEST
+    from stagewise.demo.verdict import LOSS_WHAT, RULE
 
     verdict = result.verdict
     means = result.evaluation.means
@@ -50,18 +50,19 @@ def render_summary(result: DemoResult) -> str:
         "| stage | " + " | ".join(_HEADERS.get(m, m) for m in METRICS) + " |",
         "|:---|" + "---:|" * len(METRICS),
     ]
-    best = {m: max(v[m] for v in means.values()) for m in METRICS}
+    best = {m: max(_fmt(v[m]) for v in means.values()) for m in METRICS}  # as shown: equal to 4 places, both bold
     for stage, values in means.items():
-        cells = [f"**{_fmt(values[m])}**" if values[m] == best[m] else _fmt(values[m]) for m in METRICS]
+        cells = [f"**{_fmt(values[m])}**" if _fmt(values[m]) == best[m] else _fmt(values[m]) for m in METRICS]
         lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     judged = len(result.evaluation.runs[0].query_ids)
+    unjudged = verdict.samples - judged
     lines += [
         "",
-        f"{judged} answerable questions with one gold passage each (label 1); the 300 unanswerable ones have no "
-        "judgements and are not in these means. Ties: score (single precision), then doc id descending, as "
-        "trec_eval. Best value in bold.",
+        f"Means over the {judged} questions with judgements (qrels.txt); the {unjudged} without (CLAP NQ's "
+        "unanswerable questions) are not in them. Ties: score in single precision, then doc id descending, as "
+        "trec_eval 9 and pytrec_eval. Best value (to 4 places) in bold.",
         "",
-        _gain_note(result, "ndcg@10", "ndcg@10(gain=exp)"),
+        gain_note(result),
     ]
     for stage, why in result.skipped.items():
         lines += ["", f"Skipped: {stage}: {why}."]
@@ -69,7 +70,10 @@ def render_summary(result: DemoResult) -> str:
     lines += [
         "",
         f"## What each stage changed ({verdict.changes[0].metric if verdict.changes else 'ndcg@10'}, paired "
-        f"{TEST} test, seed 0, Holm-corrected over the {family} pairs of each metric)",
+        f"{TEST} test, seed {SEED}, Holm-corrected over the {family} pairs of each metric)",
+        "",
+        "Each stage against the run it is compared with: a second first-stage run against the first, fusion against "
+        "its best input, reranking against fusion. Every pair is in comparison.json and the report.",
         "",
         "| stage | against | before | after | change | adjusted p |",
         "|:---|:---|---:|---:|---:|---:|",
@@ -86,7 +90,7 @@ def render_summary(result: DemoResult) -> str:
         "",
         f"## Where the {verdict.samples} questions were lost",
         "",
-        f"RAG diagnosis of the final stage (reranked): the answerer reads the top {CONTEXT_K}; an answer is correct "
+        f"RAG diagnosis of the final stage ({FINAL}): the answerer reads the top {CONTEXT_K}; an answer is correct "
         f"at {CORRECT.replace('f1:', 'token F1 >= ')} with a gold answer, and for an unanswerable question only an "
         "abstention is correct.",
         "",
@@ -102,6 +106,8 @@ def render_summary(result: DemoResult) -> str:
         f"ok {verdict.ok}, lucky {verdict.lucky} (right answer without the evidence).",
         "",
         f"**{verdict.headline()}** {verdict.why()}",
+        "",
+        f"(Verdict by {RULE}.)",
     ]
     if result.report is not None:
         lines += ["", f"Report: {result.report}"]

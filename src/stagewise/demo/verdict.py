@@ -8,10 +8,13 @@ stage:
 - ``ranking``: it was retrieved, but below the context the generator reads (every other retrieval reason);
 - ``generation``: the evidence was in the context and the answer is still wrong (``generation_failure``).
 
-Retrieval and ranking together are the lesson's retrieval failures; the verdict is "fix retrieval" when they
-outnumber the generation failures, else "fix generation" (a tie goes to retrieval, the earlier stage: a generator
-cannot be judged on evidence it never saw). The stage changes say what each retrieval stage did to the primary
-metric against the stage before it, with the paired test's Holm-adjusted p-value.
+Retrieval and ranking together are the lesson's retrieval failures; the verdict is "fix retrieval" when they are
+at least as many as the generation failures, else "fix generation" (a tie goes to retrieval, the earlier stage: a
+generator cannot be judged on evidence it never saw), and the side that loses the most is named by the same rule.
+The advice names the most frequent reason on that side (a tie goes to the reason earlier in the pipeline). The
+stage changes say what each retrieval stage did to the primary metric against the run it is compared with (a
+second first-stage run against the first, fusion against its best input, reranking against fusion), with the
+paired test's Holm-adjusted p-value.
 
 >>> from types import SimpleNamespace
 >>> rows = [{"label": "generation_failure", "reason": "hallucinated_answer"}] * 3
@@ -27,15 +30,21 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["LOSS_WHAT", "STAGES", "StageChange", "Verdict", "verdict"]
+__all__ = ["LOSS_WHAT", "RULE", "STAGES", "StageChange", "Verdict", "verdict"]
 
 STAGES: tuple[str, ...] = ("retrieval", "ranking", "generation")
 #: What a loss at each stage means, for tables (``depth``: the ranking's length, ``context_k``: the context's).
 LOSS_WHAT = {
     "retrieval": "gold passage not in the top {depth}",
     "ranking": "retrieved, but below the top {context_k} the answerer reads",
-    "generation": "evidence in the context, answer still wrong",
+    "generation": "nothing missing from the context, answer still wrong (an unanswerable question answered "
+    "instead of declined counts here)",
 }
+#: The rule behind the verdict, stated beside it.
+RULE = (
+    "the lesson's rule: retrieval and ranking losses together are retrieval failures; fix retrieval when they are "
+    "at least as many as the generation failures, else fix generation"
+)
 
 _WHY = {
     "not_retrieved": "the gold passage is not in the top {depth}: raise first-stage recall (another analyser, "
@@ -69,8 +78,8 @@ class StageChange:
 
 @dataclass(frozen=True)
 class Verdict:
-    """Where the samples were lost, which stage loses the most (None when none loses any), and what to fix first
-    (with why)."""
+    """Where the samples were lost (per stage), which side loses the most by the lesson's rule (``retrieval``,
+    counting ranking, or ``generation``; None when nothing is lost), what to fix first, and why."""
 
     samples: int
     losses: dict[str, int]
@@ -86,13 +95,19 @@ class Verdict:
         return asdict(self)
 
     def headline(self) -> str:
-        """The verdict in one sentence: which stage loses the most, and what to fix first."""
+        """The verdict in one sentence: which side loses the most, and what to fix first."""
         if self.worst is None:
             return f"No stage loses a sample ({self.samples} ok or lucky): nothing to fix."
-        lost = self.losses[self.worst]
-        return (
-            f"{self.worst.capitalize()} loses the most ({lost} of {self.samples}). What to fix first: {self.fix_first}."
-        )
+        retrieval_side = self.losses["retrieval"] + self.losses["ranking"]
+        generation = self.losses["generation"]
+        if self.worst == "generation":
+            lost = f"Generation loses the most: {generation} of {self.samples}, against {retrieval_side} lost to "
+            lost += "retrieval and ranking."
+        else:
+            lost = f"Retrieval and ranking lose the most: {retrieval_side} of {self.samples} "
+            lost += f"({self.losses['retrieval']} not retrieved, {self.losses['ranking']} ranked too low), against "
+            lost += f"{generation} lost to generation."
+        return f"{lost} What to fix first: {self.fix_first}."
 
     def why(self) -> str:
         """The advice behind the verdict, as a sentence."""
@@ -148,15 +163,16 @@ def verdict(rag: Any, comparison: Any, stages: list[str], *, primary: str, depth
         if stage is not None:
             losses[stage] += 1
             reasons[stage][row["reason"]] += 1
-    worst = max(STAGES, key=lambda s: (losses[s], -STAGES.index(s))) if any(losses.values()) else None
     retrieval_side = losses["retrieval"] + losses["ranking"]
-    fix_first = "fix retrieval" if retrieval_side >= losses["generation"] and retrieval_side else "fix generation"
     if not any(losses.values()):
-        fix_first, advice = "nothing to fix", "every sample is ok or lucky"
+        worst, fix_first, advice = None, "nothing to fix", "every sample is ok or lucky"
     else:
-        side = ("retrieval", "ranking") if fix_first == "fix retrieval" else ("generation",)
+        worst = "retrieval" if retrieval_side >= losses["generation"] else "generation"
+        fix_first = f"fix {worst}"
+        side = ("retrieval", "ranking") if worst == "retrieval" else ("generation",)
         merged = Counter({r: n for s in side for r, n in reasons[s].items()})
-        reason, count = max(merged.items(), key=lambda item: (item[1], item[0]))
+        order = list(_WHY)
+        reason, count = max(merged.items(), key=lambda item: (item[1], -order.index(item[0])))
         advice = f"{count} of {sum(merged.values())}: " + _WHY[reason].format(depth=depth, context_k=context_k)
     return Verdict(
         samples=len(rag.rows),

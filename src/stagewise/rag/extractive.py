@@ -2,7 +2,8 @@
 
 No model and no randomness, so it is a floor to measure a real generator against and a generator that tests can
 reason about. Each sentence of the context passages scores the IDF mass of the question's content words it
-holds (IDF over all sentences the answerer knows, Lucene's ``log(1 + (N - df + 0.5) / (df + 0.5))``). The best
+holds (IDF over all sentences the answerer knows, Lucene's ``log(1 + (N - df + 0.5) / (df + 0.5))``; a question
+word no sentence holds gets the IDF of df = 0, so it counts against every sentence instead of vanishing). The best
 sentence is the answer, followed by ``[passage id]``; ties go to the earlier passage, then the earlier sentence.
 When the best sentence holds less than ``abstain_below`` of the question's IDF mass, the answerer declines with
 :data:`ABSTENTION`, which :func:`stagewise.evaluate_rag` reads as an abstention.
@@ -63,13 +64,15 @@ class ExtractiveAnswerer:
         df = Counter(t for terms in self._terms.values() for sentence in terms for t in sentence)
         n = sum(len(terms) for terms in self._terms.values())
         self.idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        self.unseen_idf = math.log(1 + (n + 0.5) / 0.5)
 
     def describe(self) -> dict[str, Any]:
         """The answerer's settings, for a pipeline's statement of how its answers were made."""
         return {
             "generator": "extractive",
             "rule": "the context sentence holding the most IDF mass of the question's content words, cited as "
-            "[passage id]; declines when it holds less than abstain_below of that mass",
+            "[passage id]; declines when it holds less than abstain_below of that mass (a word no sentence holds "
+            "counts at the IDF of df = 0)",
             "abstain_below": self.abstain_below,
             "abstention": ABSTENTION,
             "sentences": sum(len(s) for s in self.sentences.values()),
@@ -78,7 +81,7 @@ class ExtractiveAnswerer:
     def answer(self, question: str, context: Iterable[str]) -> str:
         """The cited answer to ``question`` from the passages ``context`` (ids, best first), or the abstention."""
         wanted = {t for t in _words(question) if t not in _STOPWORDS}
-        total = sum(self.idf.get(t, 0.0) for t in wanted)
+        total = sum(self.idf.get(t, self.unseen_idf) for t in wanted)
         best, best_score, best_pid = None, 0.0, None
         for pid in context:
             if pid not in self.sentences:
