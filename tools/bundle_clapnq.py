@@ -31,7 +31,8 @@ FILES = ("corpus.jsonl.gz", "questions.jsonl.gz", "qrels.txt")
 
 
 def _content_id(text: str) -> str:
-    sys.path.insert(0, str(ROOT / "src"))
+    if str(ROOT / "src") not in sys.path:  # run from a checkout without an install
+        sys.path.insert(0, str(ROOT / "src"))
     from stagewise.rag.adapters import content_id
 
     return content_id(text)
