@@ -18,6 +18,16 @@ DATA = REPO.parent / "shared" / "data"
 sys.path[:0] = [str(REPO), str(REPO / "examples")]
 
 
+def section_shot(page, selector: str, path: Path, max_height: int) -> None:
+    """The top of one section of the page, at most ``max_height`` pixels of it."""
+    box = page.evaluate(
+        f"""() => {{ const r = document.querySelector('{selector}').getBoundingClientRect();
+                    return {{x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}}; }}"""
+    )
+    clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], max_height)}
+    page.screenshot(path=path, full_page=True, clip=clip)
+
+
 def robust_shots(tmp: Path, docs: Path) -> list[str]:
     from tests.browser_helpers import open_report
 
@@ -30,15 +40,7 @@ def robust_shots(tmp: Path, docs: Path) -> list[str]:
         assert not opened.console_errors and not opened.page_errors and not opened.blocked
         opened.page.screenshot(path=docs / "report_robust.png")
         opened.page.locator("#curves").screenshot(path=docs / "report_robust_curves.png")
-        box = opened.page.evaluate(
-            """() => { const r = document.querySelector('#per-query').getBoundingClientRect();
-                       return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }"""
-        )
-        opened.page.screenshot(
-            path=docs / "report_robust_per_query.png",
-            full_page=True,
-            clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 760)},
-        )
+        section_shot(opened.page, "#per-query", docs / "report_robust_per_query.png", 760)
     return ["report_robust.png", "report_robust_curves.png", "report_robust_per_query.png"]
 
 
@@ -51,15 +53,7 @@ def demo_shots(tmp: Path, docs: Path) -> list[str]:
     with open_report(demo.out / "report.html", width=1280, height=760) as opened:
         assert not opened.console_errors and not opened.page_errors and not opened.blocked
         opened.page.screenshot(path=docs / "demo_report.png")
-        box = opened.page.evaluate(
-            """() => { const r = document.querySelector('#rag').getBoundingClientRect();
-                       return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }"""
-        )
-        opened.page.screenshot(
-            path=docs / "demo_report_rag.png",
-            full_page=True,
-            clip={"x": box["x"], "y": box["y"], "width": box["width"], "height": min(box["height"], 700)},
-        )
+        section_shot(opened.page, "#rag", docs / "demo_report_rag.png", 700)
     return ["demo_report.png", "demo_report_rag.png"]
 
 
