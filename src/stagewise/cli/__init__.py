@@ -6,8 +6,11 @@ unknown metric) prints one line on stderr and exits with code 2; a traceback mea
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -65,24 +68,41 @@ def _root(
     """Measure every stage of a search or RAG pipeline on its own, with every convention stated."""
 
 
-app.command("eval")(eval_cmd.eval_command)
-app.command("validate")(validate_cmd.validate_command)
-app.command("compare")(compare_cmd.compare_command)
-app.command("fuse")(fuse_cmd.fuse_command)
-app.command(
+def _reflowed(func: Callable[..., Any]) -> str:
+    """The command's docstring with each prose paragraph on one line, so the terminal wraps it at its own width
+    (typer keeps single line breaks, which leaves ragged lines on a narrow terminal). A paragraph with an
+    indented line or a list item (the examples) keeps its lines."""
+    paragraphs = inspect.cleandoc(func.__doc__ or "").split("\n\n")
+    kept = re.compile(r"^(\s|[-*] |\d+\. )")
+    return "\n\n".join(
+        p if any(kept.match(line) for line in p.splitlines()) else " ".join(x.strip() for x in p.splitlines())
+        for p in paragraphs
+    )
+
+
+def _command(name: str, func: Callable[..., Any], **settings: Any) -> None:
+    app.command(name, help=_reflowed(func), **settings)(func)
+
+
+_command("eval", eval_cmd.eval_command)
+_command("validate", validate_cmd.validate_command)
+_command("compare", compare_cmd.compare_command)
+_command("fuse", fuse_cmd.fuse_command)
+_command(
     "trec_eval",
+    trec_eval_cmd.trec_eval_command,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
     add_help_option=False,
-)(trec_eval_cmd.trec_eval_command)
-app.command("index")(index_cmd.index_command)
-app.command("search")(search_cmd.search_command)
-app.command("encode")(encode_cmd.encode_command)
-app.command("rerank")(rerank_cmd.rerank_command)
-app.command("hybrid")(hybrid_cmd.hybrid_command)
-app.command("rag")(rag_cmd.rag_command)
-app.command("report")(report_cmd.report_command)
-app.command("demo")(demo_cmd.demo_command)
-app.command("serve")(serve_cmd.serve_command)
+)
+_command("index", index_cmd.index_command)
+_command("search", search_cmd.search_command)
+_command("encode", encode_cmd.encode_command)
+_command("rerank", rerank_cmd.rerank_command)
+_command("hybrid", hybrid_cmd.hybrid_command)
+_command("rag", rag_cmd.rag_command)
+_command("report", report_cmd.report_command)
+_command("demo", demo_cmd.demo_command)
+_command("serve", serve_cmd.serve_command)
 app.add_typer(serve_cmd.labels_app)
 
 

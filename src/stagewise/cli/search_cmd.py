@@ -81,7 +81,7 @@ def search_command(
         bool, typer.Option("--approximate", help="Dense index only: search its HNSW index (built by encode --hnsw).")
     ] = False,
 ) -> None:
-    """Search a BM25 index (or a dense one from `stagewise encode`) with a batch of queries and write a TREC run
+    r"""Search a BM25 index (or a dense one from `stagewise encode`) with a batch of queries and write a TREC run
     (qid Q0 docid rank score tag).
 
     Scores are written exactly (shortest round-trip decimals). Ties in score keep the document indexed first.
