@@ -100,3 +100,33 @@ def test_help_teaches() -> None:
     assert result.exit_code == 0
     assert "ndcg@10(gain=exp)" in result.stdout
     assert "--missing" in result.stdout
+
+
+def test_help_prose_reflows_and_examples_keep_their_lines() -> None:
+    from stagewise.cli import _reflowed
+
+    def documented() -> None:
+        """First line
+        goes on.
+
+        A paragraph
+        in two lines.
+
+        Examples:
+
+          stagewise eval q.txt a.run
+          stagewise eval q.txt b.run
+
+        - one item
+        - another
+        """
+
+    assert _reflowed(documented).split("\n\n") == [
+        "First line goes on.",
+        "A paragraph in two lines.",
+        "Examples:",
+        "  stagewise eval q.txt a.run\n  stagewise eval q.txt b.run",
+        "- one item\n- another",
+    ]
+    search = invoke("search", "--help")
+    assert "printf 'q1\\tlift of wings\\n' | stagewise search" in search.stdout
