@@ -13,8 +13,9 @@ _KEYS = (
 
 
 def section(statements: dict[str, dict[str, Any]]) -> str:
-    out = ["<p>These runs were made by <code>stagewise fuse</code>; each statement comes from the run itself or "
-           "its <code>.meta.json</code>.</p>"]  # fmt: skip
+    out = ["<p>These runs were made by fusion (<code>stagewise fuse</code> or <code>stagewise.fuse</code>); each "
+           "statement comes from the fused run itself, or from the <code>.meta.json</code> written beside its file."
+           "</p>"]  # fmt: skip
     for run, info in statements.items():
         items = [(k, info[k]) for k in _KEYS if k in info]
         items += [(k, v) for k, v in info.items() if k not in _KEYS and k != "stagewise_version"]
