@@ -317,3 +317,16 @@ def test_cli_checks_metrics_and_options_before_reading(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "ndcg" in result.output and "absent" not in result.output
     result = runner.invoke(app, ["report", *absent, "--alpha", "0", "-o", str(out)])
     assert result.exit_code == 2 and "alpha" in result.output and "absent" not in result.output
+
+
+def test_a_comparison_given_is_shown_as_it_is_and_must_be_of_these_runs() -> None:
+    qrels, runs = small_inputs()
+    comp = stagewise.compare(qrels, runs, ["map"], test="randomization", seed=7, permutations=500)
+    page = build(qrels, runs, ["map"], cutoffs=CUTS, comparison=comp)
+    shown = [float(r[-2]) for r in rows(parse(page).by_id("pairs-table"))]  # p adj., as the comparison has it
+    assert shown == pytest.approx([p.p_adjusted for p in comp.pairs], abs=5e-5)
+    assert "seed 7" in page and "exact (all 2^8 sign assignments)" in page
+    with pytest.raises(stagewise.StagewiseError, match="comparison given is of runs"):
+        build(qrels, runs, ["ndcg@10"], cutoffs=CUTS, comparison=comp)
+    with pytest.raises(stagewise.StagewiseError, match="comparison given is of runs"):
+        build(qrels, dict(list(runs.items())[:2]), ["map"], cutoffs=CUTS, comparison=comp)

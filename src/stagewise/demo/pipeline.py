@@ -203,6 +203,7 @@ def _run(
 ) -> DemoResult:
     from stagewise.data.writers import write_run
     from stagewise.fusion.api import fuse
+    from stagewise.report import render
     from stagewise.rerank.rerankers import make_reranker
     from stagewise.retrieval import BM25Index
     from stagewise.retrieval.analysis import Analyser
@@ -253,8 +254,8 @@ def _run(
         write_run(run, folder / f"{name}.run")
 
     evaluation, comparison = _measure(data, runs, steps)
-    _write_json(folder / "evaluation.json", evaluation.to_json(per_query=True))
-    _write_json(folder / "comparison.json", comparison.to_json())
+    (folder / "evaluation.json").write_text(render(evaluation, "json", per_query=True), encoding="utf-8")
+    (folder / "comparison.json").write_text(render(comparison, "json"), encoding="utf-8")
 
     rag, answerer = _answer_and_diagnose(data, runs[FINAL], folder, steps)
 
@@ -356,8 +357,7 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
         data.qrels_path,
         demo.runs,
         list(METRICS),
-        test=TEST,
-        seed=SEED,
+        comparison=demo.comparison,
         rag=demo.rag,
         title="stagewise demo: CLAP NQ dev, every stage measured",
         sources=[f"bundled {SOURCE}"],

@@ -52,6 +52,7 @@ def build(
     progress: Callable[[str], None] | None = None,
     sources: Sequence[Any] | None = None,
     lead: Sequence[tuple[str, str, str]] = (),
+    comparison: Any = None,
 ) -> str:
     """The report as one HTML page (a string).
 
@@ -77,13 +78,17 @@ def build(
     title, digits, progress, sources
         The page's title; decimals of the means; a function told each step (``progress("drawing")``); the
         inputs to name at the top of the page (default: the paths among ``qrels``, ``runs`` and ``rag``).
+    comparison : Comparison, optional
+        The comparison of these runs already made (:func:`stagewise.compare` or ``compare_scores``), shown as
+        it is instead of testing again (``test`` and the other test options are then its own).
     lead
         Sections to put first, each ``(id, title, inner HTML)`` (the caller escapes its text): a pipeline's
         verdict, say (``stagewise demo`` puts its own there).
     """
     from stagewise import __version__
     from stagewise.errors import StagewiseError
-    from stagewise.report.html import comparison, curves, fusion, judgements, page, perquery
+    from stagewise.report.html import comparison as comparison_section
+    from stagewise.report.html import curves, fusion, judgements, page, perquery
     from stagewise.report.html import rag as rag_section
 
     say = progress or (lambda _msg: None)
@@ -120,8 +125,17 @@ def build(
             return loaded["runs"]
 
         run_count = None if callable(runs) else (len(runs) if isinstance(runs, list | tuple | dict) else 1)
-        comp = None
-        if run_count is None or run_count >= 2:
+        comp = comparison
+        if comp is not None:
+            load_qrels()
+            names = [r.name for r in load_runs()]
+            if names != list(comp.runs) or list(comp.metrics) != metric_list:
+                raise StagewiseError(
+                    f"the comparison given is of runs {list(comp.runs)} on {list(comp.metrics)}, not of runs "
+                    f"{names} on {metric_list}"
+                )
+            main = comp.scores
+        elif run_count is None or run_count >= 2:
             from stagewise.stats import compare
 
             comp = compare(
@@ -146,7 +160,7 @@ def build(
         plot_baseline = comp.baseline if comp is not None and comp.baseline else (names[0] if len(names) > 1 else None)
         say("drawing")
         if comp is not None:
-            sections.append(("comparison", "Comparison", comparison.section(comp, digits)))
+            sections.append(("comparison", "Comparison", comparison_section.section(comp, digits)))
         if loaded["fusion"]:
             sections.append(("fusion", "Fused runs", fusion.section(loaded["fusion"])))
         sections.append(("curves", "Metrics at k", curves.section(at_k, cutoffs)))
