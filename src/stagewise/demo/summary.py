@@ -59,8 +59,9 @@ def render_summary(result: DemoResult) -> str:
     lines += [
         "",
         f"Means over the {judged} questions with judgements (qrels.txt); the {unjudged} without (CLAP NQ's "
-        "unanswerable questions) are not in them. Ties: score in single precision, then doc id descending, as "
-        "trec_eval 9 and pytrec_eval. Best value (to 4 places) in bold.",
+        "unanswerable questions) are not in them. Best value (to 4 places) in bold. The evaluation's conventions:",
+        "",
+        *(f"- {note}" for note in result.evaluation.notes()),
         "",
         gain_note(result),
     ]
