@@ -365,8 +365,6 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
             verdict_section(
                 demo.verdict,
                 demo.comparison,
-                depth=DEPTH,
-                context_k=CONTEXT_K,
                 notes=[gain_note(demo), *(f"Skipped: {stage}: {why}." for stage, why in skipped.items())],
             )
         ],

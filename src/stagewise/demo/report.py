@@ -6,26 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stagewise.demo.verdict import LOSS_WHAT, RULE, Verdict
+from stagewise.demo.verdict import RULE, Verdict
 from stagewise.report.html.page import esc, table
 
 
-def verdict_section(
-    verdict: Verdict, comparison: Any, *, depth: int, context_k: int, notes: Sequence[str] = ()
-) -> tuple[str, str, str]:
+def verdict_section(verdict: Verdict, comparison: Any, *, notes: Sequence[str] = ()) -> tuple[str, str, str]:
     """``(id, title, inner HTML)`` for :func:`stagewise.report.html.build`'s ``lead``; ``notes`` are sentences
     stated under the tables (what was skipped, the gain convention)."""
     losses = table(
         ["stage", "questions lost", "what happened", "reasons"],
-        [
-            [
-                stage,
-                lost,
-                LOSS_WHAT[stage].format(depth=depth, context_k=context_k),
-                ", ".join(f"{r} {n}" for r, n in verdict.reasons[stage].items()) or "-",
-            ]
-            for stage, lost in verdict.losses.items()
-        ],
+        verdict.loss_rows(),
         caption=f"Where the {verdict.samples} questions were lost (ok {verdict.ok}, lucky {verdict.lucky})",
         table_id="demo-losses",
     )

@@ -37,8 +37,8 @@ def gain_note(result: DemoResult, linear: str = "ndcg@10", exp: str = "ndcg@10(g
 
 
 def render_summary(result: DemoResult) -> str:
-    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, DEPTH, FINAL, METRICS, SEED, TEST
-    from stagewise.demo.verdict import LOSS_WHAT, RULE
+    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, FINAL, METRICS, SEED, TEST
+    from stagewise.demo.verdict import RULE
 
     verdict = result.verdict
     means = result.evaluation.means
@@ -98,9 +98,7 @@ def render_summary(result: DemoResult) -> str:
         "| stage | questions lost | what happened | reasons |",
         "|:---|---:|:---|:---|",
     ]
-    for stage, lost in verdict.losses.items():
-        reasons = ", ".join(f"{r} {n}" for r, n in verdict.reasons[stage].items()) or "-"
-        what = LOSS_WHAT[stage].format(depth=DEPTH, context_k=CONTEXT_K)
+    for stage, lost, what, reasons in verdict.loss_rows():
         lines.append(f"| {stage} | {lost} | {what} | {reasons} |")
     lines += [
         "",

@@ -90,6 +90,8 @@ class Verdict:
     fix_first: str
     advice: str
     changes: list[StageChange] = field(default_factory=list)
+    depth: int = 100
+    context_k: int = 3
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +110,18 @@ class Verdict:
             lost += f"({self.losses['retrieval']} not retrieved, {self.losses['ranking']} ranked too low), against "
             lost += f"{generation} lost to generation."
         return f"{lost} What to fix first: {self.fix_first}."
+
+    def loss_rows(self) -> list[tuple[str, int, str, str]]:
+        """One row per stage for a table: stage, samples lost, what a loss there means, the reasons counted."""
+        return [
+            (
+                stage,
+                lost,
+                LOSS_WHAT[stage].format(depth=self.depth, context_k=self.context_k),
+                ", ".join(f"{r} {n}" for r, n in self.reasons[stage].items()) or "-",
+            )
+            for stage, lost in self.losses.items()
+        ]
 
     def why(self) -> str:
         """The advice behind the verdict, as a sentence."""
@@ -184,4 +198,6 @@ def verdict(rag: Any, comparison: Any, stages: list[str], *, primary: str, depth
         fix_first=fix_first,
         advice=advice,
         changes=_changes(comparison, stages, primary),
+        depth=depth,
+        context_k=context_k,
     )
