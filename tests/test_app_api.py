@@ -236,3 +236,17 @@ def test_the_report_page_is_the_html_report_over_the_current_labels(served):
     client.put(f"/api/labels/{qid}/{doc}", json={"label": 3})
     mean = client.get("/api/queries").json()["means"]["results.test"]["ndcg@10"]
     assert f"{mean:.4f}" in client.get("/report").text
+
+
+def test_a_page_ranks_results_in_the_order_its_metrics_count(tmp_path):
+    """Scores equal in single precision tie, and the doc id decides (trec_eval's order): the page must show that
+    order, or the rank beside a result would not be the rank its reciprocal rank counts."""
+    from stagewise.app.model import Workspace
+    from stagewise.store import LabelStore
+
+    store = LabelStore(tmp_path / "l.sqlite", {"q1": {"a": 1}})
+    ws = Workspace(store, {"run": {"q1": {"a": 1.00000001, "b": 1.0}}})
+    shown = [r["docid"] for r in ws.query("q1")["runs"]["run"]]
+    expected = stagewise.read_run({"q1": {"a": 1.00000001, "b": 1.0}}).rankings()["q1"]
+    assert shown == expected == ["b", "a"]
+    assert ws.metrics("q1")["run"]["mrr@10"] == 1 / (shown.index("a") + 1)

@@ -55,3 +55,22 @@ def test_labels_export_errors(tmp_path):
     LabelStore(tmp_path / "l.sqlite", {"q": {"d": 1}}).close()
     into_folder = runner.invoke(app, ["labels", "export", "--db", str(tmp_path / "l.sqlite"), "-o", str(tmp_path)])
     assert into_folder.exit_code == 2 and "stagewise: error:" in into_folder.output
+
+
+def test_labels_export_goes_through_the_qrels_writer(tmp_path):
+    """A doc id with white space or a query id starting with # cannot be a TREC line: refused (one line, no
+    file), and written as JSONL when the output says .jsonl; a database without labels exports nothing."""
+    db = tmp_path / "l.sqlite"
+    store = LabelStore(db, {"q1": {"doc one": 1, "d2": 0}, "#q2": {"d3": 2}})
+    store.close()
+    trec = tmp_path / "out.qrels"
+    refused = runner.invoke(app, ["labels", "export", "--db", str(db), "-o", str(trec)])
+    assert refused.exit_code == 2 and "write .jsonl or .parquet instead" in refused.output and not trec.exists()
+    assert refused.output.count("\n") == 1
+    as_jsonl = tmp_path / "out.jsonl"
+    assert runner.invoke(app, ["labels", "export", "--db", str(db), "-o", str(as_jsonl)]).exit_code == 0
+    assert read_qrels(str(as_jsonl)).to_dict() == {"q1": {"doc one": 1, "d2": 0}, "#q2": {"d3": 2}}
+    empty = tmp_path / "empty.sqlite"
+    LabelStore(empty, {}).close()
+    nothing = runner.invoke(app, ["labels", "export", "--db", str(empty), "-o", str(tmp_path / "e.qrels")])
+    assert nothing.exit_code == 2 and "holds no labels" in nothing.output

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stagewise import lesson
+from stagewise.data.readers import read_run
 from stagewise.metrics.evaluate import evaluate
 from stagewise.store.labels import LabelStore
 
@@ -48,12 +49,6 @@ def playground(labels: Sequence[int], gain: str = "exp") -> dict[str, Any]:
     }
 
 
-def _ranked(scores: Mapping[str, float]) -> list[str]:
-    # trec_eval's order: score descending, then doc id descending (scores compared in single precision
-    # by the engine; the page only needs the display order, which the engine recomputes itself).
-    return [d for d, _ in sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
-
-
 class Workspace:
     """Runs held in memory, labels in the store, and per-query metric values kept current on every change."""
 
@@ -68,7 +63,9 @@ class Workspace:
         self.texts = dict(texts or {})  # document id -> text, when a corpus is given
         self.queries = dict(queries or {})  # query id -> text
         self.runs = {name: {q: dict(docs) for q, docs in run.items()} for name, run in runs.items()}
-        self.ranked = {name: {q: _ranked(docs) for q, docs in run.items()} for name, run in self.runs.items()}
+        # the order the metrics score (scores compared in single precision, then doc id descending, as trec_eval),
+        # so the rank a page shows is the rank every metric on it counts
+        self.ranked = {name: read_run(run, name=name).rankings() for name, run in self.runs.items()}
         self._lock = threading.Lock()
         self.values: dict[str, dict[str, dict[str, float]]] = {name: {} for name in self.runs}
         labels = store.labels()
@@ -94,8 +91,8 @@ class Workspace:
 
     def refresh(self, qid: str) -> None:
         """Recompute one query's values for every run (its labels changed)."""
-        labels = self.store.labels(qid)
-        with self._lock:
+        with self._lock:  # read the labels under the lock: a slower refresh must not write older labels' values
+            labels = self.store.labels(qid)
             if not labels:
                 self.judged.discard(qid)
                 for name in self.runs:
@@ -112,6 +109,11 @@ class Workspace:
                     self.values[name][qid] = {m: per[m][qid] for m in METRICS}
                 else:
                     self.values[name][qid] = dict.fromkeys(METRICS, 0.0)
+
+    def metrics(self, qid: str) -> dict[str, dict[str, float]]:
+        """One query's values for every run (0 for a run that has not retrieved it)."""
+        with self._lock:
+            return {name: dict(self.values[name].get(qid, dict.fromkeys(METRICS, 0.0))) for name in self.runs}
 
     def means(self) -> dict[str, dict[str, float]]:
         """Each run's mean over the judged queries (a judged query missing from a run scores 0)."""
@@ -139,7 +141,7 @@ class Workspace:
         return {
             "qid": qid,
             "text": self.queries.get(qid, ""),
-            "metrics": {name: self.values[name].get(qid, dict.fromkeys(METRICS, 0.0)) for name in self.runs},
+            "metrics": self.metrics(qid),
             "means": self.means(),
             "runs": {
                 name: [

@@ -192,17 +192,12 @@ def create_app(
             label = None
         if not ws.known_doc(qid, docid):
             raise _Reject(404, f"unknown document id {docid!r} for query {qid!r}")
-        old = ws.store.set(qid, docid, label, who=who)
-        ws.refresh(qid)
+        # the write waits for the disk and the refresh evaluates: both off the event loop, the refresh shared
+        # by every write to the query made before it starts
+        old = await run_in_threadpool(ws.store.set, qid, docid, label, who=who)
+        await refresher.after_write(qid)
         return JSONResponse(
-            {
-                "qid": qid,
-                "docid": docid,
-                "old": old,
-                "label": label,
-                "metrics": ws.query(qid, depth=0)["metrics"],
-                "means": ws.means(),
-            }
+            {"qid": qid, "docid": docid, "old": old, "label": label, "metrics": ws.metrics(qid), "means": ws.means()}
         )
 
     async def api_undo(request: Request) -> Response:
@@ -212,9 +207,7 @@ def create_app(
         if change is None:
             raise _Reject(409, "nothing to undo")
         await refresher.after_write(str(change["qid"]))
-        return JSONResponse(
-            {**change, "metrics": ws.query(str(change["qid"]), depth=0)["metrics"], "means": ws.means()}
-        )
+        return JSONResponse({**change, "metrics": ws.metrics(str(change["qid"])), "means": ws.means()})
 
     async def api_qrels(request: Request) -> Response:
         return PlainTextResponse(need_workspace().store.qrels_text())

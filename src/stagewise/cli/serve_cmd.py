@@ -12,6 +12,7 @@ from stagewise.cli.common import check_output, check_serving, run_labels, serve_
 
 labels_app = typer.Typer(name="labels", help="Labels kept by stagewise serve.", no_args_is_help=True)
 
+
 def serve_command(
     qrels: Annotated[
         str | None, typer.Option("--qrels", "-q", help="Judgements to start from (never modified).")
@@ -71,10 +72,13 @@ def build_workspace(qrels: str, runs: list[str], db: Path, corpus: str | None = 
 @labels_app.command("export")
 def export_command(
     db: Annotated[Path, typer.Option("--db", help="The label database written by stagewise serve.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The TREC qrels file to write.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The qrels file to write: TREC, or .jsonl / .parquet by its name.")
+    ],
 ) -> None:
-    """Write the current labels as TREC qrels (``qid 0 docid label``)."""
-    from stagewise._io import atomic_write
+    """Write the current labels as qrels: TREC (``qid 0 docid label``), or JSONL or Parquet by the file's name."""
+    from stagewise.data.readers import read_qrels
+    from stagewise.data.writers import write_qrels
     from stagewise.errors import InputError
     from stagewise.store.labels import LabelStore
 
@@ -84,7 +88,10 @@ def export_command(
         check_output(output, [db])
         store = LabelStore(db)
         try:
-            with atomic_write(output) as fh:
-                fh.write(store.qrels_text())
+            labels = store.labels()
         finally:
             store.close()
+        if not labels:
+            raise InputError(str(db), "holds no labels", hint="label some results in stagewise serve first")
+        # the writers' checks: an id with white space or a leading # cannot be a TREC line (use .jsonl)
+        write_qrels(read_qrels(labels), output)

@@ -7,11 +7,12 @@ original qrels are copied in once, when the database is new; the qrels file itse
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from stagewise.errors import InputError
@@ -57,20 +58,25 @@ class LabelStore:
                 hint="give --db a new file name or a database written by stagewise serve",
             ) from None
         self._lock = threading.Lock()
+        with self._transaction():
+            done = self._db.execute("SELECT value FROM meta WHERE key = 'initialised'").fetchone()
+            if done is None:
+                rows = [(str(q), str(d), int(lab)) for q, docs in (initial or {}).items() for d, lab in docs.items()]
+                self._db.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", rows)
+                self._db.execute("INSERT INTO meta VALUES ('initialised', ?)", (str(time.time()),))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction, serialised with this process's other writers: committed when the block ends,
+        rolled back when it raises."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                done = self._db.execute("SELECT value FROM meta WHERE key = 'initialised'").fetchone()
-                if done is None:
-                    rows = [
-                        (str(q), str(d), int(lab)) for q, docs in (initial or {}).items() for d, lab in docs.items()
-                    ]
-                    self._db.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", rows)
-                    self._db.execute("INSERT INTO meta VALUES ('initialised', ?)", (str(time.time()),))
-                self._db.execute("COMMIT")
+                yield
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            self._db.execute("COMMIT")
 
     def close(self) -> None:
         self._db.close()
@@ -104,19 +110,13 @@ class LabelStore:
         """Set (or, with ``None``, clear) one label and record the change; returns the old label."""
         if label is not None and (isinstance(label, bool) or label not in LABELS):
             raise InputError("label", f"{label!r} is not a label", expected="an integer from 0 to 3")
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                old = self._get(qid, docid)
-                self._write(qid, docid, label)
-                self._db.execute(
-                    "INSERT INTO history (qid, docid, old, new, time, who) VALUES (?, ?, ?, ?, ?, ?)",
-                    (qid, docid, old, label, time.time(), who),
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._transaction():
+            old = self._get(qid, docid)
+            self._write(qid, docid, label)
+            self._db.execute(
+                "INSERT INTO history (qid, docid, old, new, time, who) VALUES (?, ?, ?, ?, ?, ?)",
+                (qid, docid, old, label, time.time(), who),
+            )
         return old
 
     def _write(self, qid: str, docid: str, label: int | None) -> None:
@@ -130,26 +130,19 @@ class LabelStore:
 
         The undo is itself a history row (old and new swapped), so the history stays a complete log.
         """
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                row = self._db.execute(
-                    "SELECT id, qid, docid, old, new FROM history WHERE undone = 0 ORDER BY id DESC LIMIT 1"
-                ).fetchone()
-                if row is None:
-                    self._db.execute("COMMIT")
-                    return None
-                hid, qid, docid, old, new = row
-                self._write(qid, docid, old)
-                self._db.execute("UPDATE history SET undone = 1 WHERE id = ?", (hid,))
-                self._db.execute(
-                    "INSERT INTO history (qid, docid, old, new, time, who, undone) VALUES (?, ?, ?, ?, ?, ?, 1)",
-                    (qid, docid, new, old, time.time(), who),
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._transaction():
+            row = self._db.execute(
+                "SELECT id, qid, docid, old, new FROM history WHERE undone = 0 ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            hid, qid, docid, old, new = row
+            self._write(qid, docid, old)
+            self._db.execute("UPDATE history SET undone = 1 WHERE id = ?", (hid,))
+            self._db.execute(
+                "INSERT INTO history (qid, docid, old, new, time, who, undone) VALUES (?, ?, ?, ?, ?, ?, 1)",
+                (qid, docid, new, old, time.time(), who),
+            )
         return {"qid": qid, "docid": docid, "label": old, "undone": new}
 
     def history(self) -> list[dict[str, object]]:
@@ -166,6 +159,4 @@ class LabelStore:
 
     def qrels_text(self) -> str:
         """The current labels as TREC qrels lines (``qid 0 docid label``)."""
-        with self._lock:
-            rows = self._db.execute("SELECT qid, docid, label FROM labels ORDER BY qid, docid").fetchall()
-        return "".join(f"{q} 0 {d} {lab}\n" for q, d, lab in rows)
+        return "".join(f"{q} 0 {d} {lab}\n" for q, docs in self.labels().items() for d, lab in docs.items())
