@@ -275,3 +275,16 @@ def test_cli_encode_then_search_writes_a_run(tmp_path: Path):
     assert [(x[0], x[2]) for x in lines if x[3] == "1"] == [("q1", "d3"), ("q2", "d0")]
     result = runner.invoke(app, ["encode", str(corpus), "-o", str(tmp_path / "x"), "--model", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "never downloaded" in result.output
+
+
+@needs_model
+def test_an_onnx_export_of_another_model_is_never_used(tmp_path) -> None:
+    """A cache holding another model's export (or an export of older weights) is left alone: is_export_of says
+    no, and load_encoder exports (or reuses) the right model's own."""
+    from stagewise.dense.encoders import ONNX_FILE, is_export_of
+
+    cache = tmp_path / "onnx"
+    cache.mkdir()
+    (cache / ONNX_FILE).write_bytes(b"not this model")
+    (cache / "stagewise_onnx.json").write_text('{"source": "/elsewhere/other-model", "stamp": "0"}')
+    assert not is_export_of(cache, None)

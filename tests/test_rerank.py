@@ -220,3 +220,38 @@ def test_cross_encoder_from_a_tiny_random_bert_in_a_tmp_folder(tmp_path: Path):
             assert score == pytest.approx(1 / (1 + math.exp(-logit)), abs=1e-5)
     assert reranker.last_stats["scored"] == 6
     assert CrossEncoder(str(folder)).predict([("a", "b")]).shape == (1,)
+
+
+def test_bm25_proximity_recomputes_its_statistics_for_another_corpus() -> None:
+    """Corpus statistics are keyed by the corpus's content, not by the object's id (Python reuses ids)."""
+    from stagewise.rerank.rerankers import BM25ProximityReranker
+
+    queries = {"q": "wing lift"}
+    run = read_run({"q": {"d1": 2.0, "d2": 1.0}})
+    corpus_a = {"d1": "wing lift wing", "d2": "lift of a wing", "d3": "heat"}
+    corpus_b = {"d1": "wing lift wing", "d2": "lift of a wing", "d3": "wing wing wing lift lift", "d4": "lift"}
+    reused = BM25ProximityReranker()
+    reused.rerank(queries, run, dict(corpus_a), 2)
+    again = reused.rerank(queries, run, dict(corpus_b), 2).to_dict()
+    fresh = BM25ProximityReranker().rerank(queries, run, dict(corpus_b), 2).to_dict()
+    assert again == fresh
+    assert again != BM25ProximityReranker().rerank(queries, run, dict(corpus_a), 2).to_dict()
+
+
+def test_model_cache_names_follow_the_folder_and_its_weights(tmp_path, monkeypatch) -> None:
+    """Two models typed as the same relative path from different folders, or one model saved again, must not
+    share cached scores."""
+    from stagewise.dense.encoders import folder_stamp
+    from stagewise.rerank.rerankers import CrossEncoderReranker
+
+    for side in ("a", "b"):
+        (tmp_path / side / "ce").mkdir(parents=True)
+        (tmp_path / side / "ce" / "model.safetensors").write_bytes(side.encode() * 10)
+    names = []
+    for side in ("a", "b"):
+        monkeypatch.chdir(tmp_path / side)
+        names.append(CrossEncoderReranker(path="ce").cache_name())
+    assert names[0] != names[1]
+    before = folder_stamp(tmp_path / "a" / "ce")
+    (tmp_path / "a" / "ce" / "model.safetensors").write_bytes(b"retrained weights, another size")
+    assert folder_stamp(tmp_path / "a" / "ce") != before

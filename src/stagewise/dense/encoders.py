@@ -421,8 +421,9 @@ class OnnxEncoder(TransformerEncoder):
             modules_file = folder / "modules.json"
             for module in json.loads(modules_file.read_text()) if modules_file.is_file() else []:
                 (tmp / module.get("path", "")).mkdir(exist_ok=True)  # 2_Normalize has no files
-            info = {"model": name, "source": str(folder), "dimension": encoder.dimension, "opset": opset,
-                    "exported_with": f"torch {torch.__version__}", "fused_operators": fused}  # fmt: skip
+            info = {"model": name, "source": str(folder), "stamp": model_stamp(model), "opset": opset,
+                    "dimension": encoder.dimension, "exported_with": f"torch {torch.__version__}",
+                    "fused_operators": fused}  # fmt: skip
             (tmp / "stagewise_onnx.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
             if target.exists():
                 shutil.rmtree(target)
@@ -472,16 +473,42 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
-def onnx_cache_folder(model: str | os.PathLike[str] | None) -> Path:
-    """Where an export of ``model`` is cached when no index folder is given: the user's cache folder, one
-    sub-folder per source folder (its path and the weights' size and time)."""
-    _, folder = resolve_model(model)
+def model_stamp(model: str | os.PathLike[str] | None) -> str:
+    """What identifies a model's weights as they are now (:func:`folder_stamp` of its folder)."""
+    return folder_stamp(resolve_model(model)[1])
+
+
+def folder_stamp(folder: str | os.PathLike[str]) -> str:
+    """A model folder's resolved path and each weights file's size and modification time, hashed (12 hex
+    digits): a model saved again in place, or another model at the same path, gets a new stamp."""
+    folder = Path(folder).resolve()
     stamp = hashlib.sha256(str(folder).encode())
     for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
         st = weights.stat()
         stamp.update(f"{weights.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stagewise" / "onnx"
-    return root / f"{folder.name}-{stamp.hexdigest()[:12]}"
+    return stamp.hexdigest()[:12]
+
+
+def user_cache_folder() -> Path:
+    """stagewise's folder in the user's cache (``$XDG_CACHE_HOME/stagewise``, else ``~/.cache/stagewise``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stagewise"
+
+
+def onnx_cache_folder(model: str | os.PathLike[str] | None) -> Path:
+    """Where an export of ``model`` is cached when no index folder is given: the user's cache folder, one
+    sub-folder per model and weights (:func:`model_stamp`)."""
+    _, folder = resolve_model(model)
+    return user_cache_folder() / "onnx" / f"{folder.name}-{model_stamp(model)}"
+
+
+def is_export_of(cache: Path, model: str | os.PathLike[str] | None) -> bool:
+    """Whether ``cache`` holds an ONNX export of ``model`` as its weights are now (its stagewise_onnx.json names
+    the source folder and the weights' stamp)."""
+    if not (cache / ONNX_FILE).is_file():
+        return False
+    info = _read_json(cache / "stagewise_onnx.json")
+    _, folder = resolve_model(model)
+    return info.get("source") == str(folder) and info.get("stamp") == model_stamp(model)
 
 
 def load_encoder(
@@ -504,6 +531,9 @@ def load_encoder(
     if model is not None and (Path(model) / ONNX_FILE).is_file():
         return OnnxEncoder(model, batch_size=batch_size, threads=threads)
     cache = Path(onnx_cache) if onnx_cache is not None else onnx_cache_folder(model)
-    if not (cache / ONNX_FILE).is_file():
-        OnnxEncoder.export(model, cache)
+    if not is_export_of(cache, model):
+        if (cache / ONNX_FILE).is_file():  # another model's export (or older weights'): leave it, use our own
+            cache = onnx_cache_folder(model)
+        if not is_export_of(cache, model):
+            OnnxEncoder.export(model, cache)
     return OnnxEncoder(cache, batch_size=batch_size, threads=threads)

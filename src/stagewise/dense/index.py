@@ -227,8 +227,8 @@ class DenseIndex:
     def save(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Write the index to folder ``path``: built in a temporary folder beside it and swapped in at once, so a
         crash leaves the old index or the new one whole. A non-empty folder that is not a dense index is
-        refused unless ``force`` (see :mod:`stagewise._folder`); an ONNX export or an approximate index already
-        in the old folder is kept when the model is the same."""
+        refused unless ``force`` (see :mod:`stagewise._folder`); an ONNX export of the same model (and weights)
+        already in the old folder is kept, an approximate index never (its vectors may have changed)."""
         from stagewise import _folder
 
         target = Path(path)
@@ -243,12 +243,24 @@ class DenseIndex:
             made_folder = getattr(made, "folder", None)
             if made_folder is not None and getattr(made, "source", None) and Path(made_folder).is_dir():
                 shutil.copytree(made_folder, tmp / "onnx")  # an export made for this index travels with it
-            elif old_onnx.is_dir() and _read_meta(target).get("model") == self.meta.get("model"):
+            elif old_onnx.is_dir() and self._export_is_ours(old_onnx):
                 shutil.copytree(old_onnx, tmp / "onnx")
 
         _folder.replace_folder(target, write, owned=OWNED_FILES)
         self.path = target
         return target
+
+    def _export_is_ours(self, folder: Path) -> bool:
+        """Whether ``folder`` holds an ONNX export of this index's model, as its weights are now."""
+        from stagewise.dense._deps import PACKAGED_MODEL
+        from stagewise.dense.encoders import is_export_of
+        from stagewise.errors import StagewiseError
+
+        model = None if self.meta.get("model") == PACKAGED_MODEL else self.meta.get("model_path")
+        try:
+            return is_export_of(folder, model)
+        except StagewiseError:  # the model's folder is gone: nothing to match the export against
+            return False
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> DenseIndex:

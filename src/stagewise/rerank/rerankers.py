@@ -39,6 +39,7 @@ def canonical(kind: str, params: dict[str, Any], defaults: dict[str, Any]) -> st
 
 
 _POSITIONS_KEPT = 50_000  # analysed texts memoised by the BM25-proximity reranker
+_VECTORS_KEPT = 200_000  # unit vectors memoised by the bi-encoder reranker within one rerank
 
 
 class BM25ProximityReranker(PairReranker):
@@ -56,14 +57,15 @@ class BM25ProximityReranker(PairReranker):
         self.k1, self.b, self.alpha = float(k1), float(b), float(alpha)
         self.name = canonical(self.kind, {"k1": self.k1, "b": self.b, "alpha": self.alpha}, self.defaults)
         super().__init__(**kwargs)
-        self._stats_for: int | None = None
         self._checksum = ""
         self._positions: dict[str, tuple[dict[str, list[int]], int]] = {}
 
     def prepare(self, docs: Mapping[str, str]) -> None:
-        if self._stats_for == id(docs):
+        from stagewise.dense.index import corpus_checksum
+
+        checksum = corpus_checksum(list(docs), list(docs.values()))[7:23]
+        if checksum == self._checksum:  # the same corpus (an object's id would be reused by another)
             return
-        self._positions.clear()
         from stagewise.dense.index import corpus_checksum
         from stagewise.retrieval.analysis import Analyser
 
@@ -78,8 +80,7 @@ class BM25ProximityReranker(PairReranker):
         pairs = np.unique(doc_of[keep].astype(np.int64) * (len(analysed.terms) + 1) + analysed.term_ids[keep])
         df = np.bincount(pairs % (len(analysed.terms) + 1), minlength=len(analysed.terms))
         self.df = dict(zip(analysed.terms, df.tolist(), strict=True))
-        self._checksum = corpus_checksum(list(docs), list(docs.values()))[7:23]
-        self._stats_for = id(docs)
+        self._checksum = checksum
 
     def cache_name(self) -> str:
         return f"{self.name}@{self._checksum}"  # IDF and avgdl depend on the corpus
@@ -161,22 +162,31 @@ class BiEncoderReranker(PairReranker):
         if self._encoder is not None:
             return f"{self.kind}:{self._encoder.name}"
         from stagewise.dense._deps import PACKAGED_MODEL, resolve_model
+        from stagewise.dense.encoders import folder_stamp
 
         name, folder = resolve_model(self.model)
-        return f"{self.kind}:{name if name == PACKAGED_MODEL else folder}"
+        # the weights' stamp: another model at the same path, or one saved again, never reads these scores
+        return f"{self.kind}:{name if name == PACKAGED_MODEL else folder}@{folder_stamp(folder)}"
 
-    def score_pairs(self, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+    def prepare(self, docs: Mapping[str, str]) -> None:
+        self._vectors: dict[str, np.ndarray] = {}  # text -> unit vector, for this rerank's batches
+
+    def _unit_vectors(self, texts: list[str]) -> np.ndarray:
+        """Each text's unit vector, encoding only those no earlier batch of this rerank encoded (bounded)."""
         from stagewise.dense.encoders import normalize_rows
 
-        uq = list(dict.fromkeys(query_texts))
-        ud = list(dict.fromkeys(doc_texts))
-        qv = normalize_rows(self.encoder.encode(uq))
-        dv = normalize_rows(self.encoder.encode(ud))
-        qi = {t: i for i, t in enumerate(uq)}
-        di = {t: i for i, t in enumerate(ud)}
-        q_rows = np.fromiter((qi[t] for t in query_texts), dtype=np.int64, count=len(query_texts))
-        d_rows = np.fromiter((di[t] for t in doc_texts), dtype=np.int64, count=len(doc_texts))
-        return (qv[q_rows] * dv[d_rows]).sum(axis=1, dtype=np.float32).astype(np.float64)
+        memo = self.__dict__.setdefault("_vectors", {})
+        new = [t for t in dict.fromkeys(texts) if t not in memo]
+        if new:
+            if len(memo) + len(new) > _VECTORS_KEPT:
+                memo.clear()
+                new = list(dict.fromkeys(texts))
+            memo.update(zip(new, normalize_rows(self.encoder.encode(new)), strict=True))
+        return np.stack([memo[t] for t in texts])
+
+    def score_pairs(self, query_texts: list[str], doc_texts: list[str]) -> np.ndarray:
+        qv, dv = self._unit_vectors(query_texts), self._unit_vectors(doc_texts)
+        return (qv * dv).sum(axis=1, dtype=np.float32).astype(np.float64)
 
 
 class CrossEncoderReranker(PairReranker):
@@ -204,6 +214,13 @@ class CrossEncoderReranker(PairReranker):
         self.name = canonical(self.kind, {"path": self.path, "max_length": max_length}, self.defaults)
         super().__init__(**kwargs)
         self._model: Any = None
+
+    def cache_name(self) -> str:
+        from stagewise.dense.encoders import folder_stamp
+
+        # the folder as resolved, and its weights' stamp: a path typed the same from another folder, or a model
+        # saved again, never reads these scores
+        return f"{self.name}@{os.path.realpath(self.path)}@{folder_stamp(self.path)}"
 
     @property
     def model(self) -> Any:
