@@ -213,6 +213,22 @@ def _as_typed(path: Path) -> str | Path:
     return path
 
 
+def emit_run(run: Any, output: Path | None) -> None:
+    """Write ``run`` as TREC to ``output`` atomically, or to stdout (text printed before it comes first)."""
+    if output is None:
+        from stagewise.data.writers import write_trec_run
+
+        sys.stdout.flush()
+        write_trec_run(run, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    from stagewise._io import write_errors
+    from stagewise.data.writers import write_run
+
+    with write_errors(output):
+        write_run(run, output, format="trec")
+
+
 def emit(text: str, output: Path | None) -> None:
     """Write ``text`` to ``output`` atomically, or to stdout."""
     if output is None:

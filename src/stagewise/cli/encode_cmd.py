@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, user_errors
+from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, emit_run, user_errors
 
 
 class Backend(StrEnum):
@@ -148,8 +147,6 @@ def dense_search(
     """The dense half of `stagewise search`: encode the queries with the index's model, exact (or HNSW) top-k."""
     import time
 
-    from stagewise._io import write_errors
-    from stagewise.data.writers import write_run, write_trec_run
     from stagewise.dense.index import DenseIndex
     from stagewise.retrieval.collections import read_queries
 
@@ -157,12 +154,7 @@ def dense_search(
     index = DenseIndex.load(index_dir)
     topics = read_queries(queries, format=fmt, renumber=renumber)
     run = index.search(topics, k=k, backend=backend, approximate=approximate, name=name)
-    if output is None:
-        sys.stdout.flush()
-        write_trec_run(run, sys.stdout.buffer)
-    else:
-        with write_errors(output):
-            write_run(run, output, format="trec")
+    emit_run(run, output)
     elapsed = time.perf_counter() - started
     kind = "approximate (HNSW)" if approximate else "exact"
     target = f" -> {output}" if output is not None else ""

@@ -321,14 +321,13 @@ def _write(fused, output: Path | None, meta: Path | bool) -> None:
     """The run to ``output`` (or stdout), the metadata to ``meta`` (``True``: beside ``output``), a summary
     line to stderr."""
     from stagewise._io import write_errors
-    from stagewise.data.writers import write_trec_run
+    from stagewise.cli.common import emit_run
     from stagewise.fusion.writer import write_fused, write_metadata
 
     info = fused.fusion
     summary = _summary(info)
     if output is None:
-        write_trec_run(fused, sys.stdout.buffer)
-        sys.stdout.flush()
+        emit_run(fused, None)
         if isinstance(meta, Path):
             with write_errors(meta):
                 write_metadata(info, meta)

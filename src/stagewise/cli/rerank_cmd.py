@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, check_output, user_errors
+from stagewise.cli.common import CorpusFormat, check_output, emit_run, user_errors
 
 
 def default_cache() -> Path:
@@ -62,10 +61,8 @@ def rerank_command(
 
     with user_errors():
         check_output(output, [run_file, corpus, queries], input_folders=(corpus, queries))
-        from stagewise._io import write_errors
         from stagewise.cli.common import progress_bar
         from stagewise.data.readers import read_run
-        from stagewise.data.writers import write_run, write_trec_run
         from stagewise.rerank.rerankers import make_reranker
         from stagewise.retrieval.collections import read_corpus, read_queries
 
@@ -79,12 +76,7 @@ def rerank_command(
         progress, update = progress_bar("reranking")
         with progress:
             reranked = model.rerank(topics, run, docs, depth=depth, progress=update, name=name)
-        if output is None:
-            sys.stdout.flush()
-            write_trec_run(reranked, sys.stdout.buffer)
-        else:
-            with write_errors(output):
-                write_run(reranked, output, format="trec")
+        emit_run(reranked, output)
         stats = reranked.rerank
         target = f" -> {output}" if output is not None else ""
         typer.echo(

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, user_errors
+from stagewise.cli.common import check_output, emit_run, user_errors
 
 
 class Engine(StrEnum):
@@ -100,10 +99,8 @@ def search_command(
 
     with user_errors():
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
-        from stagewise._io import write_errors
         from stagewise.cli.common import progress_bar, stdin_as_file
         from stagewise.data.collections import read_queries
-        from stagewise.data.writers import write_run, write_trec_run
         from stagewise.dense.index import is_dense_index
         from stagewise.errors import InputError
         from stagewise.retrieval.index import BM25Index
@@ -126,6 +123,8 @@ def search_command(
                 dense_search(index_dir, queries, k=k, output=output, fmt=fmt_name, name=name, renumber=renumber,
                              backend=backend, approximate=approximate)  # fmt: skip
             return
+        if approximate or backend is not None:
+            typer.echo("stagewise: note: --approximate and --backend are for dense indexes; ignored here", err=True)
         started = time.perf_counter()
         index = BM25Index.load(index_dir)
         if str(queries) == "-":
@@ -147,12 +146,7 @@ def search_command(
             else:
                 top = index.topk(topics, workers=workers or 1, progress=update, **options)
         run = top.to_run(index, name=name)
-        if output is None:
-            sys.stdout.flush()
-            write_trec_run(run, sys.stdout.buffer)
-        else:
-            with write_errors(output):
-                write_run(run, output, format="trec")
+        emit_run(run, output)
         elapsed = time.perf_counter() - started
         empty = f", {top.empty_queries} with no indexed term" if top.empty_queries else ""
         target = f" -> {output}" if output is not None else ""

@@ -218,9 +218,7 @@ class DenseIndex:
             "checksum_definition": CHECKSUM_DEFINITION,
             "encode_seconds": round(time.perf_counter() - started, 3),
         }
-        index = cls(vectors.astype(dtype, copy=False), doc_ids, meta, encoder=encoder)
-        index._encoders = {meta["backend"]: encoder}
-        return index
+        return cls(vectors.astype(dtype, copy=False), doc_ids, meta, encoder=encoder)
 
     # ----------------------------------------------------------------------------------------- storage
 
