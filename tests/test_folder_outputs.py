@@ -62,3 +62,19 @@ def test_a_folder_holding_the_corpus_is_refused_even_with_force(work, command) -
     result = runner.invoke(app, [command, "data/corpus.jsonl", "-o", "data", "--force"])
     assert_clean_failure(result, "holds an input")
     assert (work / "data" / "corpus.jsonl").is_file()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_force_replaces_a_folder_of_files_never_a_tree(work, command) -> None:
+    """--force may replace a folder of someone's files, but not one holding a folder (a project, a home)."""
+    (work / "project" / "src").mkdir(parents=True)
+    (work / "project" / "src" / "main.py").write_text("print('mine')\n")
+    before = _snapshot(work)
+    result = runner.invoke(app, [*COMMANDS[command], "project", "--force"])
+    assert_clean_failure(result, "holds a folder (src)")
+    assert _snapshot(work) == before
+
+
+def test_an_output_that_is_the_input_says_so(work) -> None:
+    result = runner.invoke(app, ["index", "corpus.jsonl", "-o", "corpus.jsonl"])
+    assert result.exit_code == 2 and "is an input" in result.output

@@ -64,3 +64,39 @@ def test_cli_hybrid_writes_every_stage(tmp_path: Path):
     assert stages["fusion"]["method"] == "rrf(rrf_k=60)" and stages["rerank"]["reranker"] == "bi-encoder"
     result = runner.invoke(app, [*args, "--reranker", "bm25-proximity"])
     assert result.exit_code == 2 and "--corpus" in result.output
+
+
+def test_cli_hybrid_refuses_mistakes_before_the_search(tmp_path: Path):
+    """A folder of someone's runs with hybrid's file names, indexes of two corpora, a --cache that is an input
+    or sits in the folder replaced whole, --corpus without --reranker, and the two indexes swapped."""
+    from stagewise.cli import app
+
+    runner = CliRunner()
+    BM25Index.build(DOCS).save(tmp_path / "b")
+    DenseIndex.build(dict(list(DOCS.items())[:3]), Letters(normalized=True)).save(tmp_path / "d3")
+    queries = tmp_path / "q.tsv"
+    queries.write_text("".join(f"{k}\t{v}\n" for k, v in QUERIES.items()))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in DOCS.items()))
+    mine = tmp_path / "myruns"
+    mine.mkdir()
+    (mine / "fused.run").write_text("q1 Q0 d1 1 1.0 mine\n")
+    base = ["hybrid", str(queries), "--bm25", str(tmp_path / "b"), "--dense", str(tmp_path / "d3")]
+    cases = [
+        (["-o", str(mine)], "not a stagewise hybrid output folder"),
+        (["-o", str(tmp_path / "h")], "indexes 3 documents and --bm25"),
+        (["-o", str(tmp_path / "h"), "--corpus", str(corpus)], "only used with --reranker"),
+        (["-o", str(tmp_path / "h"), "--reranker", "bm25-proximity", "--corpus", str(corpus), "--cache", str(corpus)],
+         "is the input"),
+        (["-o", str(tmp_path / "h"), "--reranker", "bm25-proximity", "--corpus", str(corpus),
+          "--cache", str(tmp_path / "h" / "s.sqlite")], "inside --output"),
+    ]  # fmt: skip
+    for extra, message in cases:
+        result = runner.invoke(app, [*base, *extra])
+        assert result.exit_code == 2 and message in result.output, (extra, result.output)
+        assert result.output.count("\n") == 1
+    assert (mine / "fused.run").read_text() == "q1 Q0 d1 1 1.0 mine\n"
+    assert not (tmp_path / "h").exists()
+    swapped = ["hybrid", str(queries), "--bm25", str(tmp_path / "d3"), "--dense", str(tmp_path / "b"), "-o", "x"]
+    result = runner.invoke(app, swapped)
+    assert result.exit_code == 2 and "is a dense index" in result.output and "rebuild" not in result.output

@@ -253,3 +253,17 @@ def test_model_cache_names_follow_the_folder_and_its_weights(tmp_path, monkeypat
     before = folder_stamp(tmp_path / "a" / "ce")
     (tmp_path / "a" / "ce" / "model.safetensors").write_bytes(b"retrained weights, another size")
     assert folder_stamp(tmp_path / "a" / "ce") != before
+
+
+def test_cli_cache_is_checked_as_an_output(tmp_path: Path, monkeypatch) -> None:
+    from stagewise.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    Path("r.run").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    Path("c.jsonl").write_text('{"_id": "d1", "text": "wing lift"}\n{"_id": "d2", "text": "heat"}\n')
+    Path("q.tsv").write_text("q1\twing\n")
+    base = ["rerank", "r.run", "--corpus", "c.jsonl", "--queries", "q.tsv", "-o", "rr.run"]
+    for cache, message in [("rr.run", "also the --output"), ("c.jsonl", "is the input"), ("nodir/c.sqlite", "mkdir")]:
+        result = CliRunner().invoke(app, [*base, "--cache", cache])
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert not Path("rr.run").exists() and not Path("nodir").exists()

@@ -58,8 +58,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _only_owned(folder: Path, owned: frozenset[str]) -> bool:
-    try:
-        return all(entry.name in owned and entry.is_file(follow_symlinks=False) for entry in os.scandir(folder))
+    try:  # an owned name may be a folder of ours (a dense index's onnx/), never a link
+        return all(entry.name in owned and not entry.is_symlink() for entry in os.scandir(folder))
     except OSError:
         return False
 
@@ -92,13 +92,17 @@ def check_target(
     inputs: Iterable[Path] = (),
     what: str = "index",
     foreign_file: Callable[[Path], str | None] = lambda folder: None,
+    option: str = "-o",
+    parents_option: str | None = "--parents",
 ) -> None:
     """Refuse, before any work, an output folder that cannot or must not be replaced.
 
-    ``owned`` are the file names a folder of ours holds: a non-empty folder with any other entry needs
-    ``force``, and so does one where ``foreign_file(folder)`` names a file of an owned name that is someone
-    else's. The current folder, a folder holding it, and a folder holding one of ``inputs`` are refused even
-    with ``force``. ``parents=False`` refuses a missing parent folder.
+    ``owned`` are the names a folder of ours holds: a non-empty folder with any other entry needs ``force``,
+    and so does one where ``foreign_file(folder)`` names a file of an owned name that is someone else's. Even
+    with ``force`` these are refused: the current folder, a folder holding it, a folder holding one of
+    ``inputs``, the home folder, and a folder holding a folder we do not own (``force`` replaces a folder of
+    files, never a tree). ``parents=False`` refuses a missing parent folder. ``option`` and ``parents_option``
+    are the names the hints give (a library call has no options: the CLI's are the default).
     """
     shown = str(target)
     if target.is_symlink():
@@ -113,10 +117,9 @@ def check_target(
             continue
         source_real = _resolved(source)
         if source_real == real or source_real.is_relative_to(real):
+            problem = "is an input" if source_real == real else f"holds an input ({source})"
             raise InputError(
-                shown,
-                f"holds an input ({source}); writing the {what} there would replace it",
-                hint="choose a new folder",
+                shown, f"{problem}; writing the {what} there would replace it", hint="choose a new folder"
             )
     if target.is_dir():
         try:
@@ -133,9 +136,19 @@ def check_target(
                 f"is a non-empty folder that is not a stagewise {what} (it holds {listed})",
                 hint="choose a new folder, or pass --force to replace it and everything in it",
             )
+        if foreign and force:
+            if real == _resolved(Path.home()):
+                raise InputError(shown, "is the home folder", hint=f"choose a new folder for {option}")
+            tree = next((n for n in foreign if (target / n).is_dir() and not (target / n).is_symlink()), None)
+            if tree is not None:
+                raise InputError(
+                    shown,
+                    f"holds a folder ({tree}); --force replaces a folder of files, never a tree",
+                    hint=f"choose a new folder for {option}",
+                )
     # What every output shares (a file in the way, a path under a file, a missing parent, no write permission):
     # the one check of stagewise._io.
-    check_output(target, folder=True, parents=parents, option="-o", parents_option="--parents")
+    check_output(target, folder=True, parents=parents, option=option, parents_option=parents_option)
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -103,6 +103,12 @@ def _file_above(path: Path) -> Path | None:
     return None
 
 
+def user_cache_folder() -> Path:
+    """stagewise's folder in the user's cache (``$XDG_CACHE_HOME/stagewise``, else ``~/.cache/stagewise``):
+    ONNX exports and the rerankers' default score cache."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stagewise"
+
+
 def check_output(
     path: PathLike,
     *,
@@ -118,7 +124,7 @@ def check_output(
 
     Raises :class:`InputError` (one line, with a hint in the CLI's terms) when ``path``
 
-    - is empty, or ends with ``/`` when a file is wanted;
+    - is empty, ends with ``/`` when a file is wanted, or starts with an unexpanded ``~/``;
     - is a folder (when a file is wanted) or a file (when ``folder=True``), a device, FIFO or socket;
     - lies under a regular file (``out.run/x``), or in a folder that does not exist (unless ``parents=True``:
       the caller was asked to create it; ``parents_option`` names the option that asks, for the hint);
@@ -143,6 +149,8 @@ def check_output(
         raise InputError("-", f"is not a {what} name for {option}", hint=hint)
     if not folder and text.endswith(("/", os.sep)):
         raise InputError(text, "ends with '/', so it names a folder", hint=f"give {option} a file name")
+    if text == "~" or text.startswith(("~/", "~" + os.sep)):  # quoted, or from a script: no shell expanded it
+        raise InputError(text, "starts with ~, which no shell expanded", hint="write the home folder's path out")
     given = Path(text)
     if os.path.islink(given):
         try:

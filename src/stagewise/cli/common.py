@@ -213,6 +213,27 @@ def _as_typed(path: Path) -> str | Path:
     return path
 
 
+def score_cache(
+    cache: Path | None, *, inputs: list[Any], output: Path | None, no_cache: bool = False, folder: bool = False
+) -> Path | None:
+    """The rerankers' score cache: None with --no-cache, the user's cache file without --cache, else --cache
+    checked as the output it is (not an input, not the run being written, nor inside ``output`` when that is a
+    folder replaced whole; its folder there)."""
+    if no_cache:
+        return None
+    if cache is None:
+        from stagewise._io import user_cache_folder
+
+        return user_cache_folder() / "rerank-scores.sqlite"
+    from stagewise._io import check_output as check
+    from stagewise.errors import InputError
+
+    if folder and output is not None and Path(os.path.realpath(cache)).is_relative_to(os.path.realpath(output)):
+        raise InputError(str(cache), f"is inside --output {output}, which is replaced whole", hint="move --cache out")
+    check(cache, inputs=inputs, outputs={"--output": output} if output is not None else None, option="--cache")
+    return cache
+
+
 def emit_run(run: Any, output: Path | None) -> None:
     """Write ``run`` as TREC to ``output`` atomically, or to stdout (text printed before it comes first)."""
     if output is None:

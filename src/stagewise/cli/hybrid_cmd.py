@@ -7,9 +7,24 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, user_errors
+from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, score_cache, user_errors
 
 HYBRID_FILES = frozenset({"bm25.run", "dense.run", "fused.run", "reranked.run", "stages.json"})
+MADE_BY = "stagewise hybrid"
+
+
+def _not_ours(folder: Path) -> str | None:
+    """A file showing the folder is not hybrid's: names like fused.run are common, its stages.json is not."""
+    import contextlib
+    import json
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if json.loads((folder / "stages.json").read_text(encoding="utf-8")).get("made_by") == MADE_BY:
+            return None
+    names = sorted(os.listdir(folder))
+    return names[0] if names else None
+
 
 def hybrid_command(
     queries: Annotated[Path, typer.Argument(help="Queries (BEIR folder, JSONL, TSV or SMART).")],
@@ -71,30 +86,48 @@ def hybrid_command(
         # before any work: the folder is replaced whole at the end, so it must be this command's or new
         inputs = [queries, bm25, dense] + ([corpus] if corpus is not None else [])
         _folder.check_target(
-            output, owned=HYBRID_FILES, force=force, parents=parents, inputs=inputs, what="hybrid output folder"
+            output,
+            owned=HYBRID_FILES,
+            force=force,
+            parents=parents,
+            inputs=inputs,
+            what="hybrid output folder",
+            foreign_file=_not_ours,
         )
         if reranker is not None and corpus is None:
             raise InputError("--corpus", "is missing", hint="--reranker needs the documents' texts: add --corpus")
+        if reranker is None and (corpus is not None or cache is not None):
+            raise InputError(
+                "--corpus" if corpus is not None else "--cache", "is only used with --reranker", hint="add --reranker"
+            )
+        cache_path = score_cache(cache, inputs=inputs, output=output, folder=True) if reranker is not None else None
         started = time.perf_counter()
         topics = read_queries(
             queries, format=None if query_format is CorpusFormat.auto else query_format.value, renumber=renumber
         )
         rr = None
         if reranker is not None:
-            from stagewise.cli.rerank_cmd import default_cache
             from stagewise.rerank.rerankers import make_reranker
 
-            rr = make_reranker(reranker, cache=cache or default_cache())
+            rr = make_reranker(reranker, cache=cache_path)
         docs = read_corpus(corpus) if corpus is not None else None
         options = {} if norm is None else {"norm": norm}
+        sparse, vectors = BM25Index.load(bm25), DenseIndex.load(dense)
+        if len(sparse) != len(vectors):  # two indexes of different corpora would fuse into nonsense
+            raise InputError(
+                str(dense),
+                f"indexes {len(vectors):,} documents and --bm25 {bm25} indexes {len(sparse):,}",
+                hint="give both indexes of the same corpus",
+            )
         result = hybrid(
-            topics, BM25Index.load(bm25), DenseIndex.load(dense), k=k, fusion=fusion, fusion_depth=fusion_depth,
+            topics, sparse, vectors, k=k, fusion=fusion, fusion_depth=fusion_depth,
             reranker=rr, rerank_depth=depth, docs=docs, backend=backend, **options,
         )  # fmt: skip
         def write(folder: Path) -> None:
             for stage, run in result.runs().items():
                 write_run(run, folder / f"{stage}.run", format="trec")
-            (folder / "stages.json").write_text(json.dumps(result.describe(), indent=2, default=str) + "\n")
+            described = {"made_by": MADE_BY, **result.describe()}
+            (folder / "stages.json").write_text(json.dumps(described, indent=2, default=str) + "\n")
 
         with write_errors(output):  # the runs and stages.json land together: one folder, swapped in at once
             _folder.replace_folder(output, write, owned=HYBRID_FILES)

@@ -7,15 +7,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, check_output, emit_run, user_errors
-
-
-def default_cache() -> Path:
-    """The score cache shared by reranks that give no --cache: the user's cache folder."""
-    import os
-
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "stagewise" / "rerank-scores.sqlite"
+from stagewise.cli.common import CorpusFormat, check_output, emit_run, score_cache, user_errors
 
 
 def rerank_command(
@@ -61,6 +53,7 @@ def rerank_command(
 
     with user_errors():
         check_output(output, [run_file, corpus, queries], input_folders=(corpus, queries))
+        cache_path = score_cache(cache, inputs=[run_file, corpus, queries], output=output, no_cache=no_cache)
         from stagewise.cli.common import progress_bar
         from stagewise.data.readers import read_run
         from stagewise.rerank.rerankers import make_reranker
@@ -72,7 +65,7 @@ def rerank_command(
         topics = read_queries(
             queries, format=None if query_format is CorpusFormat.auto else query_format.value, renumber=renumber
         )
-        model = make_reranker(reranker, cache=None if no_cache else (cache or default_cache()), batch_size=batch_size)
+        model = make_reranker(reranker, cache=cache_path, batch_size=batch_size)
         progress, update = progress_bar("reranking")
         with progress:
             reranked = model.rerank(topics, run, docs, depth=depth, progress=update, name=name)

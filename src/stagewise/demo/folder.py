@@ -1,9 +1,9 @@
 """The demo's output folder: which folders it may replace, the labels it carries over, and the lock a running
 ``stagewise demo --serve`` holds on it.
 
-The folder is written beside the target and swapped in whole (:mod:`stagewise._folder`). A folder is the demo's
-only when its ``pipeline.json`` says so: file names such as ``qrels.txt`` or ``summary.md`` are too common to
-tell. ``--force`` replaces another folder of files, never one that holds a folder, nor the home folder.
+The folder is written beside the target and swapped in whole (:mod:`stagewise._folder`, whose checks refuse
+what ``--force`` must never replace). A folder is the demo's only when its ``pipeline.json`` says so: file names
+such as ``qrels.txt`` or ``summary.md`` are too common to tell.
 """
 
 from __future__ import annotations
@@ -62,22 +62,15 @@ def _not_ours(folder: Path) -> str | None:
 def check_folder(target: Path, *, force: bool) -> None:
     """Refuse, before any work, a ``--out`` the demo must not write or replace (see the module docstring)."""
     shown = str(target)
-    if shown.startswith("~"):
-        raise InputError(shown, "starts with ~, which no shell expanded", hint="write the home folder's path out")
-    if target.is_dir() and force:
-        home = Path.home()
-        with contextlib.suppress(OSError):
-            if target.resolve() == home.resolve():
-                raise InputError(shown, "is the home folder", hint="choose a new folder for --out")
-            inner = next((entry.name for entry in os.scandir(target) if entry.is_dir(follow_symlinks=False)), None)
-            if inner is not None:
-                raise InputError(
-                    shown,
-                    f"holds a folder ({inner}); the demo writes only files, so --force will not replace it",
-                    hint="choose a new folder for --out",
-                )
     _folder.check_target(
-        target, owned=OWNED_FILES, force=force, parents=False, what="demo output", foreign_file=_not_ours
+        target,
+        owned=OWNED_FILES,
+        force=force,
+        parents=False,
+        what="demo output",
+        foreign_file=_not_ours,
+        option="--out",
+        parents_option=None,
     )
     if target.is_dir():
         with _locked(target, wait=False) as held:

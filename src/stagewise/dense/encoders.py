@@ -489,14 +489,11 @@ def folder_stamp(folder: str | os.PathLike[str]) -> str:
     return stamp.hexdigest()[:12]
 
 
-def user_cache_folder() -> Path:
-    """stagewise's folder in the user's cache (``$XDG_CACHE_HOME/stagewise``, else ``~/.cache/stagewise``)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stagewise"
-
-
 def onnx_cache_folder(model: str | os.PathLike[str] | None) -> Path:
     """Where an export of ``model`` is cached when no index folder is given: the user's cache folder, one
     sub-folder per model and weights (:func:`model_stamp`)."""
+    from stagewise._io import user_cache_folder
+
     _, folder = resolve_model(model)
     return user_cache_folder() / "onnx" / f"{folder.name}-{model_stamp(model)}"
 

@@ -269,6 +269,10 @@ class DenseIndex:
             raise InputError(
                 folder, "is not a stagewise dense index (no meta.json)", hint="build one with `stagewise encode`"
             )
+        if meta.get("format") == "stagewise-bm25-index":
+            raise InputError(
+                folder, "is a BM25 index (from stagewise index), not a dense index", hint="give it where BM25 goes"
+            )
         if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
             raise InputError(
                 folder / "meta.json",

@@ -585,6 +585,10 @@ class BM25Index:
             raise InputError(meta_path, f"unreadable index metadata ({exc})", hint=rebuild) from None
         if not isinstance(meta, dict):
             raise InputError(meta_path, "is not stagewise BM25 index metadata (not a JSON object)", hint=rebuild)
+        if meta.get("format") == "stagewise-dense":  # the two kinds given the wrong way round: no rebuild over it
+            raise InputError(
+                folder, "is a dense index (from stagewise encode), not a BM25 index", hint="give it where dense goes"
+            )
         if meta.get("format") != FORMAT:
             raise InputError(meta_path, f"index format {meta.get('format')!r}", expected=repr(FORMAT), hint=rebuild)
         if meta.get("format_version") != FORMAT_VERSION:
