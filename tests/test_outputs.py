@@ -532,7 +532,7 @@ def test_check_output_messages_name_the_option(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("spelling", [["-o", "newdir/"], ["--output=newdir/"]])
+@pytest.mark.parametrize("spelling", [["-o", "newdir/"], ["--output=newdir/"], ["-o", "./newdir/"], ["-onewdir/"]])
 def test_an_output_typed_with_a_trailing_slash_is_a_folder_not_a_file(files: Path, spelling, monkeypatch, capsys):
     """typer's Path drops the '/', so ``-o newdir/`` (no such folder) used to write a file named newdir."""
     from stagewise.cli import main
@@ -544,3 +544,9 @@ def test_an_output_typed_with_a_trailing_slash_is_a_folder_not_a_file(files: Pat
     assert exit_.value.code == 2
     assert "ends with '/', so it names a folder" in capsys.readouterr().err
     assert snapshot(files) == before
+    # the command line is forgotten once the command ends: a later call naming a file 'newdir' may write it
+    from typer.testing import CliRunner
+
+    from stagewise.cli import app
+
+    assert CliRunner().invoke(app, ["eval", "qrels.txt", "a.run", "-o", "newdir"]).exit_code == 0

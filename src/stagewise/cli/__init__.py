@@ -117,3 +117,5 @@ def main(argv: list[str] | None = None) -> None:
     except StagewiseError as exc:  # raised outside a command's own handling
         sys.stderr.write(f"stagewise: error: {exc}\n")
         raise SystemExit(2) from None
+    finally:  # a later call in the same process (a library user, a test) must not see this command line
+        common.RAW_ARGS.clear()

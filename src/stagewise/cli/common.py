@@ -205,11 +205,15 @@ RAW_ARGS: list[str] = []
 
 def _as_typed(path: Path) -> str | Path:
     """The path as the user typed it (``-o out/`` with no folder ``out`` would otherwise write a file ``out``)."""
-    text = str(path)
     for arg in RAW_ARGS:
-        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
-        if value.rstrip("/" + os.sep) == text and value != text and value.endswith(("/", os.sep)):
-            return value
+        if arg.startswith("--") and "=" in arg:
+            value = arg.split("=", 1)[1]
+        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
+            value = arg[2:]  # a short option glued to its value: -oout/
+        else:
+            value = arg
+        if value.endswith(("/", os.sep)) and value.strip("/" + os.sep) and Path(value) == path:
+            return value  # Path("./out/") == Path("out"): the same path, typed as a folder
     return path
 
 
