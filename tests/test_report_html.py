@@ -330,3 +330,19 @@ def test_a_comparison_given_is_shown_as_it_is_and_must_be_of_these_runs() -> Non
         build(qrels, runs, ["ndcg@10"], cutoffs=CUTS, comparison=comp)
     with pytest.raises(stagewise.StagewiseError, match="comparison given is of runs"):
         build(qrels, dict(list(runs.items())[:2]), ["map"], cutoffs=CUTS, comparison=comp)
+
+
+def test_conventions_other_than_the_defaults_are_the_ones_stated() -> None:
+    """relevance level 2, missing queries left out, judged-only scoring: the curves state them, and the unjudged
+    share is measured on the runs as given (a judged-only evaluation would show 0 everywhere)."""
+    qrels, runs = small_inputs()
+    page = build(qrels, runs, ["map"], cutoffs=CUTS, relevance_level=2, missing="skip", judged_only=True)
+    root = parse(page)
+    curves_text = root.by_id("curves").content()
+    assert "relevance level 2" in curves_text and "judged only" in curves_text
+    expected = stagewise.evaluate(qrels, runs, [f"judged@{k}" for k in CUTS]).means
+    shown = {r[0]: [float(x) for x in r[1:]] for r in rows(root.by_id("judgements").all("table")[1])}
+    for run in runs:
+        assert shown[run] == pytest.approx([round(1 - expected[run][f"judged@{k}"], 4) for k in CUTS], abs=1e-9)
+    assert any(v > 0 for values in shown.values() for v in values)
+    assert "missing=skip" in root.by_id("missing-table").content()

@@ -166,8 +166,17 @@ def build(
         sections.append(("curves", "Metrics at k", curves.section(at_k, cutoffs)))
         tolerance = comp.conventions.get("tie_tolerance", tie_tolerance) if comp is not None else tie_tolerance
         sections.append(("per-query", "Per query", perquery.section(main, metric_list, plot_baseline, tolerance)))
+        health = at_k
+        if judged_only:  # judged@k of a judged-only evaluation is 1 by construction: measure the runs as given
+            health = evaluate(
+                loaded["qrels"], loaded["runs"], [f"judged@{k}" for k in cutoffs], **{**conv, "judged_only": False}
+            )
         sections.append(
-            ("judgements", "Judgement health", judgements.section(loaded["qrels"], at_k, cutoffs, relevance_level))
+            (
+                "judgements",
+                "Judgement health",
+                judgements.section(loaded["qrels"], health, cutoffs, relevance_level, missing),
+            )
         )
         heading = heading or f"stagewise report: {len(names)} run{'s' if len(names) != 1 else ''}"
     if rag is not None:

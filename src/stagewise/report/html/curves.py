@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stagewise.report.html.page import figure, pyplot, style
+from stagewise.report.html.page import esc, figure, pyplot, style
 
 #: The cutoffs of the curves: 1 to 1000, about evenly spaced on a log axis (every k would be 3,000 columns).
 CUTOFFS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
@@ -39,7 +39,8 @@ def section(result: Any, cutoffs: Sequence[int] = CUTOFFS) -> str:
     means = result.means
     runs = [r.name for r in result.runs]
     plots = "".join(_plot(means, runs, fam, label, cutoffs) for fam, label in FAMILIES)
+    stated = "; ".join(note for note in result.notes() if not note.startswith("gain"))  # no gain in P or recall
     return (
-        "<p>Each metric's mean over the judged queries at each cutoff k, from the same evaluation as the table "
-        f"(trec_eval's conventions; cutoffs {', '.join(map(str, cutoffs))}).</p>" + plots
+        "<p>Each metric's mean over the judged queries at each cutoff k, from an evaluation with the table's "
+        f"conventions (cutoffs {', '.join(map(str, cutoffs))}): {esc(stated)}.</p>" + plots
     )

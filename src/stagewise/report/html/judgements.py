@@ -9,7 +9,9 @@ from typing import Any
 from stagewise.report.html.page import esc, figure, pyplot, style, table
 
 
-def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: int) -> str:
+def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: int, policy: str = "zero") -> str:
+    """``curves`` holds judged@k for each cutoff, measured on the runs as given (never judged-only); ``policy``
+    is the evaluation's missing-query policy."""
     plt = pyplot()
     hist = qrels.label_histogram()
     labels = sorted(hist)
@@ -65,7 +67,13 @@ def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: in
             ["run", "judged queries missing", "which (first 20)", "run queries without judgements"],
             rows,
             numeric={1, 3},
-            caption="Queries missing from each run (scored 0 under missing=zero, trec_eval -c)",
+            caption="Queries missing from each run ("
+            + {
+                "zero": "scored 0 in every mean: missing=zero, trec_eval -c",
+                "skip": "left out of the means: missing=skip",
+                "error": "an error: missing=error",
+            }.get(policy, f"missing={policy}")
+            + ")",
             table_id="missing-table",
         )
     )
