@@ -346,3 +346,13 @@ def test_conventions_other_than_the_defaults_are_the_ones_stated() -> None:
         assert shown[run] == pytest.approx([round(1 - expected[run][f"judged@{k}"], 4) for k in CUTS], abs=1e-9)
     assert any(v > 0 for values in shown.values() for v in values)
     assert "missing=skip" in root.by_id("missing-table").content()
+
+
+def test_pair_p_values_read_as_the_text_tables_print_them(small) -> None:
+    from stagewise.report.compare import p_text
+
+    qrels, runs, page = small
+    comp = stagewise.compare(qrels, runs, ["map", "ndcg@10"], baseline="bm25")
+    shown = [(r[10], r[11]) for r in rows(parse(page).by_id("pairs-table"))]
+    assert shown == [(p_text(p.p_value), p_text(p.p_adjusted)) for p in comp.pairs]
+    assert p_text(1e-20) == "1.0e-20" and p_text(0.04) == "0.0400"  # never 0.0000 for a tiny p

@@ -122,7 +122,7 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
     return out
 
 
-def _cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[str, bool, str]]]]:
+def run_cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[str, bool, str]]]]:
     labels = comp.labels
     best = {m: set(comp.best(m)) for m in comp.metrics}
     rows = []
@@ -136,7 +136,8 @@ def _cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[str
     return rows
 
 
-def _p(value: float) -> str:
+def p_text(value: float) -> str:
+    """A p-value as printed: 4 decimals, or scientific below 1e-4 (so 1e-20 does not read 0.0000)."""
     if value != value:  # nan
         return "nan"
     return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
@@ -166,8 +167,8 @@ def pair_rows(comp: Comparison, digits: int) -> list[list[str]]:
                 _num(p.effect_size, 2, signed=True),
                 f"{p.wins}/{p.ties}/{p.losses}",
                 _num(p.statistic, digits),
-                _p(p.p_value),
-                _p(p.p_adjusted),
+                p_text(p.p_value),
+                p_text(p.p_adjusted),
                 "*" if p.significant else "",
             ]
         )
@@ -210,7 +211,7 @@ def _grid(header: list[str], rows: list[list[str]], right: set[int]) -> list[str
 
 
 def plain(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top: int | None) -> str:
-    rows = _cells(comp, digits)
+    rows = run_cells(comp, digits)
     width = {m: max(len(c[k][2]) for _, _, c in rows) for k, m in enumerate(comp.metrics)}
     body = [
         [
@@ -238,7 +239,7 @@ def markdown(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, t
     head = ["", "run", *comp.metrics]
     out = [f"**{markdown_escape(title(comp))}**", "", "| " + " | ".join(markdown_escape(h) for h in head) + " |"]
     out.append("|:---|:---|" + "---:|" * len(comp.metrics))
-    for label, run, cells in _cells(comp, digits):
+    for label, run, cells in run_cells(comp, digits):
         shown = [f"**{v}**" if b else v for v, b, _ in cells]
         shown = [f"{s}<sup>{m}</sup>" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
         out.append("| " + " | ".join([label, markdown_escape(run), *shown]) + " |")
@@ -264,7 +265,7 @@ def latex(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top:
         " & run & " + " & ".join(latex_escape(m) for m in comp.metrics) + " \\\\",
         "\\midrule",
     ]
-    for label, run, cells in _cells(comp, digits):
+    for label, run, cells in run_cells(comp, digits):
         shown = [f"\\textbf{{{v}}}" if b else v for v, b, _ in cells]
         shown = [f"{s}\\textsuperscript{{{m}}}" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
         out.append(" & ".join([label, latex_escape(run), *shown]) + " \\\\")
@@ -317,7 +318,7 @@ class _RichComparison:
         main.add_column("run", no_wrap=True)
         for metric in comp.metrics:
             main.add_column(metric, no_wrap=True)
-        for label, run, cells in _cells(comp, digits):
+        for label, run, cells in run_cells(comp, digits):
             shown = []
             for value, best, marks in cells:
                 text = Text(value, style="bold" if best else "")

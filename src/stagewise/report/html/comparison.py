@@ -5,54 +5,59 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagewise.report.compare import notes, title
+from stagewise.report.compare import notes, p_text, run_cells, title
 from stagewise.report.html.page import conventions, esc, num, table
 
 
 def section(comp: Any, digits: int = 4) -> str:
-    labels = comp.labels
-    best = {m: set(comp.best(m)) for m in comp.metrics}
     header = ["", "run", *comp.metrics]
     rows = []
-    for run in comp.runs:
-        cells: list[Any] = [labels[run], esc(run)]
-        for metric in comp.metrics:
-            value = num(comp.means[run][metric], digits)
-            marks = "".join(labels[r] for r in comp.better_than(run, metric))
-            shown = f'<span class="best">{value}</span>' if run in best[metric] and len(comp.runs) > 1 else value
+    for (label, run, values), means in zip(run_cells(comp, digits), (comp.means[r] for r in comp.runs), strict=True):
+        row: list[Any] = [label, esc(run)]
+        for (value, best, marks), metric in zip(values, comp.metrics, strict=True):
+            shown = f'<span class="best">{value}</span>' if best else value
             if marks:
                 shown += f' <sup class="sig" title="significantly better than runs {marks}">{marks}</sup>'
-            cells.append((shown, repr(float(comp.means[run][metric]))))
-        rows.append(cells)
+            row.append((shown, repr(float(means[metric]))))
+        rows.append(row)
     main = table(header, rows, caption=title(comp), table_id="comparison-table", sortable=True, raw=True)
     pair_header = ["metric", "a", "b", "diff (b−a)", "CI low", "CI high", "d_z", "W", "T", "L", "p", "p adj.", "sig."]
+
+    def number(value: float, text: str) -> tuple[str, str]:  # shown as the text tables show it, sorted by value
+        return (esc(text), repr(float(value)))
+
     pair_rows = [
         [
-            p.metric,
-            p.a,
-            p.b,
-            p.mean_diff,
-            p.ci_low,
-            p.ci_high,
-            p.effect_size,
-            p.wins,
-            p.ties,
-            p.losses,
-            p.p_value,
-            p.p_adjusted,
+            esc(p.metric),
+            esc(p.a),
+            esc(p.b),
+            number(p.mean_diff, num(p.mean_diff, digits)),
+            number(p.ci_low, num(p.ci_low, digits)),
+            number(p.ci_high, num(p.ci_high, digits)),
+            number(p.effect_size, num(p.effect_size, digits)),
+            number(p.wins, str(p.wins)),
+            number(p.ties, str(p.ties)),
+            number(p.losses, str(p.losses)),
+            number(p.p_value, p_text(p.p_value)),
+            number(p.p_adjusted, p_text(p.p_adjusted)),
             "yes" if p.significant else "no",
         ]
         for p in comp.pairs
     ]
     pairs = table(
-        pair_header, pair_rows, table_id="pairs-table", sortable=True, numeric=range(3, 12), caption="Every tested pair"
+        pair_header,
+        pair_rows,
+        table_id="pairs-table",
+        sortable=True,
+        raw=True,
+        numeric=range(3, 12),
+        caption="Every tested pair",
     )
     return (
         main
         + conventions(
             [
                 ("baseline", comp.baseline or "none: every pair of runs"),
-                ("alpha", comp.alpha),
                 *_flat(comp.conventions),
             ],
             notes(comp, with_pairs=True),
