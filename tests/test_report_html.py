@@ -151,7 +151,6 @@ def test_per_query_table_worst_first(small) -> None:
 def test_judgement_health(small) -> None:
     qrels, runs, page = small
     root = parse(page)
-    hist = stagewise.Qrels.from_frame  # noqa: F841 - the histogram is checked against a count here
     labels = [v for q in qrels.values() for v in q.values()]
     fig = next(f for f in figures(root) if f.first("svg").first("title").content() == "Relevance labels in the qrels")
     got = {int(r[0]): int(r[1]) for r in rows(fig.first("details").first("table"))}

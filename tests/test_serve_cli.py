@@ -22,6 +22,9 @@ QRELS = str(sample_path("qrels.test"))
         (["--playground", "--port", "70000"], "1 to 65535"),
         ([], "--playground"),
         (["--qrels", QRELS, "--db", QRELS], "input"),
+        (["--rag", "r.jsonl", "--run", "a.run"], "--run: is only shown with --qrels"),
+        (["--playground", "--corpus", "c.jsonl"], "not with --playground"),
+        (["--playground", "--qrels", QRELS], "alone"),
     ],
 )
 def test_serve_refuses_in_one_line(args, message):

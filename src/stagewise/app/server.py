@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import threading
 from typing import Any
 
 from starlette.applications import Starlette
@@ -21,6 +22,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from stagewise.app import pages
+from stagewise.app.hosts import is_loopback
 from stagewise.app.model import METRICS, Workspace, playground
 from stagewise.app.rag import RagSamples
 from stagewise.store.labels import LABELS
@@ -30,7 +32,6 @@ __all__ = ["MAX_BODY", "create_app"]
 MAX_BODY = 4096
 _UNSAFE = {"POST", "PUT", "DELETE", "PATCH"}
 _TOKEN_COOKIE = "stagewise_token"
-_LOOPBACK_NAMES = {"127.0.0.1", "localhost", "[::1]"}
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -43,6 +44,7 @@ def create_app(
     """The app over ``workspace`` (None: the playground alone)."""
 
     refresher = _Refresher(workspace)
+    report_lock = threading.Lock()
 
     def guard(request: Request) -> Response | None:
         if token is None:
@@ -50,8 +52,8 @@ def create_app(
             # attempt (a page whose own name resolves to 127.0.0.1 would otherwise pass the origin check)
             host = request.headers.get("host", "")
             name = host.split("]")[0] + "]" if host.startswith("[") else host.rsplit(":", 1)[0]
-            if name not in _LOOPBACK_NAMES:
-                return _error(421, f"this server answers to 127.0.0.1 or localhost, not {name!r}")
+            if not is_loopback(name):
+                return _error(421, f"this server answers to loopback addresses or localhost, not {name!r}")
         else:
             given = (
                 request.headers.get("x-stagewise-token")
@@ -148,11 +150,13 @@ def create_app(
         from stagewise.report.html import build
 
         labels = ws.store.labels()
+
+        def built() -> str:
+            with report_lock:  # a report is drawn with pyplot and numbered ids, both global: one at a time
+                return build(labels, ws.runs, title="stagewise report (current labels)")
+
         # the HTML report's own sections (plots and tables), over the labels as they are now
-        html = await run_in_threadpool(
-            build, labels, {name: run for name, run in ws.runs.items()}, title="stagewise report (current labels)"
-        )
-        return HTMLResponse(html)
+        return HTMLResponse(await run_in_threadpool(built))
 
     # API
     async def api_playground(request: Request) -> Response:

@@ -407,25 +407,15 @@ def need_app() -> None:
         raise StagewiseError("the web app needs the app extra: pip install 'stagewise[app]'") from None
 
 
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host in ("127.0.0.1", "localhost", "::1"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_serving(host: str, port: int, token: str | None) -> None:
     """Refuse, before any work, to serve where it is unsafe or impossible: an address other than loopback
     without a token, a short token, a port out of range or already taken; and without the app extra."""
     import socket
 
+    from stagewise.app.hosts import is_loopback
     from stagewise.errors import InputError
 
-    if not _is_loopback(host) and not token:
+    if not is_loopback(host) and not token:
         raise InputError(
             "--host",
             f"binding {host} exposes the labels to the network",

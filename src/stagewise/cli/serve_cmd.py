@@ -40,6 +40,15 @@ def serve_command(
 
     with user_errors():
         check_serving(host, port, token)
+        unused = [name for name, given in (("--run", run), ("--corpus", corpus), ("--queries", queries)) if given]
+        if (playground or qrels is None) and unused:
+            raise InputError(
+                unused[0],
+                "is only shown with --qrels" + (", not with --playground" if playground else ""),
+                hint="add --qrels Q (the judgements the runs are scored against)",
+            )
+        if playground and (qrels is not None or rag is not None):
+            raise InputError("--playground", "serves the lesson's playground alone", hint="leave out --qrels and --rag")
         if not playground and qrels is None and rag is None:
             raise InputError(
                 "stagewise serve",
