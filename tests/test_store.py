@@ -92,3 +92,28 @@ def test_export_reads_back_as_the_last_write_per_pair(tmp_path_factory, changes)
     assert (read_qrels(str(out)).to_dict() if text else {}) == expected
     assert store.labels() == expected
     assert len(store.history()) == len(changes)
+
+
+def test_a_database_knows_the_judgements_it_was_started_from(tmp_path):
+    store = LabelStore(tmp_path / "l.sqlite", INITIAL)
+    store.set("q1", "d1", 3)
+    assert store.made_from({q: dict(reversed(list(d.items()))) for q, d in INITIAL.items()}) is True  # any order
+    assert store.made_from({"q1": {"d1": 0}}) is False
+    store.close()
+
+
+def test_serving_a_database_with_other_qrels_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from stagewise.app.open import open_workspace
+    from stagewise.cli import app
+    from stagewise.errors import InputError
+
+    a, b = tmp_path / "a.qrels", tmp_path / "b.qrels"
+    a.write_text("q1 0 d1 1\n")
+    b.write_text("q1 0 d1 0\nq2 0 d2 1\n")
+    open_workspace(str(a), {}, tmp_path / "l.sqlite").store.close()
+    with pytest.raises(InputError, match="started from other judgements"):
+        open_workspace(str(b), {}, tmp_path / "l.sqlite")
+    result = CliRunner().invoke(app, ["serve", "--qrels", str(b), "--db", str(tmp_path / "l.sqlite")])
+    assert result.exit_code == 2 and "--db a new file" in result.output

@@ -17,6 +17,16 @@ def open_workspace(qrels: Any, runs: Mapping[str, Any], db: Path, corpus: Any = 
     from stagewise.store.labels import LabelStore
 
     judged = read_qrels(qrels).to_dict()
+    store = LabelStore(db, judged)
+    if store.made_from(judged) is False:  # a --db started from other judgements would show their labels
+        store.close()
+        from stagewise.errors import InputError
+
+        raise InputError(
+            str(db),
+            f"was started from other judgements than {qrels}",
+            hint="give --db a new file to start from these judgements, or the --qrels it was started from",
+        )
     loaded = {name: read_run(run, name=name).to_dict() for name, run in runs.items()}
     texts = topics = None
     if corpus is not None or queries is not None:
@@ -27,7 +37,7 @@ def open_workspace(qrels: Any, runs: Mapping[str, Any], db: Path, corpus: Any = 
             texts = {d: t for d, t in read_corpus(corpus) if d in ranked}  # only what a page can show
         if queries is not None:
             topics = read_queries(queries).to_dict()
-    return Workspace(LabelStore(db, judged), loaded, texts=texts, queries=topics)
+    return Workspace(store, loaded, texts=texts, queries=topics)
 
 
 def rag_db(db: Path) -> Path:

@@ -8,6 +8,8 @@ original qrels are copied in once, when the database is new; the qrels file itse
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import sqlite3
 import threading
@@ -64,6 +66,7 @@ class LabelStore:
                 rows = [(str(q), str(d), int(lab)) for q, docs in (initial or {}).items() for d, lab in docs.items()]
                 self._db.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?)", rows)
                 self._db.execute("INSERT INTO meta VALUES ('initialised', ?)", (str(time.time()),))
+                self._db.execute("INSERT INTO meta VALUES ('initial_digest', ?)", (_digest(initial or {}),))
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -77,6 +80,12 @@ class LabelStore:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def made_from(self, initial: Mapping[str, Mapping[str, int]]) -> bool | None:
+        """Whether this database was first filled from ``initial`` (None: a database older than that record)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'initial_digest'").fetchone()
+        return None if row is None else row[0] == _digest(initial)
 
     def close(self) -> None:
         self._db.close()
@@ -160,3 +169,9 @@ class LabelStore:
     def qrels_text(self) -> str:
         """The current labels as TREC qrels lines (``qid 0 docid label``)."""
         return "".join(f"{q} 0 {d} {lab}\n" for q, docs in self.labels().items() for d, lab in docs.items())
+
+
+def _digest(labels: Mapping[str, Mapping[str, int]]) -> str:
+    """What identifies a set of judgements, whatever their order: SHA-256 of the sorted (query, doc, label)."""
+    rows = sorted((str(q), str(d), int(lab)) for q, docs in labels.items() for d, lab in docs.items())
+    return hashlib.sha256(json.dumps(rows).encode("utf-8")).hexdigest()
