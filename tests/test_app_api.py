@@ -251,3 +251,19 @@ def test_a_page_ranks_results_in_the_order_its_metrics_count(tmp_path):
     expected = stagewise.read_run({"q1": {"a": 1.00000001, "b": 1.0}}).rankings()["q1"]
     assert shown == expected == ["b", "a"]
     assert ws.metrics("q1")["run"]["mrr@10"] == 1 / (shown.index("a") + 1)
+
+
+def test_every_page_states_its_conventions_and_an_unjudged_query_has_no_values(tmp_path):
+    from stagewise.app.model import Workspace
+    from stagewise.store import LabelStore
+
+    store = LabelStore(tmp_path / "l.sqlite", {"q1": {"a": 1}})
+    ws = Workspace(store, {"run": {"q1": {"a": 1.0}, "q9": {"a": 2.0}}})
+    client = TestClient(create_app(ws), base_url="http://127.0.0.1:8765")
+    listed = client.get("/api/queries").json()
+    assert any("ties: score descending compared in single precision" in c for c in listed["conventions"])
+    assert any("2^label - 1" in c for c in listed["conventions"])
+    rows = {r["qid"]: r["runs"]["run"] for r in listed["queries"]}
+    assert rows["q1"]["ndcg@10"] == 1.0 and rows["q9"]["ndcg@10"] is None  # q9 has no judgements, no value
+    assert listed["means"]["run"]["ndcg@10"] == 1.0  # nor is it in the mean
+    assert client.get("/api/queries/q9").json()["metrics"]["run"]["map"] is None

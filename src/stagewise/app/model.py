@@ -9,6 +9,7 @@ from typing import Any
 
 from stagewise import lesson
 from stagewise.data.readers import read_run
+from stagewise.metrics import Conventions
 from stagewise.metrics.evaluate import evaluate
 from stagewise.store.labels import LabelStore
 
@@ -110,10 +111,24 @@ class Workspace:
                 else:
                     self.values[name][qid] = dict.fromkeys(METRICS, 0.0)
 
-    def metrics(self, qid: str) -> dict[str, dict[str, float]]:
-        """One query's values for every run (0 for a run that has not retrieved it)."""
+    def metrics(self, qid: str) -> dict[str, dict[str, float | None]]:
+        """One query's values for every run: 0 for a run that has not retrieved a judged query, None for a query
+        without judgements (no metric is defined, and it is in no mean)."""
         with self._lock:
-            return {name: dict(self.values[name].get(qid, dict.fromkeys(METRICS, 0.0))) for name in self.runs}
+            missing = 0.0 if qid in self.judged else None
+            return {name: dict(self.values[name].get(qid, dict.fromkeys(METRICS, missing))) for name in self.runs}
+
+    @staticmethod
+    def conventions() -> list[str]:
+        """The conventions behind every number the pages show, one sentence each (from the engine's own)."""
+        conv = Conventions().describe()
+        return [
+            f"relevant when label >= {conv['relevance_level']}; negative labels: {conv['negative_labels']}",
+            "ndcg@10: linear gain (the label); ndcg@10(gain=exp): 2^label - 1; ideal DCG from all judged "
+            "documents; discount log2(rank + 1)",
+            f"ties: {conv['ties']}",
+            f"means over the judged queries; {conv['missing_queries']}; {conv['run_only_queries']} (shown as -)",
+        ]
 
     def means(self) -> dict[str, dict[str, float]]:
         """Each run's mean over the judged queries (a judged query missing from a run scores 0)."""
@@ -132,7 +147,9 @@ class Workspace:
             for name in self.runs:
                 top = self.ranked[name].get(qid, [])[:10]
                 unjudged = sum(1 for d in top if d not in labels) / len(top) if top else 0.0
-                row["runs"][name] = {**self.values[name].get(qid, dict.fromkeys(METRICS, 0.0)), "unjudged@10": unjudged}
+                missing = 0.0 if labels else None  # a query without judgements has no metric values
+                values = self.values[name].get(qid, dict.fromkeys(METRICS, missing))
+                row["runs"][name] = {**values, "unjudged@10": unjudged}
             rows.append(row)
         return rows
 
@@ -157,4 +174,5 @@ class Workspace:
                 for name in self.runs
             },
             "labels": labels,
+            "conventions": self.conventions(),
         }

@@ -127,7 +127,8 @@ run A <select id="a">{opts}</select> run B <select id="b">{opts}</select>
 sort <select id="sort" data-testid="sort"><option value="worst">worst first (run A)</option>
 <option value="diff">largest difference |A − B|</option><option value="unjudged">unjudged share of A's top 10</option>
 <option value="id">query id</option></select></p>
-<p id="status" class="muted"></p><table id="means"></table><table id="list"></table>
+<p id="status" class="muted"></p><table id="means"></table><ul id="conventions" class="muted"></ul>
+<table id="list"></table>
 """
     script = """
 let data = null;
@@ -137,6 +138,7 @@ function render() {
   const m = $('metric').value, a = $('a').value, b = $('b').value, q = $('q').value.trim().toLowerCase();
   $('means').innerHTML = '<tr><th class=l>run</th>' + data.metrics.map(x => `<th>${esc(x)}</th>`).join('') + '</tr>' +
     data.runs.map(r => `<tr><td class=l>${esc(r)}</td>` + data.metrics.map(x => `<td>${f4(data.means[r][x])}</td>`).join('') + '</tr>').join('');
+  $('conventions').innerHTML = data.conventions.map(c => `<li>${esc(c)}</li>`).join('');
   let rows = data.queries.filter(r => !q || r.qid.toLowerCase().includes(q) || r.text.toLowerCase().includes(q));
   const key = {worst: r => r.runs[a][m], diff: r => -Math.abs(r.runs[a][m] - r.runs[b][m]),
                unjudged: r => -r.runs[a]['unjudged@10'], id: null}[$('sort').value];
@@ -159,7 +161,7 @@ def query_page(qid: str, data: dict[str, Any], metrics: Sequence[str]) -> str:
 <p><a href="/queries">all queries</a> · click 0–3 to set a label, × to clear it.
 <button id="undo" data-testid="undo">undo the last change</button> <span id="status" class="muted"></span></p>
 <h2>This query</h2><table id="metrics" data-testid="query-metrics"></table>
-<h2>Every run's mean</h2><table id="means" data-testid="means"></table>
+<h2>Every run's mean</h2><table id="means" data-testid="means"></table><ul id="conventions" class="muted"></ul>
 <h2>Ranked lists</h2><div class="cols" id="cols"></div>
 """
     script = """
@@ -171,7 +173,10 @@ function table(vals, testid) {
     `<tr><td class=l>${esc(r)}</td>` + metrics.map(x => `<td class=num data-testid="${testid}" data-run="${esc(r)}" ` +
     `data-metric="${esc(x)}">${f4(vals[r][x])}</td>`).join('') + '</tr>').join('');
 }
-function renderMetrics() { $('metrics').innerHTML = table(data.metrics, 'metric'); $('means').innerHTML = table(data.means, 'mean'); }
+function renderMetrics() {
+  $('metrics').innerHTML = table(data.metrics, 'metric'); $('means').innerHTML = table(data.means, 'mean');
+  $('conventions').innerHTML = data.conventions.map(c => `<li>${esc(c)}</li>`).join('');
+}
 function renderLists() {
   $('cols').innerHTML = runs.map(r => `<div class=col><h3>${esc(r)}</h3>` + data.runs[r].map(d => {
     const l = data.labels[d.docid]; const lab = (l === undefined || l === null) ? '' : l;

@@ -175,7 +175,13 @@ def create_app(
     async def api_queries(request: Request) -> Response:
         ws = need_workspace()
         return JSONResponse(
-            {"metrics": list(METRICS), "runs": list(ws.runs), "means": ws.means(), "queries": ws.query_rows()}
+            {
+                "metrics": list(METRICS),
+                "runs": list(ws.runs),
+                "means": ws.means(),
+                "queries": ws.query_rows(),
+                "conventions": ws.conventions(),
+            }
         )
 
     async def api_query(request: Request) -> Response:
