@@ -80,6 +80,13 @@ def read_qrels_as(path: str, qrels_format: QrelsFormat | None):
     return read_qrels(path, format=None if qrels_format is None else qrels_format.value)
 
 
+class Backend(StrEnum):
+    """Encoder backends of the dense stage, as CLI choices (checked before any work)."""
+
+    torch = "torch"
+    onnx = "onnx"
+
+
 class CorpusFormat(StrEnum):
     """Corpus (and query set) formats the collection readers take, as CLI choices."""
 

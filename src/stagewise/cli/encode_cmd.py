@@ -9,12 +9,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, emit_run, user_errors
-
-
-class Backend(StrEnum):
-    torch = "torch"
-    onnx = "onnx"
+from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, emit_run, user_errors
 
 
 class Dtype(StrEnum):

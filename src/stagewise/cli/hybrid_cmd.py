@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, score_cache, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, score_cache, user_errors
 
 HYBRID_FILES = frozenset({"bm25.run", "dense.run", "fused.run", "reranked.run", "stages.json"})
 MADE_BY = "stagewise hybrid"
@@ -48,7 +48,7 @@ def hybrid_command(
     depth: Annotated[int, typer.Option(help="Fused results per query to rerank (the rest are dropped).")] = 100,
     corpus: Annotated[Path | None, typer.Option(help="Documents' texts, needed by --reranker.")] = None,
     backend: Annotated[
-        str | None, typer.Option(help="Encode queries with torch or onnx (default: the index's).")
+        Backend | None, typer.Option(help="Encode queries with torch or onnx (default: the index's).")
     ] = None,
     query_format: Annotated[CorpusFormat, typer.Option(help="Query file format.")] = CorpusFormat.auto,
     renumber: Annotated[
@@ -121,7 +121,7 @@ def hybrid_command(
             )
         result = hybrid(
             topics, sparse, vectors, k=k, fusion=fusion, fusion_depth=fusion_depth,
-            reranker=rr, rerank_depth=depth, docs=docs, backend=backend, **options,
+            reranker=rr, rerank_depth=depth, docs=docs, backend=backend and backend.value, **options,
         )  # fmt: skip
         def write(folder: Path) -> None:
             for stage, run in result.runs().items():

@@ -9,20 +9,12 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, emit_run, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, check_output, emit_run, user_errors
 
 
 class Engine(StrEnum):
     local = "local"
     dask = "dask"
-
-
-class QueryFormat(StrEnum):
-    auto = "auto"
-    beir = "beir"
-    jsonl = "jsonl"
-    tsv = "tsv"
-    smart = "smart"
 
 
 def search_command(
@@ -38,7 +30,7 @@ def search_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="TREC run file to write (atomically); default stdout.")
     ] = None,
-    fmt: Annotated[QueryFormat, typer.Option("--format", "-f", help="Query file format.")] = QueryFormat.auto,
+    fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Query file format.")] = CorpusFormat.auto,
     variant: Annotated[str | None, typer.Option(help="Override the index's BM25 variant.")] = None,
     k1: Annotated[float | None, typer.Option(help="Override k1 (no re-indexing needed).")] = None,
     b: Annotated[float | None, typer.Option(help="Override b.")] = None,
@@ -74,7 +66,7 @@ def search_command(
         bool, typer.Option("--renumber", help="Number queries 1..n in file order (Cranfield's cran.qry needs it).")
     ] = False,
     backend: Annotated[
-        str | None, typer.Option(help="Dense index only: encode queries with torch or onnx (default: the index's).")
+        Backend | None, typer.Option(help="Dense index only: encode queries with torch or onnx (default: the index's).")
     ] = None,
     approximate: Annotated[
         bool, typer.Option("--approximate", help="Dense index only: search its HNSW index (built by encode --hnsw).")
@@ -115,13 +107,13 @@ def search_command(
             bm25_only = any(v is not None for v in (variant, k1, b, delta, epsilon)) or all_documents
             if bm25_only or workers not in (None, 1):
                 typer.echo("stagewise: note: BM25 options are ignored for a dense index", err=True)
-            fmt_name = None if fmt is QueryFormat.auto else fmt.value
+            fmt_name = None if fmt is CorpusFormat.auto else fmt.value
             with contextlib.ExitStack() as stack:
                 if str(queries) == "-":
                     source = stack.enter_context(stdin_as_file("query set", fmt.value))
                     queries, fmt_name = source, source.suffix[1:]
                 dense_search(index_dir, queries, k=k, output=output, fmt=fmt_name, name=name, renumber=renumber,
-                             backend=backend, approximate=approximate)  # fmt: skip
+                             backend=backend and backend.value, approximate=approximate)  # fmt: skip
             return
         if approximate or backend is not None:
             typer.echo("stagewise: note: --approximate and --backend are for dense indexes; ignored here", err=True)
@@ -131,7 +123,7 @@ def search_command(
             with stdin_as_file("query set", fmt.value) as source:
                 topics = read_queries(source, format=source.suffix[1:], renumber=renumber)
         else:
-            topics = read_queries(queries, format=None if fmt is QueryFormat.auto else fmt.value, renumber=renumber)
+            topics = read_queries(queries, format=None if fmt is CorpusFormat.auto else fmt.value, renumber=renumber)
         options = dict(k=k, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon, all_documents=all_documents)
         progress, update = progress_bar("searching")
         with progress:
