@@ -137,7 +137,7 @@ def test_bm25_proximity_equals_a_naive_reference_and_prefers_close_terms():
 
 
 def test_names_round_trip():
-    for spec in ["bm25-proximity", "bm25-proximity(k1=0.9,b=0.4)", "bi-encoder(model='/m',backend='onnx')"]:
+    for spec in ["bm25-proximity", "bm25-proximity(k1=0.9,b=0.4)", "bi-encoder(model='/m',backend=onnx)"]:
         assert str(make_reranker(spec)) == spec
         assert str(make_reranker(str(make_reranker(spec)))) == spec
     assert str(make_reranker("BM25_Proximity(alpha=0.3)")) == "bm25-proximity"
@@ -147,6 +147,11 @@ def test_names_round_trip():
         make_reranker("cross-encoder")
     with pytest.raises(ConventionError, match="'b' parameter"):
         make_reranker("bm25-proximity(b=2)")
+    # the grammar's own messages, never a Python TypeError's text
+    with pytest.raises(ConventionError, match=r"The 'k1' parameter of bm25-proximity must be a finite number >= 0"):
+        make_reranker('bm25-proximity(k1="x")')
+    with pytest.raises(ConventionError, match="unknown parameter 'k' for bm25-proximity; it takes k1, b, alpha"):
+        make_reranker("bm25-proximity(k=1)")
 
 
 def test_cli_rerank_writes_the_reranked_run(tmp_path: Path):

@@ -20,22 +20,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from stagewise import spec
 from stagewise.errors import ConventionError, InputError
 from stagewise.rerank.base import PairReranker, ScoreCache
 
 
-def _quote(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, float):
-        text = repr(value)
-        return text[:-2] if text.endswith(".0") else text
-    return str(value)
-
-
 def canonical(kind: str, params: dict[str, Any], defaults: dict[str, Any]) -> str:
-    shown = [(k, v) for k, v in params.items() if v is not None and v != defaults.get(k)]
-    return kind if not shown else kind + "(" + ",".join(f"{k}={_quote(v)}" for k, v in shown) + ")"
+    """The reranker's name as the one grammar writes names (:func:`stagewise.spec.canonical`), leaving out the
+    parameters at their defaults."""
+    return spec.canonical(kind, None, [(k, v) for k, v in params.items() if v != defaults.get(k)])
+
+
+# bm25-proximity's parameters, checked as every parameter of the grammar is
+_PROXIMITY_PARAMS = {
+    "k1": spec.Param(float, 1.2, "term-frequency saturation", "a finite number >= 0", lambda v: v >= 0),
+    "b": spec.Param(float, 0.75, "document-length normalisation", "a number in [0, 1]", lambda v: 0 <= v <= 1),
+    "alpha": spec.Param(float, 0.3, "floor of the proximity bonus", "a number > 0", lambda v: v > 0),
+}
 
 
 _POSITIONS_KEPT = 50_000  # analysed texts memoised by the BM25-proximity reranker
@@ -49,12 +50,8 @@ class BM25ProximityReranker(PairReranker):
     defaults: ClassVar[dict[str, Any]] = {"k1": 1.2, "b": 0.75, "alpha": 0.3}
 
     def __init__(self, *, k1: float = 1.2, b: float = 0.75, alpha: float = 0.3, **kwargs: Any) -> None:
-        for key, value, ok in (("k1", k1, k1 >= 0), ("b", b, 0 <= b <= 1), ("alpha", alpha, alpha > 0)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not ok:
-                raise ConventionError(
-                    f"The {key!r} parameter of bm25-proximity must be a number in its range. Got {value!r} instead."
-                )
-        self.k1, self.b, self.alpha = float(k1), float(b), float(alpha)
+        given = {"k1": k1, "b": b, "alpha": alpha}
+        self.k1, self.b, self.alpha = (_PROXIMITY_PARAMS[k].coerce(self.kind, k, v) for k, v in given.items())
         self.name = canonical(self.kind, {"k1": self.k1, "b": self.b, "alpha": self.alpha}, self.defaults)
         super().__init__(**kwargs)
         self._checksum = ""
@@ -274,6 +271,12 @@ def make_reranker(
     factory = RERANKERS.get(fold(name))
     if factory is None or call.at is not None:
         raise ConventionError(f"unknown reranker {spec!r}; choose one of {', '.join(RERANKER_NAMES)}")
+    unknown = sorted(set(call.params) - set(factory.defaults))  # type: ignore[attr-defined]
+    if unknown:
+        raise ConventionError(
+            f"unknown parameter {unknown[0]!r} for {factory.kind}; it takes "  # type: ignore[attr-defined]
+            + ", ".join(factory.defaults)  # type: ignore[attr-defined]
+        )
     try:
         return factory(cache=cache, **call.params, **options)
     except TypeError as exc:
