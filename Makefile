@@ -14,8 +14,9 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/stagewise/_native/*.c
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-# torch is pinned to the CPU build first: the dense extra's range then installs nothing more (an unpinned
-# torch can pull a multi-GB CUDA build).
+# torch is pinned first, so the dense extra's range installs nothing more. On this project's machines the
+# registry serves the CPU build of this version; elsewhere add --index-url https://download.pytorch.org/whl/cpu
+# (plain PyPI's torch pulls a multi-GB CUDA build).
 TORCH := torch==2.13.0
 
 # The report's browser tests drive Debian's chromium through Playwright (which never downloads a browser here):
@@ -55,5 +56,7 @@ bench-dense: $(VENV)/.installed-test
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/hybrid_quality.py --markdown
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/encode_speed.py
 
+# The demo's folder goes only when the demo made it (a folder of your own by that name stays).
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache stagewise-demo
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache
+	grep -qs '"made_by": "stagewise demo"' stagewise-demo/pipeline.json && rm -rf stagewise-demo || true

@@ -65,13 +65,16 @@ def main() -> None:
         variants.append(("stagewise demo --dense", ["--dense"]))
     for label, flags in variants:
         times, steps = time_command(flags, args.repeat)
-        print(f"{label}: median {statistics.median(times):.2f} s, min {min(times):.2f} s over {args.repeat} runs")
+        median = statistics.median(times)
+        target = f"; target (issue 16) <= 60 s {'PASS' if median <= 60 else 'MISS'}" if "no-dense" in label else ""
+        print(f"{label}: median {median:.2f} s, min {min(times):.2f} s over {args.repeat} runs{target}")
         slowest = sorted(steps.items(), key=lambda item: -statistics.median(item[1]))[:4]
         print("  slowest steps (median): " + ", ".join(f"{n} {statistics.median(s):.2f} s" for n, s in slowest))
     if args.fresh_clone:
         seconds = fresh_clone(args.no_pip_cache)
         cache = "without pip's cache" if args.no_pip_cache else "with pip's cache as it is"
-        print(f"make demo from a fresh clone ({cache}): {seconds:.1f} s")
+        verdict = "PASS" if seconds <= 300 else "MISS"
+        print(f"make demo from a fresh clone ({cache}): {seconds:.1f} s; target (issue 16) <= 300 s {verdict}")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     onnx_encoder.encode(warm)
 
     started = time.perf_counter()
-    plain = plain_model.encode(texts)
+    plain = plain_model.encode(texts, batch_size=args.batch_size)  # the same batch size: only the path differs
     plain_s = time.perf_counter() - started
     rows = [("plain SentenceTransformer.encode", plain_s, 1.0, "")]
     for label, encoder in (("stagewise torch", torch_encoder), ("stagewise onnx", onnx_encoder)):
