@@ -141,8 +141,9 @@ class Workspace:
 
     def query_rows(self) -> list[dict[str, Any]]:
         rows = []
+        every = self.store.labels()  # one read, not one a query
         for qid in self.query_ids():
-            labels = self.store.labels(qid).get(qid, {})
+            labels = every.get(qid, {})
             row: dict[str, Any] = {"qid": qid, "text": self.queries.get(qid, ""), "judged": len(labels), "runs": {}}
             for name in self.runs:
                 top = self.ranked[name].get(qid, [])[:10]

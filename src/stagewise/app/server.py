@@ -109,7 +109,6 @@ def create_app(
         return HTMLResponse(pages.playground_page(playground([1, 0, 2], "exp")))
 
     async def queries_page(request: Request) -> Response:
-        need_workspace()
         return HTMLResponse(pages.queries_page(list(need_workspace().runs), METRICS))
 
     async def query_page(request: Request) -> Response:

@@ -79,13 +79,11 @@ def rich(result: Any, **options: Any) -> Any:
 
 def html_report(*args: Any, output: Any = None, **options: Any) -> str:
     """The HTML report (:func:`stagewise.report.html.build`), also written atomically to ``output`` when given."""
-    from stagewise.report.html import build, write
+    from stagewise.report.html import build, written
 
     if output is None:
         return build(*args, **options)
-    write(output, *args, **options)
-    with open(output, encoding="utf-8") as fh:
-        return fh.read()
+    return written(output, *args, **options)[1]
 
 
 class _CallableModule(types.ModuleType):

@@ -198,6 +198,12 @@ def build(
 def write(output: str | os.PathLike, *args: Any, **kwargs: Any) -> Path:
     """:func:`build` the report and write it to ``output`` atomically (a reader never sees half a file); the path
     is checked before any work (not a folder, not one of the inputs, writable)."""
+    return written(output, *args, **kwargs)[0]
+
+
+def written(output: str | os.PathLike, *args: Any, **kwargs: Any) -> tuple[Path, str]:
+    """:func:`write`, returning the path written and the page too (so a caller that wants it need not read the
+    file back)."""
     from stagewise._io import atomic_write, check_output
 
     given = dict(zip(("qrels", "runs", "metrics"), args, strict=False))
@@ -207,7 +213,7 @@ def write(output: str | os.PathLike, *args: Any, **kwargs: Any) -> Path:
     text = build(*args, **kwargs)
     with atomic_write(output) as fh:
         fh.write(text)
-    return target
+    return target, text
 
 
 def _paths(qrels: Any, runs: Any, rag: Any) -> list[Any]:

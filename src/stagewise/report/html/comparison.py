@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from stagewise.report.compare import notes, p_text, run_cells, title
-from stagewise.report.html.page import conventions, esc, num, table
+from stagewise.report.html.page import conventions, esc, flat, num, table
 
 
 def section(comp: Any, digits: int = 4) -> str:
@@ -58,7 +58,7 @@ def section(comp: Any, digits: int = 4) -> str:
         + conventions(
             [
                 ("baseline", comp.baseline or "none: every pair of runs"),
-                *_flat(comp.conventions),
+                *flat(comp.conventions),
             ],
             notes(comp, with_pairs=True),
         )
@@ -66,13 +66,3 @@ def section(comp: Any, digits: int = 4) -> str:
         f"({len(comp.pairs)} rows)</summary>"
         f'<div class="scroll">{pairs}</div></details>'
     )
-
-
-def _flat(conv: dict[str, Any]) -> list[tuple[str, Any]]:
-    out = []
-    for key, value in conv.items():
-        if isinstance(value, dict):
-            out.extend((f"{key}.{k}", v) for k, v in value.items() if not isinstance(v, dict | list))
-        else:
-            out.append((key, value))
-    return out

@@ -104,6 +104,18 @@ def _sort_value(value: Any) -> str:
     return "" if math.isnan(f) else repr(f)
 
 
+def flat(conv: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A conventions mapping one level deep (``evaluation.ties``), for :func:`conventions`; mappings nested
+    deeper (a metric table) are left out, their summary is in the notes."""
+    out: list[tuple[str, Any]] = []
+    for key, value in conv.items():
+        if isinstance(value, dict):
+            out.extend((f"{key}.{k}", v) for k, v in value.items() if not isinstance(v, dict))
+        else:
+            out.append((key, value))
+    return out
+
+
 def conventions(items: dict[str, Any] | Iterable[tuple[str, Any]], notes: Iterable[str] = ()) -> str:
     """The conventions behind a section's numbers, as a definition list, and its notes."""
     pairs = items.items() if isinstance(items, dict) else items

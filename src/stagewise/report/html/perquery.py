@@ -92,7 +92,7 @@ def table_html(result: Any, metric: str, table_id: str, baseline: str | None) ->
     return controls(table_id, placeholder="query id or run name") + f'<div class="scroll">{body}</div>'
 
 
-def section(result: Any, metrics: list[str], baseline: str | None, tolerance: float, pairs: Any = None) -> str:
+def section(result: Any, metrics: list[str], baseline: str | None, tolerance: float) -> str:
     runs = [name for name, _, _ in columns(result)]
     out = []
     metric = metrics[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stagewise.report.html.page import controls, conventions, esc, figure, num, pyplot, table
+from stagewise.report.html.page import controls, conventions, esc, figure, flat, num, pyplot, table
 
 _ROW_NAMES = {"evidence_in_context": "evidence in context", "evidence_missing": "evidence missing"}
 _COL_NAMES = {"answer_correct": "answer correct", "answer_wrong": "answer wrong"}
@@ -87,7 +87,7 @@ def section(report: Any, digits: int = 4) -> str:
     out.append(f'<div class="scroll">{body}</div>')
     return (
         f'<div class="grid"><div>{out[0]}{out[2]}</div>{out[1]}</div>'
-        + conventions(_flat(report.conventions()), report.notes())
+        + conventions(flat(report.conventions()), report.notes())
         + "".join(out[3:])
     )
 
@@ -97,13 +97,3 @@ def _short(text: Any, limit: int = 160) -> str:
         return ""
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _flat(conv: dict[str, Any]) -> list[tuple[str, Any]]:
-    out = []
-    for key, value in conv.items():
-        if isinstance(value, dict):
-            out.extend((f"{key}.{k}", v) for k, v in value.items())
-        else:
-            out.append((key, value))
-    return out
