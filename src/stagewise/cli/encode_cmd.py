@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, emit_run, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, user_errors
 
 
 class Dtype(StrEnum):
@@ -125,36 +125,3 @@ def encode_command(
             typer.echo(f"hnsw: {approx.report}", err=True)
         elapsed = time.perf_counter() - started
         typer.echo(f"encoded {index!r} in {elapsed:.2f} s -> {output}", err=True)
-
-
-def dense_search(
-    index_dir: Path,
-    queries: Path,
-    *,
-    k: int,
-    output: Path | None,
-    fmt: str | None,
-    name: str | None,
-    renumber: bool,
-    backend: str | None,
-    approximate: bool,
-) -> None:
-    """The dense half of `stagewise search`: encode the queries with the index's model, exact (or HNSW) top-k."""
-    import time
-
-    from stagewise.dense.index import DenseIndex
-    from stagewise.retrieval.collections import read_queries
-
-    started = time.perf_counter()
-    index = DenseIndex.load(index_dir)
-    topics = read_queries(queries, format=fmt, renumber=renumber)
-    run = index.search(topics, k=k, backend=backend, approximate=approximate, name=name)
-    emit_run(run, output)
-    elapsed = time.perf_counter() - started
-    kind = "approximate (HNSW)" if approximate else "exact"
-    target = f" -> {output}" if output is not None else ""
-    typer.echo(
-        f"searched {len(topics):,} queries with {index.meta['model']} ({kind} inner product), top {k}, "
-        f"in {elapsed:.2f} s{target}",
-        err=True,
-    )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
+import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -87,8 +87,6 @@ def search_command(
 
       printf 'q1\tlift of wings\n' | stagewise search bm25-index - -k 10
     """
-    import time
-
     with user_errors():
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise.cli.common import progress_bar, stdin_as_file
@@ -99,31 +97,26 @@ def search_command(
 
         if scheduler is not None and engine is not Engine.dask:
             raise InputError("--scheduler", "is only used with --engine dask", hint="add --engine dask")
-        if is_dense_index(index_dir):
-            from stagewise.cli.encode_cmd import dense_search
-
+        dense = is_dense_index(index_dir)
+        if dense:
             if engine is Engine.dask:
                 raise InputError(str(index_dir), "is a dense index; --engine dask searches BM25 indexes only")
             bm25_only = any(v is not None for v in (variant, k1, b, delta, epsilon)) or all_documents
             if bm25_only or workers not in (None, 1):
                 typer.echo("stagewise: note: BM25 options are ignored for a dense index", err=True)
-            fmt_name = None if fmt is CorpusFormat.auto else fmt.value
-            with contextlib.ExitStack() as stack:
-                if str(queries) == "-":
-                    source = stack.enter_context(stdin_as_file("query set", fmt.value))
-                    queries, fmt_name = source, source.suffix[1:]
-                dense_search(index_dir, queries, k=k, output=output, fmt=fmt_name, name=name, renumber=renumber,
-                             backend=backend and backend.value, approximate=approximate)  # fmt: skip
-            return
-        if approximate or backend is not None:
+        elif approximate or backend is not None:
             typer.echo("stagewise: note: --approximate and --backend are for dense indexes; ignored here", err=True)
         started = time.perf_counter()
-        index = BM25Index.load(index_dir)
         if str(queries) == "-":
             with stdin_as_file("query set", fmt.value) as source:
                 topics = read_queries(source, format=source.suffix[1:], renumber=renumber)
         else:
             topics = read_queries(queries, format=None if fmt is CorpusFormat.auto else fmt.value, renumber=renumber)
+        if dense:
+            _dense_search(index_dir, topics, k=k, output=output, name=name, backend=backend, approximate=approximate,
+                          started=started)  # fmt: skip
+            return
+        index = BM25Index.load(index_dir)
         options = dict(k=k, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon, all_documents=all_documents)
         progress, update = progress_bar("searching")
         with progress:
@@ -146,3 +139,30 @@ def search_command(
             f"searched {len(topics):,} queries{empty} with {top.scoring}, top {k}, in {elapsed:.2f} s{target}",
             err=True,
         )
+
+
+def _dense_search(
+    index_dir: Path,
+    topics: Any,
+    *,
+    k: int,
+    output: Path | None,
+    name: str | None,
+    backend: Backend | None,
+    approximate: bool,
+    started: float,
+) -> None:
+    """The dense half of `stagewise search`: encode the queries with the index's model, exact (or HNSW) top-k."""
+    from stagewise.dense.index import DenseIndex
+
+    index = DenseIndex.load(index_dir)
+    run = index.search(topics, k=k, backend=backend and backend.value, approximate=approximate, name=name)
+    emit_run(run, output)
+    elapsed = time.perf_counter() - started
+    kind = "approximate (HNSW)" if approximate else "exact"
+    target = f" -> {output}" if output is not None else ""
+    typer.echo(
+        f"searched {len(topics):,} queries with {index.meta['model']} ({kind} inner product), top {k}, "
+        f"in {elapsed:.2f} s{target}",
+        err=True,
+    )
