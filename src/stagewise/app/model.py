@@ -23,17 +23,13 @@ def playground(labels: Sequence[int], gain: str = "exp") -> dict[str, Any]:
     """The lesson's widget for one ranked list: every DCG term, the ideal order, nDCG both ways, RR."""
     ideal = sorted(labels, reverse=True)
 
+    def term(rank: int, rel: int) -> dict[str, float]:
+        value = lesson.dcg([rel], gain=gain)  # a one-item DCG is the item's gain (its discount is log2(2) = 1)
+        return {"rank": rank, "label": rel, "gain": value, "discount": math.log2(rank + 1),
+                "term": value / math.log2(rank + 1)}  # fmt: skip
+
     def terms(rels: Sequence[int]) -> list[dict[str, float]]:
-        return [
-            {
-                "rank": r,
-                "label": rel,
-                "gain": lesson.dcg([rel], gain=gain),
-                "discount": math.log2(r + 1),
-                "term": lesson.dcg([rel], gain=gain) / math.log2(r + 1),
-            }
-            for r, rel in enumerate(rels, start=1)
-        ]
+        return [term(r, rel) for r, rel in enumerate(rels, start=1)]
 
     relevant = [i for i, rel in enumerate(labels) if rel >= 1]
     return {

@@ -142,11 +142,14 @@ def create_app(
         ws = need_workspace()
         if not ws.runs:
             raise _Reject(404, "no runs loaded (stagewise serve --run R)")
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise _Reject(501, "the report's plots need the report extra: pip install 'stagewise[report]'") from None
+        from stagewise.errors import StagewiseError
         from stagewise.report.html import build
+        from stagewise.report.html.page import pyplot
+
+        try:
+            pyplot()  # the report's own check, with its install hint
+        except StagewiseError as exc:
+            raise _Reject(501, str(exc)) from None
 
         labels = ws.store.labels()
 

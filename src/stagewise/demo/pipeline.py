@@ -342,15 +342,18 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
         skipped["report"] = "turned off (--no-report)"
         steps.finish("report", f"skipped: {skipped['report']}")
         return None
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        skipped["report"] = "needs matplotlib: pip install 'stagewise[report]'"
-        steps.finish("report", f"skipped: {skipped['report']}")
-        return None
     from stagewise.demo.report import verdict_section
     from stagewise.demo.summary import gain_note
+    from stagewise.errors import StagewiseError
     from stagewise.report.html import build
+    from stagewise.report.html.page import pyplot
+
+    try:
+        pyplot()  # the report's own check of its extra
+    except StagewiseError as exc:
+        skipped["report"] = str(exc)
+        steps.finish("report", f"skipped: {skipped['report']}")
+        return None
 
     steps.start("report")
     page = build(
