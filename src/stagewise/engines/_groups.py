@@ -21,11 +21,6 @@ from stagewise.data.strings import StringColumn
 
 from ._blocks import GroupCheck, iter_blocks, query_of, run_from_block
 
-UNSORTED_HINT = (
-    "sort each run by query id first, e.g. LC_ALL=C sort -k1,1 -s RUN > SORTED_RUN, "
-    "or use --engine local, which reads the runs into memory"
-)
-
 
 def take_queries(run: Run, start: int, stop: int) -> Run:
     """The run's queries ``start:stop`` (in its sorted order) as a Run of their rows; may be empty."""

@@ -519,10 +519,6 @@ def weighted_condorcet(
 
 
 # --------------------------------------------------------------------------------------------- registry
-def _positive(value: float) -> bool:
-    return value > 0
-
-
 WEIGHTS = Param(tuple, None, "one non-negative weight per run, in run order (default: all equal)")
 RRF_K = Param(
     float,

@@ -107,8 +107,6 @@ PAIR_PARAMS = frozenset({"G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "
 COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
 GEOMETRIC = frozenset({"gm_map", "gm_bpref"})
 SUMMARY_ONLY = frozenset({"runid", "num_q", "gm_map", "gm_bpref"})
-# trec_eval -c scores a topic missing from the run against a one-document dummy ranking, then zeroes these.
-ZEROED_WHEN_MISSING = frozenset({"num_ret", "utility", "unj", "rbp_resid", "relstring"})
 
 _INT_PREFIX = re.compile(r"\s*([+-]?\d+)")
 _FLOAT_PREFIX = re.compile(r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
