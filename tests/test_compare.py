@@ -534,16 +534,6 @@ def test_compare_missing_skip_states_pairing() -> None:
     assert skip.conventions["pairing"] == "each pair uses the queries both runs have scores for"
 
 
-@pytest.mark.parametrize("module", ["__init__", "compare", "corrections", "paired"])
-def test_docstring_examples_run(module: str) -> None:
-    import doctest
-    import importlib
-
-    mod = importlib.import_module("stagewise.stats" if module == "__init__" else f"stagewise.stats.{module}")
-    failures, tried = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert tried > 0 and failures == 0
-
-
 def test_rich_pairs_table_fits_the_terminal_without_cutting_cells():
     """At 80 columns the pairs table leaves out the statistic and the unadjusted p (and says so) instead of
     truncating every cell; a wide terminal shows every column."""

@@ -212,14 +212,3 @@ def test_bad_criterion(spec: str) -> None:
         parse_criterion(spec)
 
 
-@pytest.mark.parametrize(
-    "module",
-    ["", ".answers", ".judges", ".records", ".citations", ".labels", ".diagnose", ".adapters", ".report"],
-)
-def test_docstring_examples_run(module: str) -> None:
-    import doctest
-    import importlib
-
-    mod = importlib.import_module(f"stagewise.rag{module}")
-    failures, _ = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert failures == 0

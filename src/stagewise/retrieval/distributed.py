@@ -177,8 +177,22 @@ def search_dask(
     """:meth:`BM25Index.search` on a Dask cluster: ``client``'s, or the scheduler at ``scheduler``, or a local
     cluster started for this search and closed after it. Returns the same :class:`~stagewise.data.run.Run`.
 
-    >>> from stagewise.retrieval.distributed import search_dask          # doctest: +SKIP
-    >>> run = search_dask(BM25Index.load("bm25-index"), queries, scheduler="tcp://10.0.0.5:8786", k=1000)
+    On a cluster: ``search_dask(BM25Index.load("bm25-index"), queries, scheduler="tcp://10.0.0.5:8786",
+    k=1000)``. The same with an in-process client (the runs equal :meth:`BM25Index.search`'s):
+
+    >>> from dask.distributed import Client
+    >>> from stagewise.retrieval import BM25Index
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp() + "/bm25-index"
+    >>> saved = BM25Index.build(["wing lift in a slipstream", "lift of a flat plate", "heat transfer"],
+    ...                         ids=["d1", "d2", "d3"]).save(folder)
+    >>> index = BM25Index.load(folder)  # the workers open the saved index's files, not a copy sent to them
+    >>> with Client(processes=False, dashboard_address=None) as client:
+    ...     run = search_dask(index, {"q1": "lift of wings"}, client=client, k=10)
+    >>> run.to_polars()["doc_id"].to_list()
+    ['d1', 'd2']
+    >>> index.search({"q1": "lift of wings"}, k=10).to_polars()["doc_id"].to_list()
+    ['d1', 'd2']
     """
     own = client is None
     client = client if client is not None else dask_client(scheduler)
