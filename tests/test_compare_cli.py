@@ -95,8 +95,9 @@ def test_same_seed_same_output(three_runs: list[str]) -> None:
 
 
 def test_baseline_by_path_or_name(three_runs: list[str]) -> None:
-    by_path = json.loads(invoke(QRELS, *three_runs, "-m", "map", "-b", three_runs[2], "-f", "json").stdout)
-    by_name = json.loads(invoke(QRELS, *three_runs, "-m", "map", "-b", "reversed.run", "-f", "json").stdout)
+    results = [invoke(QRELS, *three_runs, "-m", "map", "-b", b, "-f", "json") for b in (three_runs[2], "reversed.run")]
+    assert [r.exit_code for r in results] == [0, 0], [r.output for r in results]
+    by_path, by_name = (json.loads(r.stdout) for r in results)
     assert by_path == by_name
     assert [(p["a"], p["b"]) for p in by_path["pairs"]] == [
         ("reversed.run", "results.test"),

@@ -293,5 +293,5 @@ def test_judge_loaded_from_a_module(tmp_path: Path, monkeypatch) -> None:
 
 def test_rows_are_json(tmp_path: Path) -> None:
     report = evaluate_rag([{"id": "q", "retrieved": ["p"], "answer": "x [p]", "gold_answers": ["x"]}])
-    for line in render(report, "jsonl").splitlines():
-        json.loads(line)
+    rows = [json.loads(line) for line in render(report, "jsonl").splitlines()]
+    assert [row["id"] for row in rows] == ["q"]  # one row a sample: an empty rendering fails here
