@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stagewise import lesson
+from stagewise.app.ids import to_segment
 from stagewise.data.readers import read_run
 from stagewise.metrics import Conventions
 from stagewise.metrics.evaluate import evaluate
@@ -140,7 +141,13 @@ class Workspace:
         every = self.store.labels()  # one read, not one a query
         for qid in self.query_ids():
             labels = every.get(qid, {})
-            row: dict[str, Any] = {"qid": qid, "text": self.queries.get(qid, ""), "judged": len(labels), "runs": {}}
+            row: dict[str, Any] = {
+                "qid": qid,
+                "key": to_segment(qid),  # the id as the page puts it in a URL
+                "text": self.queries.get(qid, ""),
+                "judged": len(labels),
+                "runs": {},
+            }
             for name in self.runs:
                 top = self.ranked[name].get(qid, [])[:10]
                 unjudged = sum(1 for d in top if d not in labels) / len(top) if top else 0.0
@@ -154,6 +161,7 @@ class Workspace:
         labels = self.store.labels(qid).get(qid, {})
         return {
             "qid": qid,
+            "key": to_segment(qid),
             "text": self.queries.get(qid, ""),
             "metrics": self.metrics(qid),
             "means": self.means(),
@@ -162,6 +170,7 @@ class Workspace:
                     {
                         "rank": i,
                         "docid": d,
+                        "key": to_segment(d),
                         "score": self.runs[name][qid][d],
                         "label": labels.get(d),
                         "text": self.texts.get(d, "")[:400],

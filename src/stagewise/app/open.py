@@ -45,11 +45,20 @@ def rag_db(db: Path) -> Path:
     return db.with_name(f"{db.stem}.rag{db.suffix or '.sqlite'}")
 
 
-def open_rag(path: Any, db: Path) -> Any:
-    """RAG records, their gold marks (kept in :func:`rag_db`) and each sample's stage label from evaluate_rag."""
+def open_rag(path: Any, db: Path, corpus: Any = None) -> Any:
+    """RAG records, their gold marks (kept in :func:`rag_db`) and each sample's stage label from evaluate_rag.
+
+    ``corpus`` (BEIR folder, JSONL, TSV) gives the texts of passages no record holds (a gold passage outside
+    every context); only the passages the samples name are kept."""
     from stagewise.app.rag import RagSamples
     from stagewise.rag.records import read_records
     from stagewise.store.labels import LabelStore
 
     records = read_records(path)
-    return RagSamples(records, LabelStore(rag_db(db), RagSamples.initial_marks(records)))
+    texts = None
+    if corpus is not None:
+        from stagewise.data.collections import read_corpus
+
+        named = {p for r in records for p in (*r.retrieved, *(r.context or ()), *RagSamples.gold_of(r))}
+        texts = {d: t for d, t in read_corpus(corpus) if d in named}
+    return RagSamples(records, LabelStore(rag_db(db), RagSamples.initial_marks(records)), texts=texts)

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["playground_page", "queries_page", "query_page", "rag_list_page", "rag_page"]
+from stagewise.app.ids import to_segment
+
+__all__ = ["error_page", "playground_page", "queries_page", "query_page", "rag_list_page", "rag_page"]
 
 _CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:1.5rem auto;max-width:72rem;padding:0 1rem;color:#1a1a1a}
@@ -34,6 +36,12 @@ def _page(title: str, body: str, script: str = "", data: Any = None) -> str:
         "<nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG samples</a><a href='/report'>Report (current labels)</a></nav>"
         f"<h1>{escape(title)}</h1>{body}{blob}<script>{_JS_COMMON}{script}</script></body></html>"
     )
+
+
+def error_page(status: int, message: str) -> str:
+    """What a person sees following a link to a page this server cannot show (the API answers JSON)."""
+    body = f'<p data-testid="error">{escape(message)}</p><p class=muted>HTTP {status}</p>'
+    return _page("Not available", body)
 
 
 _JS_COMMON = """
@@ -145,7 +153,7 @@ function render() {
   if (key) rows.sort((x, y) => key(x) - key(y));
   $('list').innerHTML = '<tr><th class=l>query</th><th>judged</th>' + data.runs.map(r => `<th>${esc(r)}<br>${esc(m)}</th>`).join('') +
     `<th>unjudged@10 (${esc(a)})</th></tr>` + rows.slice(0, 500).map(r => `<tr data-testid="query-row"><td class=l>` +
-    `<a href="/queries/${encodeURIComponent(r.qid)}">${esc(r.qid)}</a> <span class=muted>${esc(r.text.slice(0, 80))}</span></td><td>${r.judged}</td>` +
+    `<a href="/queries/${esc(r.key)}">${esc(r.qid)}</a> <span class=muted>${esc(r.text.slice(0, 80))}</span></td><td>${r.judged}</td>` +
     data.runs.map(x => `<td>${f4(r.runs[x][m])}</td>`).join('') + `<td>${f4(r.runs[a]['unjudged@10'])}</td></tr>`).join('');
   $('status').textContent = rows.length + ' queries' + (rows.length > 500 ? ' (first 500 shown)' : '');
 }
@@ -166,6 +174,8 @@ def query_page(qid: str, data: dict[str, Any], metrics: Sequence[str]) -> str:
 """
     script = """
 let data = JSON.parse(document.getElementById('data').textContent);
+// a Map: an id such as __proto__ or constructor is a key like any other, not an object's property
+let labels = new Map(Object.entries(data.labels));
 const $ = id => document.getElementById(id);
 const runs = Object.keys(data.runs), metrics = METRICS;
 function table(vals, testid) {
@@ -179,25 +189,28 @@ function renderMetrics() {
 }
 function renderLists() {
   $('cols').innerHTML = runs.map(r => `<div class=col><h3>${esc(r)}</h3>` + data.runs[r].map(d => {
-    const l = data.labels[d.docid]; const lab = (l === undefined || l === null) ? '' : l;
-    return `<div class="doc" data-testid="doc" data-docid="${esc(d.docid)}" data-label="${lab}">${d.rank}. ` +
+    const l = labels.get(d.docid); const lab = (l === undefined || l === null) ? '' : l;
+    return `<div class="doc" data-testid="doc" data-docid="${esc(d.docid)}" data-key="${esc(d.key)}" data-label="${lab}">${d.rank}. ` +
       `<b>${esc(d.docid)}</b> <span class=muted>${Number(d.score).toPrecision(4)}</span> ` +
       [0, 1, 2, 3].map(v => `<button data-testid="set-${v}" data-v="${v}" class="${l === v ? 'on' : ''}">${v}</button>`).join('') +
       `<button data-testid="clear" data-v="">×</button>` + (d.text ? `<div class="muted" data-testid="doc-text">${esc(d.text)}</div>` : '') + '</div>';
   }).join('') + '</div>').join('');
-  document.querySelectorAll('.doc button').forEach(b => b.onclick = () => setLabel(b.closest('.doc').dataset.docid, b.dataset.v));
+  document.querySelectorAll('.doc button').forEach(b => b.onclick = () => {
+    const doc = b.closest('.doc'); setLabel(doc.dataset.docid, doc.dataset.key, b.dataset.v);
+  });
 }
-async function setLabel(docid, v) {
-  const url = '/api/labels/' + encodeURIComponent(data.qid) + '/' + encodeURIComponent(docid);
+async function setLabel(docid, key, v) {
+  // ids travel as the segments the server made (stagewise.app.ids), never as paths
+  const url = '/api/labels/' + data.key + '/' + key;
   const res = v === '' ? await api('DELETE', url) : await api('PUT', url, {label: Number(v)});
-  if (res.label === null) delete data.labels[docid]; else data.labels[docid] = res.label;
+  if (res.label === null) labels.delete(docid); else labels.set(docid, res.label);
   data.metrics = res.metrics; data.means = res.means;
   $('status').textContent = `${docid}: ${res.old === null ? 'unjudged' : res.old} → ${res.label === null ? 'unjudged' : res.label}`;
   renderMetrics(); renderLists();
 }
 $('undo').onclick = async () => {
   const res = await api('POST', '/api/undo', {});
-  data = await api('GET', '/api/queries/' + encodeURIComponent(data.qid));
+  data = await api('GET', '/api/queries/' + data.key); labels = new Map(Object.entries(data.labels));
   $('status').textContent = `undone: ${res.docid} (query ${res.qid}) back to ${res.label === null ? 'unjudged' : res.label}`;
   renderMetrics(); renderLists();
 };
@@ -209,7 +222,7 @@ renderMetrics(); renderLists();
 
 def rag_list_page(records: list[dict[str, Any]]) -> str:
     rows = "".join(
-        f"<tr><td class=l><a href='/rag/{escape(str(r['id']))}'>{escape(str(r['id']))}</a></td>"
+        f"<tr><td class=l><a href='/rag/{escape(to_segment(r['id']))}'>{escape(str(r['id']))}</a></td>"
         f"<td class=l>{escape(str(r.get('label', '')))}</td><td class=l>{escape(str(r.get('question', ''))[:120])}"
         "</td></tr>"
         for r in records
@@ -226,7 +239,8 @@ def rag_page(record: dict[str, Any]) -> str:
 <span id="status" class="muted"></span></p>
 <p><b>Stage label:</b> <span data-testid="rag-label" id="label"></span> — <span id="reason"></span></p>
 <p><b>Question:</b> <span id="question"></span></p>
-<h2>Retrieved passages</h2><ol id="passages"></ol>
+<h2>Passages</h2><p class=muted>The context the answer was written from, the rest of the retrieved list, and every gold
+passage wherever it stands; each says where it is.</p><ol id="passages"></ol>
 <h2>Answer</h2><p id="answer"></p><p><b>Citations:</b> <span id="cited"></span></p>
 """
     script = """
@@ -238,13 +252,16 @@ function render() {
   $('cited').textContent = data.cited.length ? data.cited.join(', ') : 'none';
   $('passages').innerHTML = data.context.map(p => {
     const gold = data.gold.includes(p.id), cited = data.cited.includes(p.id);
-    return `<li class="${gold ? 'gold' : ''}" data-testid="passage" data-pid="${esc(p.id)}" data-gold="${gold ? 1 : 0}">` +
-      `<b>${esc(p.id)}</b>${gold ? ' (gold evidence)' : ''}${cited ? ' (cited)' : ''}${p.in_context ? '' : ' (retrieved, not in the context)'} ` +
-      `<button data-testid="toggle-gold">${gold ? 'unmark gold' : 'mark gold'}</button>: ${esc(p.text)}</li>`;
+    const text = p.text ? `<span data-testid="passage-text">${esc(p.text)}</span>` +
+      (p.text_from === 'this sample' ? '' : ` <span class=muted>(text from ${esc(p.text_from)})</span>`) :
+      '<span class=muted data-testid="passage-text">no text: neither the records nor a corpus hold this passage (stagewise serve --rag R --corpus C)</span>';
+    return `<li class="${gold ? 'gold' : ''}" data-testid="passage" data-pid="${esc(p.id)}" data-key="${esc(p.key)}" data-gold="${gold ? 1 : 0}">` +
+      `<b>${esc(p.id)}</b> <span data-testid="passage-where">${esc(p.where)}${gold ? ', gold evidence' : ''}${cited ? ', cited' : ''}</span> ` +
+      `<button data-testid="toggle-gold">${gold ? 'unmark gold' : 'mark gold'}</button>: ${text}</li>`;
   }).join('');
   document.querySelectorAll('#passages button').forEach(b => b.onclick = async () => {
     const li = b.closest('li');
-    const url = '/api/rag/' + encodeURIComponent(data.id) + '/evidence/' + encodeURIComponent(li.dataset.pid);
+    const url = '/api/rag/' + data.key + '/evidence/' + li.dataset.key;
     const before = data.label;
     data = await api('PUT', url, {gold: li.dataset.gold !== '1'});
     $('status').textContent = `${li.dataset.pid}: stage label ${before} → ${data.label}`;

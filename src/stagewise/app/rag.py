@@ -5,8 +5,10 @@ undo and survive restarts like relevance labels."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
+from stagewise.app.ids import to_segment
 from stagewise.rag.diagnose import evaluate_rag
 from stagewise.rag.records import RagRecord
 from stagewise.store.labels import LabelStore
@@ -19,13 +21,27 @@ def _flat(record: RagRecord) -> set[str]:
 
 
 class RagSamples:
-    """Records, their gold marks in ``store``, and the page data of each sample."""
+    """Records, their gold marks in ``store``, and the page data of each sample.
 
-    def __init__(self, records: list[RagRecord], store: LabelStore) -> None:
+    A passage's text is the one its own record gives; else one another record gives for the same id (records
+    often carry texts for their context only, so a gold passage ranked lower has none of its own); else the
+    corpus's (``texts``: passage id -> text)."""
+
+    def __init__(self, records: list[RagRecord], store: LabelStore, texts: Mapping[str, str] | None = None) -> None:
         self.records = {r.id: r for r in records}
         self.store = store
+        self.texts: dict[str, tuple[str, str]] = {p: (t, "the corpus") for p, t in (texts or {}).items()}
+        for record in reversed(records):  # the first record that gives a text wins
+            for pid, text in (record.passages or {}).items():
+                if text:
+                    self.texts[pid] = (text, f"sample {record.id}")
         self.order = [r.id for r in records]
         self.samples = {sid: self._sample(sid) for sid in self.order}
+
+    @staticmethod
+    def gold_of(record: RagRecord) -> set[str]:
+        """Every passage the record names as gold evidence, in any alternative."""
+        return _flat(record)
 
     @classmethod
     def initial_marks(cls, records: list[RagRecord]) -> dict[str, dict[str, int]]:
@@ -43,26 +59,45 @@ class RagSamples:
         record = self._record(sid)
         row = evaluate_rag([record]).rows[0]
         context = list(record.context if record.context is not None else row.get("context", record.retrieved))
-        passages = record.passages or {}
-        shown = list(dict.fromkeys([*context, *record.retrieved]))
         gold = sorted(_flat(record))
+        # every passage a person may mark: the context, the rest retrieved, and the gold ones wherever they are
+        shown = list(dict.fromkeys([*context, *record.retrieved, *sorted(_flat(self.records[sid])), *gold]))
         return {
             "id": sid,
+            "key": to_segment(sid),  # the id as the page puts it in a URL
             "label": row.get("label"),
             "reason": f"{row.get('reason', '')}: {row.get('detail', '')}",
             "question": record.question or "",
             "answer": record.answer,
-            "context": [{"id": p, "text": passages.get(p, ""), "in_context": p in context} for p in shown],
+            "context": [self._passage(record, p, context) for p in shown],
             "gold": gold,
             "cited": list(row.get("citations") or ()),
+        }
+
+    def _passage(self, record: RagRecord, pid: str, context: list[str]) -> dict[str, Any]:
+        own = (record.passages or {}).get(pid)
+        text, source = (own, "this sample") if own else self.texts.get(pid, ("", None))
+        rank = record.retrieved.index(pid) + 1 if pid in record.retrieved else None
+        if pid in context:
+            where = "in the context" + (f" (retrieved at rank {rank})" if rank else "")
+        elif rank is not None:
+            where = f"retrieved only (rank {rank}), not in the context"
+        else:
+            where = "not retrieved"
+        return {
+            "id": pid,
+            "key": to_segment(pid),
+            "text": text,
+            "text_from": source,  # None: no record and no corpus holds this passage's text
+            "in_context": pid in context,
+            "rank": rank,
+            "where": where,
         }
 
     def known(self, sid: str, pid: str | None = None) -> bool:
         if sid not in self.records:
             return False
-        return (
-            pid is None or any(p["id"] == pid for p in self.samples[sid]["context"]) or pid in _flat(self.records[sid])
-        )
+        return pid is None or any(p["id"] == pid for p in self.samples[sid]["context"])
 
     def mark(self, sid: str, pid: str, gold: bool, who: str = "") -> dict[str, Any]:
         self.store.set(sid, pid, 1 if gold else None, who=who)

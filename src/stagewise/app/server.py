@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -23,8 +25,10 @@ from starlette.routing import Route
 
 from stagewise.app import pages
 from stagewise.app.hosts import is_loopback
+from stagewise.app.ids import from_segment
 from stagewise.app.model import METRICS, Workspace, playground
 from stagewise.app.rag import RagSamples
+from stagewise.errors import StagewiseError
 from stagewise.store.labels import LABELS
 
 __all__ = ["MAX_BODY", "create_app"]
@@ -36,6 +40,59 @@ _TOKEN_COOKIE = "stagewise_token"
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
+
+
+def _refusal(request: Request, status: int, message: str) -> Response:
+    """JSON for the API; a page for a person anywhere else (a link followed in a browser, not a raw JSON 404)."""
+    if request.url.path.startswith("/api/"):
+        return _error(status, message)
+    return HTMLResponse(pages.error_page(status, message), status_code=status)
+
+
+def _path_id(request: Request, name: str, what: str) -> str:
+    """The id a route's path segment stands for (:mod:`stagewise.app.ids`): ids are route data, never paths."""
+    segment = request.path_params[name]
+    value = from_segment(segment)
+    if value is None:
+        raise _Reject(404, f"{segment[:80]!r} is not a {what} id as this app writes them (~ then base64url)")
+    return value
+
+
+def _short(value: Any) -> str:
+    """A value from a request body, for a message: its repr cut short (a body holds up to 4 KiB)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_body(raw: bytes, shape: str) -> Any:
+    """The body as JSON, or a 400 naming what is wrong: not UTF-8 (json.loads would guess UTF-16 or 32 from
+    the bytes), NaN or Infinity (Python's extensions, not JSON), or nested too deep for the parser."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw else None
+    except UnicodeDecodeError:
+        raise _Reject(400, f"the body is not valid JSON: it is not UTF-8 text; send {shape}") from None
+    except RecursionError:
+        raise _Reject(400, f"the body is not valid JSON here: it is nested too deeply to read; send {shape}") from None
+    except ValueError:
+        raise _Reject(400, f"the body is not valid JSON; send {shape}") from None
+
+
+def _qrels_as(labels: dict[str, dict[str, int]], fmt: str) -> str:
+    """The labels as ``stagewise labels export`` writes them: through :func:`stagewise.data.writers.write_qrels`,
+    so an id TREC cannot hold is refused by the same rule, not a copy of it."""
+    if not labels:
+        return ""
+    from stagewise.data.readers import read_qrels
+    from stagewise.data.writers import write_qrels
+
+    with tempfile.TemporaryDirectory(prefix="stagewise-qrels-") as folder:
+        path = Path(folder) / f"labels.{'qrels' if fmt == 'trec' else fmt}"
+        write_qrels(read_qrels(labels), path, format=fmt)
+        return path.read_text(encoding="utf-8")
 
 
 def create_app(
@@ -74,7 +131,7 @@ def create_app(
                 return _error(415, "send the body as JSON (Content-Type: application/json)")
         return None
 
-    async def body_json(request: Request) -> Any:
+    async def body_json(request: Request, shape: str) -> Any:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
             raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
@@ -83,14 +140,14 @@ def create_app(
             raw += chunk
             if len(raw) > MAX_BODY:
                 raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-        try:
-            return json.loads(raw) if raw else None
-        except (ValueError, UnicodeDecodeError):
-            raise _Reject(400, 'the body is not valid JSON; send {"label": 0..3}') from None
+        return _parse_body(raw, shape)
 
     def need_workspace() -> Workspace:
         if workspace is None:
-            raise _Reject(404, "no qrels loaded: this server runs the playground alone (stagewise serve --qrels Q)")
+            raise _Reject(
+                404,
+                "no qrels loaded: this server shows no queries (start it with stagewise serve --qrels Q --run R)",
+            )
         return workspace
 
     def need_query(qid: str) -> Workspace:
@@ -112,24 +169,28 @@ def create_app(
         return HTMLResponse(pages.queries_page(list(need_workspace().runs), METRICS))
 
     async def query_page(request: Request) -> Response:
-        qid = request.path_params["qid"]
+        qid = _path_id(request, "qid", "query")
         ws = need_query(qid)
         return HTMLResponse(pages.query_page(qid, ws.query(qid), METRICS))
 
     async def rag_list(request: Request) -> Response:
         if not rag:
-            raise _Reject(404, "no RAG records loaded (stagewise serve --rag RECORDS)")
+            raise _Reject(
+                404,
+                "no RAG records loaded: start the server with them, stagewise serve --rag RECORDS.jsonl "
+                "(with or without --qrels)",
+            )
         return HTMLResponse(pages.rag_list_page(rag.list()))
 
     async def rag_page(request: Request) -> Response:
-        sid = request.path_params["sid"]
+        sid = _path_id(request, "sid", "RAG sample")
         if rag is None or not rag.known(sid):
             raise _Reject(404, f"unknown RAG sample id {sid!r}")
         return HTMLResponse(pages.rag_page(rag.samples[sid]))
 
     async def api_evidence(request: Request) -> Response:
-        sid, pid = request.path_params["sid"], request.path_params["pid"]
-        body = await body_json(request)
+        sid, pid = _path_id(request, "sid", "RAG sample"), _path_id(request, "pid", "passage")
+        body = await body_json(request, '{"gold": true} or {"gold": false}')
         if rag is None or not rag.known(sid):
             raise _Reject(404, f"unknown RAG sample id {sid!r}")
         if not isinstance(body, dict) or set(body) != {"gold"} or not isinstance(body["gold"], bool):
@@ -142,7 +203,6 @@ def create_app(
         ws = need_workspace()
         if not ws.runs:
             raise _Reject(404, "no runs loaded (stagewise serve --run R)")
-        from stagewise.errors import StagewiseError
         from stagewise.report.html import build
         from stagewise.report.html.page import pyplot
 
@@ -187,19 +247,19 @@ def create_app(
         )
 
     async def api_query(request: Request) -> Response:
-        qid = request.path_params["qid"]
+        qid = _path_id(request, "qid", "query")
         return JSONResponse(need_query(qid).query(qid))
 
     async def api_label(request: Request) -> Response:
-        qid, docid = request.path_params["qid"], request.path_params["docid"]
+        qid, docid = _path_id(request, "qid", "query"), _path_id(request, "docid", "document")
         ws = need_query(qid)
         if request.method == "PUT":
-            body = await body_json(request)
+            body = await body_json(request, '{"label": 0..3}')
             if not isinstance(body, dict) or set(body) != {"label"}:
                 raise _Reject(400, 'send {"label": 0..3} (to clear a label, DELETE it)')
             label = body["label"]
             if isinstance(label, bool) or not isinstance(label, int) or label not in LABELS:
-                raise _Reject(422, f"label {label!r} is not one of 0, 1, 2, 3")
+                raise _Reject(422, f"label {_short(label)} is not one of 0, 1, 2, 3")
         else:
             label = None
         if not ws.known_doc(qid, docid):
@@ -214,7 +274,7 @@ def create_app(
 
     async def api_undo(request: Request) -> Response:
         ws = need_workspace()
-        await body_json(request)
+        await body_json(request, "{}")
         change = await run_in_threadpool(ws.store.undo, who)
         if change is None:
             raise _Reject(409, "nothing to undo")
@@ -222,7 +282,19 @@ def create_app(
         return JSONResponse({**change, "metrics": ws.metrics(str(change["qid"])), "means": ws.means()})
 
     async def api_qrels(request: Request) -> Response:
-        return PlainTextResponse(need_workspace().store.qrels_text())
+        ws = need_workspace()
+        fmt = request.query_params.get("format", "trec")
+        if fmt not in ("trec", "jsonl"):
+            raise _Reject(400, f"unknown format {_short(fmt)}; expected trec (the default) or jsonl")
+        labels = ws.store.labels()
+        try:
+            text = await run_in_threadpool(_qrels_as, labels, fmt)
+        except StagewiseError as exc:  # an id TREC cannot hold: the writer's own refusal, and where to go
+            where = "GET /api/qrels?format=jsonl, or stagewise labels export -o labels.jsonl"
+            raise _Reject(422, f"{exc}: {where}") from None
+        if fmt == "jsonl":
+            return Response(text, media_type="application/x-ndjson")
+        return PlainTextResponse(text)
 
     routes = [
         Route("/", home),
@@ -274,12 +346,12 @@ def create_app(
 
     async def rejected(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Reject)
-        return _error(exc.status, exc.message)
+        return _refusal(request, exc.status, exc.message)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         detail = {404: f"no such page or API route: {request.url.path}", 405: f"{request.method} is not allowed here"}
-        return _error(exc.status_code, detail.get(exc.status_code, str(exc.detail)))
+        return _refusal(request, exc.status_code, detail.get(exc.status_code, str(exc.detail)))
 
     app.add_exception_handler(_Reject, rejected)
     app.add_exception_handler(HTTPException, http_error)
