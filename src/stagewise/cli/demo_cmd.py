@@ -77,7 +77,7 @@ def demo_command(
             workspace = open_workspace(
                 folder / "qrels.txt", runs, db, corpus=folder / "corpus.jsonl", queries=folder / "queries.jsonl"
             )
-            records = open_rag(folder / "rag.jsonl", db)
+            records = open_rag(folder / "rag.jsonl", db, corpus=folder / "corpus.jsonl")
             with serving_lock(folder):  # a demo rerun meanwhile would swap the folder from under the server
                 serve_app(workspace, records, host=host, port=port, token=token, first="queries")
         elif sys.stdout.isatty():

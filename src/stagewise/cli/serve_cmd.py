@@ -19,7 +19,10 @@ def serve_command(
     ] = None,
     run: Annotated[list[str] | None, typer.Option("--run", "-r", help="A run to show; repeatable.")] = None,
     corpus: Annotated[
-        str | None, typer.Option("--corpus", help="Documents (BEIR folder, JSONL, TSV) to show beside each result.")
+        str | None,
+        typer.Option(
+            "--corpus", help="Documents (BEIR folder, JSONL, TSV) to show beside each result and RAG passage."
+        ),
     ] = None,
     queries: Annotated[
         str | None, typer.Option("--queries", help="Query texts (BEIR folder, JSONL, TSV) to show and search.")
@@ -40,7 +43,9 @@ def serve_command(
 
     with user_errors():
         check_serving(host, port, token)
-        unused = [name for name, given in (("--run", run), ("--corpus", corpus), ("--queries", queries)) if given]
+        # --corpus also gives the RAG page the texts of passages no record holds
+        shown = (("--run", run), ("--corpus", corpus if rag is None or playground else None), ("--queries", queries))
+        unused = [name for name, given in shown if given]
         if (playground or qrels is None) and unused:
             raise InputError(
                 unused[0],
@@ -64,8 +69,8 @@ def serve_command(
                 check_output(db, [qrels, rag, corpus, queries, *(run or [])], option="--db")
                 workspace = build_workspace(qrels, run or [], db, corpus=corpus, queries=queries)
             if rag:
-                check_output(rag_db(db), [qrels, rag, *(run or [])], option="--db")
-                records = open_rag(rag, db)
+                check_output(rag_db(db), [qrels, rag, corpus, *(run or [])], option="--db")
+                records = open_rag(rag, db, corpus=corpus)
         first = "playground" if playground else "queries" if workspace is not None else "rag"
         serve_app(workspace, records, host=host, port=port, token=token, first=first)
 
