@@ -9,6 +9,7 @@ bodies over 4 KiB, malformed JSON, labels outside 0..3 and unknown ids get a 4xx
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import json
 import tempfile
@@ -95,267 +96,313 @@ def _qrels_as(labels: dict[str, dict[str, int]], fmt: str) -> str:
         return path.read_text(encoding="utf-8")
 
 
+@dataclasses.dataclass
+class _Served:
+    """What every handler serves from, kept on the app (``app.state.served``)."""
+
+    workspace: Workspace | None
+    token: str | None
+    rag: RagSamples | None
+    who: str
+    refresher: _Refresher
+    report_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+
+def _served(request: Request) -> _Served:
+    return request.app.state.served
+
+
 def create_app(
     workspace: Workspace | None, *, token: str | None = None, rag: RagSamples | None = None, who: str = "web"
 ) -> Starlette:
     """The app over ``workspace`` (None: the playground alone)."""
-
-    refresher = _Refresher(workspace)
-    report_lock = threading.Lock()
-
-    def guard(request: Request) -> Response | None:
-        if token is None:
-            # without a token the server is loopback-only; a Host naming anything else is a DNS rebinding
-            # attempt (a page whose own name resolves to 127.0.0.1 would otherwise pass the origin check)
-            host = request.headers.get("host", "")
-            name = host.split("]")[0] + "]" if host.startswith("[") else host.rsplit(":", 1)[0]
-            if not is_loopback(name):
-                return _error(421, f"this server answers to loopback addresses or localhost, not {name!r}")
-        else:
-            given = (
-                request.headers.get("x-stagewise-token")
-                or request.cookies.get(_TOKEN_COOKIE)
-                or request.query_params.get("token")
-                or ""
-            )
-            if not hmac.compare_digest(given.encode(), token.encode()):
-                return _error(401, "this server needs its token: open the address printed by stagewise serve")
-        if request.method in _UNSAFE:
-            origin = request.headers.get("origin")
-            host = request.headers.get("host", "")
-            if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
-                return _error(403, f"cross-site request refused (origin {origin} is not this server)")
-            # a cross-site form can POST but never send JSON; DELETE is never a "simple" cross-site request
-            json_type = request.headers.get("content-type", "").startswith("application/json")
-            if request.method != "DELETE" and not json_type:
-                return _error(415, "send the body as JSON (Content-Type: application/json)")
-        return None
-
-    async def body_json(request: Request, shape: str) -> Any:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-        return _parse_body(raw, shape)
-
-    def need_workspace() -> Workspace:
-        if workspace is None:
-            raise _Reject(
-                404,
-                "no qrels loaded: this server shows no queries (start it with stagewise serve --qrels Q --run R)",
-            )
-        return workspace
-
-    def need_query(qid: str) -> Workspace:
-        ws = need_workspace()
-        if not ws.known(qid):
-            raise _Reject(404, f"unknown query id {qid!r}")
-        return ws
-
-    # pages
-    async def home(request: Request) -> Response:
-        if workspace is None:
-            return RedirectResponse("/rag" if rag else "/playground")
-        return RedirectResponse("/queries")
-
-    async def playground_page(request: Request) -> Response:
-        return HTMLResponse(pages.playground_page(playground([1, 0, 2], "exp")))
-
-    async def queries_page(request: Request) -> Response:
-        return HTMLResponse(pages.queries_page(list(need_workspace().runs), METRICS))
-
-    async def query_page(request: Request) -> Response:
-        qid = _path_id(request, "qid", "query")
-        ws = need_query(qid)
-        return HTMLResponse(pages.query_page(qid, ws.query(qid), METRICS))
-
-    async def rag_list(request: Request) -> Response:
-        if not rag:
-            raise _Reject(
-                404,
-                "no RAG records loaded: start the server with them, stagewise serve --rag RECORDS.jsonl "
-                "(with or without --qrels)",
-            )
-        return HTMLResponse(pages.rag_list_page(rag.list()))
-
-    async def rag_page(request: Request) -> Response:
-        sid = _path_id(request, "sid", "RAG sample")
-        if rag is None or not rag.known(sid):
-            raise _Reject(404, f"unknown RAG sample id {sid!r}")
-        return HTMLResponse(pages.rag_page(rag.samples[sid]))
-
-    async def api_evidence(request: Request) -> Response:
-        sid, pid = _path_id(request, "sid", "RAG sample"), _path_id(request, "pid", "passage")
-        body = await body_json(request, '{"gold": true} or {"gold": false}')
-        if rag is None or not rag.known(sid):
-            raise _Reject(404, f"unknown RAG sample id {sid!r}")
-        if not isinstance(body, dict) or set(body) != {"gold"} or not isinstance(body["gold"], bool):
-            raise _Reject(400, 'send {"gold": true} or {"gold": false}')
-        if not rag.known(sid, pid):
-            raise _Reject(404, f"unknown passage id {pid!r} for sample {sid!r}")
-        return JSONResponse(await run_in_threadpool(rag.mark, sid, pid, body["gold"], who))
-
-    async def report_page(request: Request) -> Response:
-        ws = need_workspace()
-        if not ws.runs:
-            raise _Reject(404, "no runs loaded (stagewise serve --run R)")
-        from stagewise.report.html import build
-        from stagewise.report.html.page import pyplot
-
-        try:
-            pyplot()  # the report's own check, with its install hint
-        except StagewiseError as exc:
-            raise _Reject(501, str(exc)) from None
-
-        labels = ws.store.labels()
-
-        def built() -> str:
-            with report_lock:  # a report is drawn with pyplot and numbered ids, both global: one at a time
-                return build(labels, ws.runs, title="stagewise report (current labels)")
-
-        # the HTML report's own sections (plots and tables), over the labels as they are now
-        return HTMLResponse(await run_in_threadpool(built))
-
-    # API
-    async def api_playground(request: Request) -> Response:
-        text = request.query_params.get("labels", "1,0,2")
-        gain = request.query_params.get("gain", "exp")
-        if gain not in ("exp", "linear"):
-            raise _Reject(400, f"unknown gain {gain!r}; expected exp or linear")
-        try:
-            labels = [int(x) for x in text.split(",")] if text else []
-        except ValueError:
-            raise _Reject(400, "labels must be comma-separated integers from 0 to 3") from None
-        if any(x not in LABELS for x in labels) or len(labels) > 20:
-            raise _Reject(400, "labels must be at most 20 integers from 0 to 3")
-        return JSONResponse(playground(labels, gain))
-
-    async def api_queries(request: Request) -> Response:
-        ws = need_workspace()
-        return JSONResponse(
-            {
-                "metrics": list(METRICS),
-                "runs": list(ws.runs),
-                "means": ws.means(),
-                "queries": ws.query_rows(),
-                "conventions": ws.conventions(),
-            }
-        )
-
-    async def api_query(request: Request) -> Response:
-        qid = _path_id(request, "qid", "query")
-        return JSONResponse(need_query(qid).query(qid))
-
-    async def api_label(request: Request) -> Response:
-        qid, docid = _path_id(request, "qid", "query"), _path_id(request, "docid", "document")
-        ws = need_query(qid)
-        if request.method == "PUT":
-            body = await body_json(request, '{"label": 0..3}')
-            if not isinstance(body, dict) or set(body) != {"label"}:
-                raise _Reject(400, 'send {"label": 0..3} (to clear a label, DELETE it)')
-            label = body["label"]
-            if isinstance(label, bool) or not isinstance(label, int) or label not in LABELS:
-                raise _Reject(422, f"label {_short(label)} is not one of 0, 1, 2, 3")
-        else:
-            label = None
-        if not ws.known_doc(qid, docid):
-            raise _Reject(404, f"unknown document id {docid!r} for query {qid!r}")
-        # the write waits for the disk and the refresh evaluates: both off the event loop, the refresh shared
-        # by every write to the query made before it starts
-        old = await run_in_threadpool(ws.store.set, qid, docid, label, who=who)
-        await refresher.after_write(qid)
-        return JSONResponse(
-            {"qid": qid, "docid": docid, "old": old, "label": label, "metrics": ws.metrics(qid), "means": ws.means()}
-        )
-
-    async def api_undo(request: Request) -> Response:
-        ws = need_workspace()
-        await body_json(request, "{}")
-        change = await run_in_threadpool(ws.store.undo, who)
-        if change is None:
-            raise _Reject(409, "nothing to undo")
-        await refresher.after_write(str(change["qid"]))
-        return JSONResponse({**change, "metrics": ws.metrics(str(change["qid"])), "means": ws.means()})
-
-    async def api_qrels(request: Request) -> Response:
-        ws = need_workspace()
-        fmt = request.query_params.get("format", "trec")
-        if fmt not in ("trec", "jsonl"):
-            raise _Reject(400, f"unknown format {_short(fmt)}; expected trec (the default) or jsonl")
-        labels = ws.store.labels()
-        try:
-            text = await run_in_threadpool(_qrels_as, labels, fmt)
-        except StagewiseError as exc:  # an id TREC cannot hold: the writer's own refusal, and where to go
-            where = "GET /api/qrels?format=jsonl, or stagewise labels export -o labels.jsonl"
-            raise _Reject(422, f"{exc}: {where}") from None
-        if fmt == "jsonl":
-            return Response(text, media_type="application/x-ndjson")
-        return PlainTextResponse(text)
-
-    routes = [
-        Route("/", home),
-        Route("/playground", playground_page),
-        Route("/queries", queries_page),
-        Route("/queries/{qid:str}", query_page),
-        Route("/report", report_page),
-        Route("/rag", rag_list),
-        Route("/rag/{sid:str}", rag_page),
-        Route("/api/playground", api_playground),
-        Route("/api/queries", api_queries),
-        Route("/api/queries/{qid:str}", api_query),
-        Route("/api/labels/{qid:str}/{docid:str}", api_label, methods=["PUT", "DELETE"]),
-        Route("/api/undo", api_undo, methods=["POST"]),
-        Route("/api/rag/{sid:str}/evidence/{pid:str}", api_evidence, methods=["PUT"]),
-        Route("/api/qrels", api_qrels),
-    ]
-    app = Starlette(routes=routes)
-
-    class Safety:
-        """The guard in front of every route, as plain ASGI (Starlette's BaseHTTPMiddleware costs a task and
-        a stream per request, a third of a relabel's time)."""
-
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                await self.inner(scope, receive, send)
-                return
-            request = Request(scope)
-            refused = guard(request)
-            if refused is not None:
-                await refused(scope, receive, send)
-                return
-            extra = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY")]
-            if token is not None and request.query_params.get("token") == token:
-                cookie = f"{_TOKEN_COOKIE}={token}; HttpOnly; Path=/; SameSite=strict"
-                extra.append((b"set-cookie", cookie.encode("latin-1")))
-
-            async def send_with_headers(message: Any) -> None:
-                if message["type"] == "http.response.start":
-                    message = {**message, "headers": [*message.get("headers", []), *extra]}
-                await send(message)
-
-            await self.inner(scope, receive, send_with_headers)
-
-    app.add_middleware(Safety)
-
-    async def rejected(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, _Reject)
-        return _refusal(request, exc.status, exc.message)
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        detail = {404: f"no such page or API route: {request.url.path}", 405: f"{request.method} is not allowed here"}
-        return _refusal(request, exc.status_code, detail.get(exc.status_code, str(exc.detail)))
-
-    app.add_exception_handler(_Reject, rejected)
-    app.add_exception_handler(HTTPException, http_error)
+    app = Starlette(routes=_ROUTES)
+    app.state.served = _Served(workspace, token, rag, who, _Refresher(workspace))
+    app.add_middleware(_Safety, token=token)
+    app.add_exception_handler(_Reject, _rejected)
+    app.add_exception_handler(HTTPException, _http_error)
     return app
+
+
+def _guard(request: Request, token: str | None) -> Response | None:
+    if token is None:
+        # without a token the server is loopback-only; a Host naming anything else is a DNS rebinding
+        # attempt (a page whose own name resolves to 127.0.0.1 would otherwise pass the origin check)
+        host = request.headers.get("host", "")
+        name = host.split("]")[0] + "]" if host.startswith("[") else host.rsplit(":", 1)[0]
+        if not is_loopback(name):
+            return _error(421, f"this server answers to loopback addresses or localhost, not {name!r}")
+    else:
+        given = (
+            request.headers.get("x-stagewise-token")
+            or request.cookies.get(_TOKEN_COOKIE)
+            or request.query_params.get("token")
+            or ""
+        )
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return _error(401, "this server needs its token: open the address printed by stagewise serve")
+    if request.method in _UNSAFE:
+        origin = request.headers.get("origin")
+        host = request.headers.get("host", "")
+        if origin is not None and origin not in (f"http://{host}", f"https://{host}"):
+            return _error(403, f"cross-site request refused (origin {origin} is not this server)")
+        # a cross-site form can POST but never send JSON; DELETE is never a "simple" cross-site request
+        json_type = request.headers.get("content-type", "").startswith("application/json")
+        if request.method != "DELETE" and not json_type:
+            return _error(415, "send the body as JSON (Content-Type: application/json)")
+    return None
+
+
+class _Safety:
+    """The guard in front of every route, as plain ASGI (Starlette's BaseHTTPMiddleware costs a task and
+    a stream per request, a third of a relabel's time)."""
+
+    def __init__(self, inner: Any, token: str | None) -> None:
+        self.inner = inner
+        self.token = token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        request = Request(scope)
+        refused = _guard(request, self.token)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        extra = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY")]
+        if self.token is not None and request.query_params.get("token") == self.token:
+            cookie = f"{_TOKEN_COOKIE}={self.token}; HttpOnly; Path=/; SameSite=strict"
+            extra.append((b"set-cookie", cookie.encode("latin-1")))
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.inner(scope, receive, send_with_headers)
+
+
+async def _rejected(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _Reject)
+    return _refusal(request, exc.status, exc.message)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = {404: f"no such page or API route: {request.url.path}", 405: f"{request.method} is not allowed here"}
+    return _refusal(request, exc.status_code, detail.get(exc.status_code, str(exc.detail)))
+
+
+async def _body_json(request: Request, shape: str) -> Any:
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+        raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
+    return _parse_body(raw, shape)
+
+
+def _need_workspace(request: Request) -> Workspace:
+    workspace = _served(request).workspace
+    if workspace is None:
+        raise _Reject(
+            404,
+            "no qrels loaded: this server shows no queries (start it with stagewise serve --qrels Q --run R)",
+        )
+    return workspace
+
+
+def _need_query(request: Request, qid: str) -> Workspace:
+    ws = _need_workspace(request)
+    if not ws.known(qid):
+        raise _Reject(404, f"unknown query id {qid!r}")
+    return ws
+
+
+def _need_sample(request: Request, sid: str) -> RagSamples:
+    rag = _served(request).rag
+    if rag is None or not rag.known(sid):
+        raise _Reject(404, f"unknown RAG sample id {sid!r}")
+    return rag
+
+
+# pages
+async def _home(request: Request) -> Response:
+    served = _served(request)
+    if served.workspace is None:
+        return RedirectResponse("/rag" if served.rag else "/playground")
+    return RedirectResponse("/queries")
+
+
+async def _playground_page(request: Request) -> Response:
+    return HTMLResponse(pages.playground_page(playground([1, 0, 2], "exp")))
+
+
+async def _queries_page(request: Request) -> Response:
+    return HTMLResponse(pages.queries_page(list(_need_workspace(request).runs), METRICS))
+
+
+async def _query_page(request: Request) -> Response:
+    qid = _path_id(request, "qid", "query")
+    ws = _need_query(request, qid)
+    return HTMLResponse(pages.query_page(qid, ws.query(qid), METRICS))
+
+
+async def _rag_list(request: Request) -> Response:
+    rag = _served(request).rag
+    if not rag:
+        raise _Reject(
+            404,
+            "no RAG records loaded: start the server with them, stagewise serve --rag RECORDS.jsonl "
+            "(with or without --qrels)",
+        )
+    return HTMLResponse(pages.rag_list_page(rag.list()))
+
+
+async def _rag_page(request: Request) -> Response:
+    sid = _path_id(request, "sid", "RAG sample")
+    return HTMLResponse(pages.rag_page(_need_sample(request, sid).samples[sid]))
+
+
+async def _report_page(request: Request) -> Response:
+    ws = _need_workspace(request)
+    if not ws.runs:
+        raise _Reject(404, "no runs loaded (stagewise serve --run R)")
+    from stagewise.report.html import build
+    from stagewise.report.html.page import pyplot
+
+    try:
+        pyplot()  # the report's own check, with its install hint
+    except StagewiseError as exc:
+        raise _Reject(501, str(exc)) from None
+
+    labels = ws.store.labels()
+    lock = _served(request).report_lock
+
+    def built() -> str:
+        with lock:  # a report is drawn with pyplot and numbered ids, both global: one at a time
+            return build(labels, ws.runs, title="stagewise report (current labels)")
+
+    # the HTML report's own sections (plots and tables), over the labels as they are now
+    return HTMLResponse(await run_in_threadpool(built))
+
+
+# API
+async def _api_playground(request: Request) -> Response:
+    text = request.query_params.get("labels", "1,0,2")
+    gain = request.query_params.get("gain", "exp")
+    if gain not in ("exp", "linear"):
+        raise _Reject(400, f"unknown gain {gain!r}; expected exp or linear")
+    try:
+        labels = [int(x) for x in text.split(",")] if text else []
+    except ValueError:
+        raise _Reject(400, "labels must be comma-separated integers from 0 to 3") from None
+    if any(x not in LABELS for x in labels) or len(labels) > 20:
+        raise _Reject(400, "labels must be at most 20 integers from 0 to 3")
+    return JSONResponse(playground(labels, gain))
+
+
+async def _api_queries(request: Request) -> Response:
+    ws = _need_workspace(request)
+    return JSONResponse(
+        {
+            "metrics": list(METRICS),
+            "runs": list(ws.runs),
+            "means": ws.means(),
+            "queries": ws.query_rows(),
+            "conventions": ws.conventions(),
+        }
+    )
+
+
+async def _api_query(request: Request) -> Response:
+    qid = _path_id(request, "qid", "query")
+    return JSONResponse(_need_query(request, qid).query(qid))
+
+
+async def _api_label(request: Request) -> Response:
+    qid, docid = _path_id(request, "qid", "query"), _path_id(request, "docid", "document")
+    ws = _need_query(request, qid)
+    if request.method == "PUT":
+        body = await _body_json(request, '{"label": 0..3}')
+        if not isinstance(body, dict) or set(body) != {"label"}:
+            raise _Reject(400, 'send {"label": 0..3} (to clear a label, DELETE it)')
+        label = body["label"]
+        if isinstance(label, bool) or not isinstance(label, int) or label not in LABELS:
+            raise _Reject(422, f"label {_short(label)} is not one of 0, 1, 2, 3")
+    else:
+        label = None
+    if not ws.known_doc(qid, docid):
+        raise _Reject(404, f"unknown document id {docid!r} for query {qid!r}")
+    # the write waits for the disk and the refresh evaluates: both off the event loop, the refresh shared
+    # by every write to the query made before it starts
+    served = _served(request)
+    old = await run_in_threadpool(ws.store.set, qid, docid, label, who=served.who)
+    await served.refresher.after_write(qid)
+    return JSONResponse(
+        {"qid": qid, "docid": docid, "old": old, "label": label, "metrics": ws.metrics(qid), "means": ws.means()}
+    )
+
+
+async def _api_undo(request: Request) -> Response:
+    ws = _need_workspace(request)
+    await _body_json(request, "{}")
+    served = _served(request)
+    change = await run_in_threadpool(ws.store.undo, served.who)
+    if change is None:
+        raise _Reject(409, "nothing to undo")
+    await served.refresher.after_write(str(change["qid"]))
+    return JSONResponse({**change, "metrics": ws.metrics(str(change["qid"])), "means": ws.means()})
+
+
+async def _api_evidence(request: Request) -> Response:
+    sid, pid = _path_id(request, "sid", "RAG sample"), _path_id(request, "pid", "passage")
+    body = await _body_json(request, '{"gold": true} or {"gold": false}')
+    rag = _need_sample(request, sid)
+    if not isinstance(body, dict) or set(body) != {"gold"} or not isinstance(body["gold"], bool):
+        raise _Reject(400, 'send {"gold": true} or {"gold": false}')
+    if not rag.known(sid, pid):
+        raise _Reject(404, f"unknown passage id {pid!r} for sample {sid!r}")
+    return JSONResponse(await run_in_threadpool(rag.mark, sid, pid, body["gold"], _served(request).who))
+
+
+async def _api_qrels(request: Request) -> Response:
+    ws = _need_workspace(request)
+    fmt = request.query_params.get("format", "trec")
+    if fmt not in ("trec", "jsonl"):
+        raise _Reject(400, f"unknown format {_short(fmt)}; expected trec (the default) or jsonl")
+    labels = ws.store.labels()
+    try:
+        text = await run_in_threadpool(_qrels_as, labels, fmt)
+    except StagewiseError as exc:  # an id TREC cannot hold: the writer's own refusal, and where to go
+        where = "GET /api/qrels?format=jsonl, or stagewise labels export -o labels.jsonl"
+        raise _Reject(422, f"{exc}: {where}") from None
+    if fmt == "jsonl":
+        return Response(text, media_type="application/x-ndjson")
+    return PlainTextResponse(text)
+
+
+# a path segment is an id's segment (stagewise.app.ids); {x:str} never spans a "/"
+_ROUTES = [
+    Route("/", _home),
+    Route("/playground", _playground_page),
+    Route("/queries", _queries_page),
+    Route("/queries/{qid:str}", _query_page),
+    Route("/report", _report_page),
+    Route("/rag", _rag_list),
+    Route("/rag/{sid:str}", _rag_page),
+    Route("/api/playground", _api_playground),
+    Route("/api/queries", _api_queries),
+    Route("/api/queries/{qid:str}", _api_query),
+    Route("/api/labels/{qid:str}/{docid:str}", _api_label, methods=["PUT", "DELETE"]),
+    Route("/api/undo", _api_undo, methods=["POST"]),
+    Route("/api/rag/{sid:str}/evidence/{pid:str}", _api_evidence, methods=["PUT"]),
+    Route("/api/qrels", _api_qrels),
+]
 
 
 class _Reject(Exception):
