@@ -130,7 +130,7 @@ def test_rich_table_marks_best_and_states_conventions(three_runs: list[str]) -> 
         ((QRELS, RUN), "compare needs at least two runs; got 1"),
         ((QRELS, RUN, TRUNC, "-m", "nonsense@x"), "nonsense"),
         ((QRELS, RUN, TRUNC, "-b", "nope"), "baseline 'nope' is not one of the runs"),
-        ((QRELS, RUN, TRUNC, "--permutations", "0"), "'permutations' parameter of compare must be an int >= 1"),
+        ((QRELS, RUN, TRUNC, "--permutations", "0"), "--permutations must be an integer from 1 to"),
         ((QRELS, RUN, "/no/such/run"), "no such file"),
     ],
 )

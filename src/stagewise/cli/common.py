@@ -143,6 +143,81 @@ def engine_progress(chosen: Any) -> Iterator[None]:
         yield
 
 
+# The largest value every integer option accepts: what numpy's int64 (and trec_eval's long) can hold. A larger
+# number would reach the library as an OverflowError deep inside numpy instead of a line naming the option.
+INT64_MAX = 2**63 - 1
+# compare's and report's -B: a billion sign flips or resamples already takes hours on a few hundred queries.
+MAX_PERMUTATIONS = 10**9
+
+
+class _NotAnInteger(str):
+    """A value the integer parser could not read, carried to the range check, which names the option."""
+
+
+def _parse_integer(value: Any) -> Any:
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip(), 10)
+    except ValueError:
+        return _NotAnInteger(value)
+
+
+def usage_error(message: str) -> typer.Exit:
+    """Print ``message`` as the CLI's one-line error and return the exit (code 2) to raise; for checks that run
+    while typer parses the command line, where a StagewiseError would end in typer's traceback."""
+    typer.echo(f"stagewise: error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def int_option(low: int, high: int = INT64_MAX, metavar: str = "N") -> dict[str, Any]:
+    """The settings of an integer option (``typer.Option("--digits", **int_option(0, 20))``): every integer
+    option of every command goes through this one check, so a value out of range, or no integer at all, is one
+    line naming the option and its range, exit 2, never a traceback or typer's box."""
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, _NotAnInteger) or not low <= value <= high:
+            flag = max(param.opts, key=len)
+            raise usage_error(f"{flag} must be an integer from {low:,} to {high:,}; got {value}")
+        return value
+
+    return dict(parser=_parse_integer, callback=check, metavar=metavar)
+
+
+# Output formats named by a file's extension: -o scores.json writes JSON, whatever --format's default is.
+FORMAT_OF_EXTENSION = {
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".csv": "csv",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".tex": "latex",
+}
+
+
+def output_format(fmt: str | None, output: Path | None, choices: tuple[str, ...], default: str = "table") -> str:
+    """The format to write: --format when given, else the one -o's extension names, else ``default``. A
+    --format the extension contradicts, or an extension naming a format this command does not write, is
+    refused before any work (a .json file holding a text table says one thing and holds another)."""
+    from stagewise.errors import InputError
+
+    suffixes = [] if output is None else [s.lower() for s in output.suffixes if s.lower() != ".gz"]
+    named = FORMAT_OF_EXTENSION.get(suffixes[-1]) if suffixes else None
+    if named is not None and named not in choices:
+        raise InputError(
+            str(output), f"its extension asks for {named}, which this command does not write",
+            expected=f"one of {', '.join(choices)}", hint="name the file for the format, or give --format",
+        )  # fmt: skip
+    if fmt is not None and named is not None and fmt != named:
+        raise InputError(
+            str(output), f"its extension asks for {named} but --format is {fmt}",
+            hint=f"name the file for {fmt}, or leave out --format",
+        )  # fmt: skip
+    return fmt if fmt is not None else named if named is not None else default
+
+
 # Options of the commands that write a whole folder (index, encode, hybrid).
 ForceOption = Annotated[
     bool,
@@ -158,7 +233,12 @@ ParentsOption = Annotated[bool, typer.Option("--parents", help="Create the missi
 # Convention options shared by the commands that evaluate runs (eval, compare).
 RelevanceLevelOption = Annotated[
     int,
-    typer.Option("--relevance-level", "-l", help="A label >= this is relevant for binary metrics (trec_eval -l)."),
+    typer.Option(
+        "--relevance-level",
+        "-l",
+        **int_option(-INT64_MAX - 1),
+        help="A label >= this is relevant for binary metrics (trec_eval -l).",
+    ),
 ]
 TiesOption = Annotated[
     Ties,
@@ -169,7 +249,10 @@ TiesOption = Annotated[
     ),
 ]
 MaxRetOption = Annotated[
-    int | None, typer.Option("--max-ret", "-M", help="Only the first N results of each query count (trec_eval -M).")
+    int | None,
+    typer.Option(
+        "--max-ret", "-M", **int_option(1), help="Only the first N results of each query count (trec_eval -M)."
+    ),
 ]
 JudgedOnlyOption = Annotated[
     bool, typer.Option("--judged-only", "-J", help="Drop unjudged results before measuring (trec_eval -J).")
@@ -261,8 +344,9 @@ def emit_run(run: Any, output: Path | None) -> None:
         write_run(run, output, format="trec")
 
 
-def emit(text: str, output: Path | None) -> None:
-    """Write ``text`` to ``output`` atomically, or to stdout."""
+def emit(text: str, output: Path | None, what: str = "") -> None:
+    """Write ``text`` to ``output`` atomically, or to stdout; a file written is named on stderr with ``what``
+    it holds (its format, its rows)."""
     if output is None:
         sys.stdout.write(text)
         return
@@ -270,7 +354,7 @@ def emit(text: str, output: Path | None) -> None:
 
     with write_errors(output), atomic_write(output, parents=False) as fh:
         fh.write(text)
-    typer.echo(f"wrote {output}", err=True)
+    typer.echo(f"wrote {output}" + (f" ({what})" if what else ""), err=True)
 
 
 def show_table(rich: Callable[[int], Any], plain: Callable[[], str]) -> None:

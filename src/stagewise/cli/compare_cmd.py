@@ -12,6 +12,7 @@ import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    MAX_PERMUTATIONS,
     Duplicates,
     DuplicatesOption,
     EngineChoice,
@@ -29,6 +30,7 @@ from stagewise.cli.common import (
     emit,
     engine_for,
     engine_progress,
+    int_option,
     read_qrels_as,
     read_runs_with_progress,
     run_labels,
@@ -134,10 +136,18 @@ def compare_command(
     ] = Alternative.two_sided,
     permutations: Annotated[
         int,
-        typer.Option("--permutations", "-B", help="Sign flips (randomization) or resamples (bootstrap)."),
+        typer.Option(
+            "--permutations",
+            "-B",
+            **int_option(1, MAX_PERMUTATIONS),
+            help="Sign flips (randomization) or resamples (bootstrap).",
+        ),
     ] = 10_000,
     seed: Annotated[
-        int, typer.Option(help="Seed of the randomization and bootstrap: same seed, same p-values, every call.")
+        int,
+        typer.Option(
+            **int_option(0), help="Seed of the randomization and bootstrap: same seed, same p-values, every call."
+        ),
     ] = 0,
     exact: Annotated[
         Exact,
@@ -167,7 +177,8 @@ def compare_command(
         bool, typer.Option("--per-query", "-q", help="Also show each pair's per-query deltas (b - a), sorted.")
     ] = False,
     top: Annotated[
-        int | None, typer.Option(help="With --per-query: only the N largest gains and N largest losses.")
+        int | None,
+        typer.Option(**int_option(1), help="With --per-query: only the N largest gains and N largest losses."),
     ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
     output: Annotated[
@@ -184,7 +195,9 @@ def compare_command(
     ] = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
-    digits: Annotated[int, typer.Option(help="Decimals of the means in table, markdown and LaTeX output.")] = 4,
+    digits: Annotated[
+        int, typer.Option(**int_option(0, 20), help="Decimals of the means in table, markdown and LaTeX output.")
+    ] = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
     engine: EngineOption = EngineChoice.local,

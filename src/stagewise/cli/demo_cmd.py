@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import user_errors
+from stagewise.cli.common import int_option, user_errors
 
 DEFAULT_OUT = Path("stagewise-demo")
 
@@ -35,7 +35,9 @@ def demo_command(
         typer.Option("--force", help="Replace --out even when it is a non-empty folder that is not a demo's."),
     ] = False,
     host: Annotated[str, typer.Option("--host", help="With --serve: the address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="With --serve: the port to listen on.")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", **int_option(1, 65535), help="With --serve: the port to listen on.")
+    ] = 8765,
     token: Annotated[
         str | None,
         typer.Option("--token", help="With --serve: every request must carry it (needed for a --host not loopback)."),

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, int_option, user_errors
 
 
 class Dtype(StrEnum):
@@ -38,8 +38,12 @@ def encode_command(
         typer.Option(help="torch (sentence-transformers) or onnx (onnxruntime; exported once, kept in DIR/onnx)."),
     ] = Backend.torch,
     dtype: Annotated[Dtype, typer.Option(help="Vectors on disk: float32, or float16 (half the size).")] = Dtype.float32,
-    batch_size: Annotated[int, typer.Option(help="Texts per batch (texts are length-sorted first).")] = 64,
-    threads: Annotated[int | None, typer.Option(help="CPU threads for the model (default: all).")] = None,
+    batch_size: Annotated[
+        int, typer.Option(**int_option(1), help="Texts per batch (texts are length-sorted first).")
+    ] = 64,
+    threads: Annotated[
+        int | None, typer.Option(**int_option(1), help="CPU threads for the model (default: all).")
+    ] = None,
     hnsw: Annotated[
         bool, typer.Option("--hnsw", help="Also build an approximate HNSW index (faiss) and report its recall@k.")
     ] = False,
@@ -70,7 +74,6 @@ def encode_command(
     import time
 
     with user_errors():
-
         from stagewise import _folder
         from stagewise.dense.index import OWNED_FILES, _foreign_meta
 

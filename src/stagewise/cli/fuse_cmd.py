@@ -10,11 +10,13 @@ from typing import Annotated, Any
 import typer
 
 from stagewise.cli.common import (
+    INT64_MAX,
     EngineChoice,
     SchedulerOption,
     Ties,
     check_output,
     engine_for,
+    int_option,
     progress_bar,
     run_labels,
     user_errors,
@@ -117,7 +119,8 @@ def fuse_command(
         ),
     ] = None,
     depth: Annotated[
-        int | None, typer.Option("--depth", "-d", min=1, help="Each run contributes its first N results per query.")
+        int | None,
+        typer.Option("--depth", "-d", **int_option(1), help="Each run contributes its first N results per query."),
     ] = None,
     queries: Annotated[
         Queries, typer.Option(help="Queries only some runs have: union (fuse what there is), intersection, error.")
@@ -149,10 +152,15 @@ def fuse_command(
     search: Annotated[
         Search, typer.Option(help="Weight search: grid (exact, every point), coordinate (ascent), auto.")
     ] = Search.auto,
-    folds: Annotated[int | None, typer.Option(min=2, help="Cross-validate over K folds of the judged queries.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the fold assignment.")] = 0,
+    folds: Annotated[
+        int | None, typer.Option(**int_option(2), help="Cross-validate over K folds of the judged queries.")
+    ] = None,
+    seed: Annotated[int, typer.Option(**int_option(0), help="Seed of the fold assignment.")] = 0,
     relevance_level: Annotated[
-        int, typer.Option("--relevance-level", "-l", help="A label >= this is relevant when training.")
+        int,
+        typer.Option(
+            "--relevance-level", "-l", **int_option(-INT64_MAX - 1), help="A label >= this is relevant when training."
+        ),
     ] = 1,
     ties: Annotated[
         Ties,

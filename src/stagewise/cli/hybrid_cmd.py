@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, score_cache, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, int_option, score_cache, user_errors
 
 HYBRID_FILES = frozenset({"bm25.run", "dense.run", "fused.run", "reranked.run", "stages.json"})
 MADE_BY = "stagewise hybrid"
@@ -33,7 +33,7 @@ def hybrid_command(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Folder for the runs: bm25.run, dense.run, fused.run, reranked.run.")
     ],
-    k: Annotated[int, typer.Option("-k", help="Results per query from each retriever.")] = 1000,
+    k: Annotated[int, typer.Option("-k", **int_option(1), help="Results per query from each retriever.")] = 1000,
     fusion: Annotated[
         str,
         typer.Option(help="Fusion method, with parameters: rrf, rrf(rrf_k=20), combsum, wsum(weights=(0.3,0.7))..."),
@@ -41,11 +41,15 @@ def hybrid_command(
     norm: Annotated[
         str | None, typer.Option(help="Score normalisation for score-based fusion (default minmax).")
     ] = None,
-    fusion_depth: Annotated[int | None, typer.Option(help="Results per run that fusion reads (default all).")] = None,
+    fusion_depth: Annotated[
+        int | None, typer.Option(**int_option(1), help="Results per run that fusion reads (default all).")
+    ] = None,
     reranker: Annotated[
         str | None, typer.Option(help="Rerank the fused run: bm25-proximity, bi-encoder, cross-encoder(path='DIR').")
     ] = None,
-    depth: Annotated[int, typer.Option(help="Fused results per query to rerank (the rest are dropped).")] = 100,
+    depth: Annotated[
+        int, typer.Option(**int_option(1), help="Fused results per query to rerank (the rest are dropped).")
+    ] = 100,
     corpus: Annotated[Path | None, typer.Option(help="Documents' texts, needed by --reranker.")] = None,
     backend: Annotated[
         Backend | None, typer.Option(help="Encode queries with torch or onnx (default: the index's).")
@@ -123,6 +127,7 @@ def hybrid_command(
             topics, sparse, vectors, k=k, fusion=fusion, fusion_depth=fusion_depth,
             reranker=rr, rerank_depth=depth, docs=docs, backend=backend and backend.value, **options,
         )  # fmt: skip
+
         def write(folder: Path) -> None:
             for stage, run in result.runs().items():
                 write_run(run, folder / f"{stage}.run", format="trec")

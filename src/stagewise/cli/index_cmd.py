@@ -12,6 +12,7 @@ from stagewise.cli.common import (
     CorpusFormat,
     ForceOption,
     ParentsOption,
+    int_option,
     progress_bar,
     stdin_as_file,
     user_errors,
@@ -64,7 +65,7 @@ def index_command(
     stopwords: Annotated[
         str, typer.Option(help="english (Lucene's 33 words), none, @FILE (a word a line) or a,b,c.")
     ] = "english",
-    min_length: Annotated[int, typer.Option(help="Shortest token kept, in characters.")] = 2,
+    min_length: Annotated[int, typer.Option(**int_option(1), help="Shortest token kept, in characters.")] = 2,
     lowercase: Annotated[bool, typer.Option("--lowercase/--keep-case", help="Lowercase before tokenising.")] = True,
     add: Annotated[
         bool,
@@ -84,7 +85,7 @@ def index_command(
         int,
         typer.Option(
             "--batch-size",
-            min=1,
+            **int_option(1),
             help="Documents analysed at a time; each batch's postings are written to disk and merged at the end "
             "(memory grows with this, not with the corpus).",
         ),

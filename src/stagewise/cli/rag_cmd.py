@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, emit, split_metrics, user_errors
+from stagewise.cli.common import check_output, emit, int_option, split_metrics, user_errors
 
 
 class RagFormat(StrEnum):
@@ -63,7 +63,7 @@ def rag_command(
         typer.Option(
             "--context-k",
             "-k",
-            min=1,
+            **int_option(1),
             help="Context of a record without 'context': retrieved[:N] (default 5); also the cut-off below which a "
             "retrieved gold id is ranked_too_low.",
         ),
@@ -116,7 +116,9 @@ def rag_command(
     ] = None,
     kilt_k: Annotated[
         int | None,
-        typer.Option(min=1, help="KILT-style scores need the evidence in the top N (default: R-precision = 1)."),
+        typer.Option(
+            **int_option(1), help="KILT-style scores need the evidence in the top N (default: R-precision = 1)."
+        ),
     ] = None,
     evidence: Annotated[
         Evidence,
@@ -125,7 +127,7 @@ def rag_command(
             "(answers, DPR's has_answer)."
         ),
     ] = Evidence.ids,
-    digits: Annotated[int, typer.Option(help="Decimals in table and markdown output.")] = 4,
+    digits: Annotated[int, typer.Option(**int_option(0, 20), help="Decimals in table and markdown output.")] = 4,
 ) -> None:
     """Diagnose RAG samples: score retrieval and answer generation separately, label every sample with the stage
     that failed (ok, generation_failure, retrieval_failure, lucky) and the reason, and check citations.

@@ -9,6 +9,7 @@ import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    MAX_PERMUTATIONS,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
@@ -18,6 +19,7 @@ from stagewise.cli.common import (
     TiesOption,
     baseline_label,
     check_output,
+    int_option,
     read_qrels_as,
     run_labels,
     split_metrics,
@@ -62,9 +64,15 @@ def report_command(
     ] = Correction.holm,
     alpha: Annotated[float, typer.Option(help="Significance level for the adjusted p-values.")] = 0.05,
     permutations: Annotated[
-        int, typer.Option("--permutations", "-B", help="Sign flips (randomization) or resamples (bootstrap).")
+        int,
+        typer.Option(
+            "--permutations",
+            "-B",
+            **int_option(1, MAX_PERMUTATIONS),
+            help="Sign flips (randomization) or resamples (bootstrap).",
+        ),
     ] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of the randomization and bootstrap.")] = 0,
+    seed: Annotated[int, typer.Option(**int_option(0), help="Seed of the randomization and bootstrap.")] = 0,
     rag: Annotated[
         str | None,
         typer.Option(help="RAG records (JSONL, as stagewise rag reads them): adds the RAG diagnosis section."),
@@ -74,7 +82,8 @@ def report_command(
         typer.Option(help="A run giving each RAG record's retrieved ids in ranked order (as stagewise rag --run)."),
     ] = None,
     context_k: Annotated[
-        int | None, typer.Option("--context-k", "-k", min=1, help="RAG: the context of a record without 'context'.")
+        int | None,
+        typer.Option("--context-k", "-k", **int_option(1), help="RAG: the context of a record without 'context'."),
     ] = None,
     correct: Annotated[
         str, typer.Option("--correct", help="RAG: what decides 'answer correct': em, f1:T, contains, judge.")
@@ -88,7 +97,7 @@ def report_command(
     ] = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
-    digits: Annotated[int, typer.Option(help="Decimals of the means in the tables.")] = 4,
+    digits: Annotated[int, typer.Option(**int_option(0, 20), help="Decimals of the means in the tables.")] = 4,
     qrels_format: QrelsFormatOption = None,
 ) -> None:
     """Write one self-contained HTML report: the comparison table with significance letters, effect sizes and

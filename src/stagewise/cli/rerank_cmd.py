@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import CorpusFormat, check_output, emit_run, score_cache, user_errors
+from stagewise.cli.common import CorpusFormat, check_output, emit_run, int_option, score_cache, user_errors
 
 
 def rerank_command(
@@ -21,7 +21,9 @@ def rerank_command(
             "cross-encoder(path='DIR') (a local sentence-transformers CrossEncoder folder)."
         ),
     ] = "bm25-proximity",
-    depth: Annotated[int, typer.Option(help="Results per query to rerank; results below are dropped.")] = 100,
+    depth: Annotated[
+        int, typer.Option(**int_option(1), help="Results per query to rerank; results below are dropped.")
+    ] = 100,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="TREC run file to write (atomically); default stdout.")
     ] = None,
@@ -30,7 +32,9 @@ def rerank_command(
         typer.Option(help="SQLite score cache (model, query hash, document hash); default in ~/.cache/stagewise."),
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Keep scores in memory only.")] = False,
-    batch_size: Annotated[int | None, typer.Option(help="Pairs per batch (pairs are length-sorted first).")] = None,
+    batch_size: Annotated[
+        int | None, typer.Option(**int_option(1), help="Pairs per batch (pairs are length-sorted first).")
+    ] = None,
     corpus_format: Annotated[CorpusFormat, typer.Option(help="Corpus format.")] = CorpusFormat.auto,
     query_format: Annotated[CorpusFormat, typer.Option(help="Query file format.")] = CorpusFormat.auto,
     renumber: Annotated[

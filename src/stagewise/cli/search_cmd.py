@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import Backend, CorpusFormat, check_output, emit_run, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, check_output, emit_run, int_option, user_errors
 
 
 class Engine(StrEnum):
@@ -26,7 +26,9 @@ def search_command(
             "as Anserini topics; .gz accepted) or a SMART query file; - reads standard input."
         ),
     ],
-    k: Annotated[int, typer.Option("-k", help="Results per query (at most the matching documents).")] = 1000,
+    k: Annotated[
+        int, typer.Option("-k", **int_option(1), help="Results per query (at most the matching documents).")
+    ] = 1000,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="TREC run file to write (atomically); default stdout.")
     ] = None,
@@ -39,7 +41,7 @@ def search_command(
     workers: Annotated[
         int | None,
         typer.Option(
-            min=1,
+            **int_option(1),
             help="Threads searching in parallel (default 1); with --engine dask and no --scheduler, the local "
             "cluster's worker processes (default: one per CPU).",
         ),

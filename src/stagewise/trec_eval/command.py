@@ -176,9 +176,12 @@ def run_trec_eval(argv: Sequence[str]) -> str:
 
 def _integer(flag: str, value: str) -> int:
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise StagewiseError(f"trec_eval: {flag} needs an integer, got {value!r}") from None
+    if not -(2**63) <= number < 2**63:  # trec_eval's C long; numpy would raise OverflowError deep inside
+        raise StagewiseError(f"trec_eval: {flag} must be an integer from {-(2**63):,} to {2**63 - 1:,}; got {value}")
+    return number
 
 
 def main(argv: Sequence[str] | None = None) -> int:
