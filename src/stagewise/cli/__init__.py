@@ -30,6 +30,7 @@ from stagewise.cli import (
     trec_eval_cmd,
     validate_cmd,
 )
+from stagewise.cli.command import StagewiseCommand
 
 app = typer.Typer(
     name="stagewise",
@@ -81,7 +82,7 @@ def _reflowed(func: Callable[..., Any]) -> str:
 
 
 def _command(name: str, func: Callable[..., Any], **settings: Any) -> None:
-    app.command(name, help=_reflowed(func), **settings)(func)
+    app.command(name, help=_reflowed(func), cls=StagewiseCommand, **settings)(func)
 
 
 _command("eval", eval_cmd.eval_command)
@@ -103,6 +104,8 @@ _command("rag", rag_cmd.rag_command)
 _command("report", report_cmd.report_command)
 _command("demo", demo_cmd.demo_command)
 _command("serve", serve_cmd.serve_command)
+for _info in serve_cmd.labels_app.registered_commands:
+    _info.cls = StagewiseCommand
 app.add_typer(serve_cmd.labels_app)
 
 

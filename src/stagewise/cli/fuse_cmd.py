@@ -197,11 +197,11 @@ def fuse_command(
 
       stagewise fuse bm25.run dense.run --method rrf --rrf-k 60 -o fused.run
 
-      stagewise fuse bm25.run dense.run -m combmnz --norm minmax --depth 100 -o fused.run
+      stagewise fuse bm25.run dense.run --method combmnz --norm minmax --depth 100 -o fused.run
 
-      stagewise fuse a.run b.run c.run -m wsum --optimize --qrels train.qrels --metric ndcg@10 --folds 5 -o cv.run
+      stagewise fuse a.run b.run c.run --method wsum --optimize --qrels train.qrels --metric ndcg@10 --folds 5 -o cv.run
 
-      stagewise fuse 'runs/*.sorted' -m rrf --engine dask --scheduler tcp://scheduler:8786 -o fused.run
+      stagewise fuse 'runs/*.sorted' --method rrf --engine dask --scheduler tcp://scheduler:8786 -o fused.run
     """
     if list_methods:
         sys.stdout.write(_list_methods())
