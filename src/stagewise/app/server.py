@@ -93,7 +93,14 @@ def _qrels_as(labels: dict[str, dict[str, int]], fmt: str) -> str:
     with tempfile.TemporaryDirectory(prefix="stagewise-qrels-") as folder:
         path = Path(folder) / f"labels.{'qrels' if fmt == 'trec' else fmt}"
         write_qrels(read_qrels(labels), path, format=fmt)
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+    if fmt != "trec":
+        return text
+    # the writer groups a query's documents by label; the lines are served in the store's order (query, then
+    # document), as the database holds them, so two exports of the same labels are the same text
+    order = {pair: i for i, pair in enumerate((q, d) for q, docs in labels.items() for d in docs)}
+    lines = text.splitlines(keepends=True)
+    return "".join(sorted(lines, key=lambda line: order[tuple(line.split(" ")[0:3:2])]))
 
 
 @dataclasses.dataclass
@@ -190,8 +197,15 @@ async def _rejected(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    detail = {404: f"no such page or API route: {request.url.path}", 405: f"{request.method} is not allowed here"}
+    missing = f"no such page or API route: {request.url.path}"
+    if request.url.path.startswith(_ID_ROUTES):
+        # most likely an id put in the URL as it is: a "/" in it split the segment
+        missing += "; an id goes in a URL as its segment (an id holding '/' is ~ and the base64url of its UTF-8)"
+    detail = {404: missing, 405: f"{request.method} is not allowed here"}
     return _refusal(request, exc.status_code, detail.get(exc.status_code, str(exc.detail)))
+
+
+_ID_ROUTES = ("/queries/", "/rag/", "/api/queries/", "/api/labels/", "/api/rag/")
 
 
 async def _body_json(request: Request, shape: str) -> Any:
