@@ -230,3 +230,27 @@ def test_in_chromium_a_label_on_a_doc_whose_id_holds_slashes_and_dots_is_set_and
         assert store.get(qid, docid) == 3 and store.get(qid, f"{docid}/other") is None
     finally:
         store.close()
+
+
+def test_empty_query_and_document_ids_round_trip(tmp_path):
+    from stagewise.app.model import Workspace
+    from stagewise.store import LabelStore
+
+    store = LabelStore(tmp_path / "l.sqlite", {"": {"": 1, "d": 0}})
+    client = TestClient(
+        create_app(Workspace(store, {"a": {"": {"": 2.0, "d": 1.0}}})), base_url="http://127.0.0.1:8765"
+    )
+    (row,) = client.get("/api/queries").json()["queries"]
+    assert (row["qid"], row["key"]) == ("", "~")
+    assert client.get("/queries/~").status_code == 200
+    docs = {d["docid"]: d["key"] for d in client.get("/api/queries/~").json()["runs"]["a"]}
+    assert docs == {"": "~", "d": "d"}
+    res = client.put("/api/labels/~/~", json={"label": 3})
+    assert res.status_code == 200 and (res.json()["qid"], res.json()["docid"], res.json()["old"]) == ("", "", 1)
+    assert client.get("/api/queries/~").json()["labels"] == {"": 3, "d": 0}
+    assert [json.loads(x) for x in client.get("/api/qrels?format=jsonl").text.splitlines()] == [
+        {"query_id": "", "doc_id": "", "relevance": 3},
+        {"query_id": "", "doc_id": "d", "relevance": 0},
+    ]
+    refused = client.get("/api/qrels")  # an empty TREC field would shift the line's columns
+    assert refused.status_code == 422 and "empty" in refused.json()["error"]
