@@ -222,12 +222,21 @@ def test_in_chromium_a_label_on_a_doc_whose_id_holds_slashes_and_dots_is_set_and
         assert page.locator("#status").inner_text() == f"{docid}: 1 → 3"
         page.reload()  # the page as the server now serves it
         assert page.locator(f'[data-testid=doc][data-docid="{docid}"]').first.get_attribute("data-label") == "3"
+        # ids that name an object's own properties are labels like any other (__proto__, constructor)
+        page.goto(f"{server.url}/queries/{to_segment('__proto__')}")
+        proto = page.locator('[data-testid=doc][data-docid="constructor"]').first
+        assert proto.get_attribute("data-label") == "1"
+        proto.get_by_test_id("set-2").click()
+        page.wait_for_function("document.querySelector('[data-docid=constructor]').dataset.label === '2'")
+        other = page.locator('[data-testid=doc][data-docid="constructor/other"]').first
+        assert other.get_attribute("data-label") == ""
         assert opened.console_errors == [] and opened.page_errors == [] and context.blocked == []
     from stagewise.store import LabelStore
 
     store = LabelStore(db)
     try:
         assert store.get(qid, docid) == 3 and store.get(qid, f"{docid}/other") is None
+        assert store.get("__proto__", "constructor") == 2
     finally:
         store.close()
 
