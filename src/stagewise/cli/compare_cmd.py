@@ -31,6 +31,7 @@ from stagewise.cli.common import (
     engine_for,
     engine_progress,
     int_option,
+    output_format,
     read_qrels_as,
     read_runs_with_progress,
     run_labels,
@@ -180,7 +181,10 @@ def compare_command(
         int | None,
         typer.Option(**int_option(1), help="With --per-query: only the N largest gains and N largest losses."),
     ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    fmt: Annotated[
+        OutputFormat | None,
+        typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
     ] = None,
@@ -227,6 +231,7 @@ def compare_command(
 
         runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
+        chosen_format = output_format(fmt and fmt.value, output, tuple(OutputFormat))
         from stagewise.errors import StagewiseError
         from stagewise.metrics.evaluate import DEFAULT_METRICS
         from stagewise.stats import compare
@@ -302,10 +307,14 @@ def compare_command(
         from stagewise.report import compare as render_compare
 
         options = dict(digits=digits, show_pairs=pairs, per_query=per_query, top=top)
-        if fmt is OutputFormat.table and output is None:
+        if chosen_format == "table" and output is None:
             show_table(
                 lambda _width: render_compare.rich(result, **options),
                 lambda: render_compare.render(result, "table", **options),
             )
             return
-        emit(render_compare.render(result, fmt.value, **options), output)
+        n_pairs = len(result.pairs)
+        what = f"{chosen_format}, {len(runs)} runs, {len(metrics)} metric(s)" + (
+            f", {n_pairs} pairs" if n_pairs else ""
+        )
+        emit(render_compare.render(result, chosen_format, **options), output, what)

@@ -27,6 +27,7 @@ from stagewise.cli.common import (
     engine_for,
     engine_progress,
     int_option,
+    output_format,
     read_qrels_as,
     read_runs_with_progress,
     run_labels,
@@ -78,7 +79,10 @@ def eval_command(
             help="Also give every query's value; tables end each run with its mean as query 'all' (trec_eval -q).",
         ),
     ] = False,
-    fmt: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    fmt: Annotated[
+        OutputFormat | None,
+        typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
     ] = None,
@@ -121,6 +125,7 @@ def eval_command(
 
         runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
+        chosen_format = output_format(fmt and fmt.value, output, tuple(OutputFormat))
         from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
 
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
@@ -150,10 +155,14 @@ def eval_command(
                 )
         from stagewise.report import eval as report
 
-        if fmt is OutputFormat.table and output is None:
+        if chosen_format == "table" and output is None:
             show_table(
                 lambda width: report.rich(result, per_query=per_query, digits=digits, width=width),
                 lambda: report.render(result, "table", per_query=per_query, digits=digits),
             )
             return
-        emit(report.render(result, fmt.value, per_query=per_query, digits=digits), output)
+        emit(
+            report.render(result, chosen_format, per_query=per_query, digits=digits),
+            output,
+            report.summary(result, chosen_format, per_query),
+        )

@@ -122,6 +122,16 @@ def fuse_command(
         int | None,
         typer.Option("--depth", "-d", **int_option(1), help="Each run contributes its first N results per query."),
     ] = None,
+    output_depth: Annotated[
+        int | None,
+        typer.Option(
+            "--output-depth",
+            "-k",
+            **int_option(1),
+            help="Keep the first N fused results per query (default: all of them; the fused run can be deeper than "
+            "any input, as each run adds documents the others did not return).",
+        ),
+    ] = None,
     queries: Annotated[
         Queries, typer.Option(help="Queries only some runs have: union (fuse what there is), intersection, error.")
     ] = Queries.union,
@@ -236,6 +246,8 @@ def fuse_command(
         if engine is not EngineChoice.local or scheduler is not None:
             if optimize:
                 raise StagewiseError("--optimize fits on every query at once: run it with --engine local")
+            if output_depth is not None:
+                raise StagewiseError("--output-depth cuts the fused run in memory: run it with --engine local")
             _fuse_on_engine(named, method, engine_for(engine, scheduler), common, output, meta_path)
             return
         report = None
@@ -248,7 +260,9 @@ def fuse_command(
             from stagewise.fusion import fuse
 
             fused = fuse(named, method, qrels=qrels, **common)
-        _write(fused, output, False if no_meta else (meta if meta is not None else True))
+        if output_depth is not None:
+            fused = _cut(fused, output_depth)
+        _write(fused, output, False if no_meta else (meta if meta is not None else True), report)
         if report is not None:
             from stagewise.report import render
 
@@ -314,18 +328,56 @@ def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path
     typer.echo(f"{_summary(info)} -> {output}" + (f" (metadata: {meta_path})" if meta_path else ""), err=True)
 
 
-def _summary(info: dict) -> str:
+def _summary(info: dict, report: Any = None, deepest: int | None = None) -> str:
+    """The line saying what was written: the method (or, cross-validated, what each fold was fused with), the
+    queries and results, and how deep the run is per query."""
+    how = f"with {info['method']}"
+    folds = getattr(report, "folds", None)
+    if folds:
+        chosen = "; ".join(f"fold {fold.fold}: {fold.method}" for fold in folds)
+        how = f"cross-validated over {len(folds)} folds, each fold's queries with what the others chose ({chosen})"
+    depth = ""
+    if deepest is not None:
+        cut = info.get("output_depth")
+        depth = f", the first {cut} per query" if cut else f", up to {deepest:,} per query (all fused; -k N keeps N)"
     return (
-        f"fused {len(info['runs'])} run(s) with {info['method']}, norm {info['normalization']}: "
-        f"{info['n_queries']} queries, {info['n_results']} results"
+        f"fused {len(info['runs'])} run(s) {how}, norm {info['normalization']}: "
+        f"{info['n_queries']} queries, {info['n_results']} results{depth}"
     )
+
+
+def _cut(fused: Any, depth: int) -> Any:
+    """The fused run with only the first ``depth`` results of each query (its metadata saying so)."""
+    import numpy as np
+
+    keep = np.flatnonzero(fused.within_query_rank() <= depth)
+    cut = type(fused)(
+        fused.query_ids,
+        fused.query_codes[keep],
+        fused.docs.take(keep),
+        fused.scores[keep],
+        None if fused.ranks is None else fused.ranks[keep],
+        None,
+        fused.pair_keys[keep],
+        name=fused.name,
+        source=fused.source,
+        tag=fused.tag,
+    )
+    cut.fusion = {**fused.fusion, "n_results": len(keep), "output_depth": depth}
+    return cut
+
+
+def _deepest(run: Any) -> int:
+    import numpy as np
+
+    return int(np.diff(run.offsets).max()) if len(run) else 0
 
 
 def _default_meta(output: Path | None) -> Path | None:
     return None if output is None else output.with_name(output.name + ".meta.json")
 
 
-def _write(fused, output: Path | None, meta: Path | bool) -> None:
+def _write(fused, output: Path | None, meta: Path | bool, report: Any = None) -> None:
     """The run to ``output`` (or stdout), the metadata to ``meta`` (``True``: beside ``output``), a summary
     line to stderr."""
     from stagewise._io import write_errors
@@ -333,7 +385,7 @@ def _write(fused, output: Path | None, meta: Path | bool) -> None:
     from stagewise.fusion.writer import write_fused, write_metadata
 
     info = fused.fusion
-    summary = _summary(info)
+    summary = _summary(info, report, _deepest(fused))
     if output is None:
         emit_run(fused, None)
         if isinstance(meta, Path):

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import check_output, emit, int_option, split_metrics, user_errors
+from stagewise.cli.common import check_output, emit, int_option, output_format, split_metrics, user_errors
 
 
 class RagFormat(StrEnum):
@@ -72,7 +72,10 @@ def rag_command(
         str,
         typer.Option("--correct", "-c", help="What decides 'answer correct': em, f1:T (e.g. f1:0.5), contains, judge."),
     ] = "contains",
-    fmt: Annotated[RagFormat, typer.Option("--format", "-f", help="Output format.")] = RagFormat.table,
+    fmt: Annotated[
+        RagFormat | None,
+        typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
     ] = None,
@@ -150,6 +153,7 @@ def rag_command(
     with user_errors():
         inputs = [records, gold, run, qrels]
         check_output(output, [*inputs, judge_cache])
+        chosen_format = output_format(fmt and fmt.value, output, tuple(RagFormat))
         # The judge cache is appended to, not replaced: the same checks keep it off the inputs and the output.
         check_output(judge_cache, inputs, option="--judge-cache", others={"--output": output})
         from stagewise.errors import StagewiseError
@@ -185,4 +189,9 @@ def rag_command(
         )
         from stagewise.report import rag as render_rag
 
-        emit(render_rag.render(report, fmt.value, per_sample=per_sample, digits=digits), output)
+        samples = len(report.rows)
+        emit(
+            render_rag.render(report, chosen_format, per_sample=per_sample, digits=digits),
+            output,
+            f"{chosen_format}, {samples:,} samples",
+        )

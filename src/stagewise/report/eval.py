@@ -67,3 +67,13 @@ def table_frame(result: EvalResult, per_query: bool) -> tuple[pl.DataFrame, list
         contenders.append(offset)
         offset += 1
     return pl.concat(frames), contenders
+
+
+def summary(result: EvalResult, fmt: str, per_query: bool = False) -> str:
+    """What a written file holds, for the line naming it: its format, runs, metrics and (per query) rows."""
+    runs, metrics = len(result.runs), len(result.metric_names)
+    text = f"{fmt}, {runs} run{'s' * (runs != 1)} x {metrics} metric{'s' * (metrics != 1)}"
+    if per_query:
+        queries = sum(len(r.query_ids) for r in result.runs)
+        text += f", {queries:,} per-query rows and each run's mean as query 'all'"
+    return text
