@@ -500,9 +500,8 @@ def need_app() -> None:
 
 def check_serving(host: str, port: int, token: str | None) -> None:
     """Refuse, before any work, to serve where it is unsafe or impossible: an address other than loopback
-    without a token, a short token, a port out of range or already taken; and without the app extra."""
-    import socket
-
+    without a token, a token that is short or cannot travel in a header and a cookie, a port out of range or
+    already taken (0 picks a free one); and without the app extra."""
     from stagewise.app.hosts import is_loopback
     from stagewise.errors import InputError
 
@@ -512,34 +511,45 @@ def check_serving(host: str, port: int, token: str | None) -> None:
             f"binding {host} exposes the labels to the network",
             hint="add --token SECRET (every request must then carry it), or keep --host 127.0.0.1",
         )
-    if not 0 < port < 65536:
-        raise InputError("--port", f"{port} is not a port", expected="1 to 65535")
-    if token is not None and len(token) < 8:
-        raise InputError("--token", "too short to protect anything", expected="at least 8 characters")
+    if not 0 <= port < 65536:
+        raise InputError("--port", f"{port} is not a port", expected="1 to 65535, or 0 for a free one")
+    if token is not None:
+        check_token(token)
     need_app()
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise InputError("--host", f"{host} cannot be bound ({exc})", hint="give an address of this machine") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds, so a TIME_WAIT is no error
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise InputError(
-                "--port", f"{host}:{port} cannot be bound ({exc.strerror})", hint="choose another --port"
-            ) from None
+    if port:
+        from stagewise.cli.serve_cmd import _bind
+
+        _bind(host, port).close()
+
+
+# What a token may hold: the characters of a cookie value (RFC 6265's cookie-octet), which are also valid in a
+# header; anything else (white space, ; , " \, control or non-ASCII characters) broke the server after the first
+# page (a 500, or a cookie that never matched).
+_TOKEN_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F)) - set('",;\\')
+
+
+def check_token(token: str) -> None:
+    """Refuse a --token that is short or cannot travel in an HTTP header and a cookie, in one line."""
+    from stagewise.errors import InputError
+
+    if len(token) < 8:
+        raise InputError("--token", "too short to protect anything", expected="at least 8 characters")
+    bad = next((c for c in token if c not in _TOKEN_CHARS), None)
+    if bad is not None:
+        raise InputError(
+            "--token",
+            f"holds {bad!r}, which cannot travel in an HTTP header and a cookie",
+            expected="printable ASCII letters, digits and punctuation without space, quotes, comma, ; or \\",
+        )
 
 
 def serve_app(workspace: Any, records: Any, *, host: str, port: int, token: str | None, first: str) -> None:
     """Start the web app on ``workspace`` and/or RAG ``records`` and say where it listens (``first``: the page to
-    open: playground, queries or rag); runs until interrupted. Check the address first (:func:`check_serving`)."""
-    import uvicorn
-
+    open: playground, queries or rag); runs until a signal stops it, then checkpoints and closes the label
+    stores (see :func:`stagewise.cli.serve_cmd.run_server`). Check the address first (:func:`check_serving`)."""
     from stagewise.app.server import create_app
+    from stagewise.cli.serve_cmd import run_server
 
     app = create_app(workspace, token=token, rag=records)
-    where = f"http://{host}:{port}/{first}"
-    typer.echo(f"stagewise serve: {where}" + (f"?token={token}" if token else ""), err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    stores = [part.store for part in (workspace, records) if part is not None]
+    run_server(app, stores, host=host, port=port, first=first, token=token)

@@ -1,10 +1,17 @@
 """``stagewise serve [--qrels Q] [--run R...] [--rag RECORDS] [--db labels.sqlite] [--host H] [--port P] [--token T]``,
-``stagewise serve --playground`` and ``stagewise labels export --db D -o qrels.txt``."""
+``stagewise serve --playground``, ``stagewise labels export --db D -o qrels.txt``, ``stagewise labels backup DB OUT``.
+
+The server (:func:`run_server`) holds each database's writer lock while it serves, stops cleanly on SIGINT, SIGTERM
+and SIGHUP (the labels checkpointed into the database file), and closes a connection whose request is not read in
+full within :data:`REQUEST_READ_TIMEOUT` seconds.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,7 +41,7 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind; other than loopback needs --token.")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one, printed).")] = 8765,
     token: Annotated[str | None, typer.Option("--token", help="Every request must carry this token.")] = None,
     playground: Annotated[bool, typer.Option("--playground", help="Serve the lesson's playground alone.")] = False,
 ) -> None:
@@ -61,16 +68,28 @@ def serve_command(
                 hint="give --qrels Q [--run R...], --rag RECORDS, or --playground",
             )
         from stagewise.app.open import open_rag, rag_db
+        from stagewise.store.lock import writer_lock
 
         workspace = None
         records = None
-        if not playground:
-            if qrels is not None:
-                check_output(db, [qrels, rag, corpus, queries, *(run or [])], option="--db")
-                workspace = build_workspace(qrels, run or [], db, corpus=corpus, queries=queries)
-            if rag:
-                check_output(rag_db(db), [qrels, rag, corpus, *(run or [])], option="--db")
-                records = open_rag(rag, db, corpus=corpus)
+        locks = []
+        try:
+            if not playground:
+                if qrels is not None:
+                    check_output(db, [qrels, rag, corpus, queries, *(run or [])], option="--db")
+                    locks.append(writer_lock(db))  # before the database is opened: a second server changes nothing
+                    workspace = build_workspace(qrels, run or [], db, corpus=corpus, queries=queries)
+                if rag:
+                    check_output(rag_db(db), [qrels, rag, corpus, *(run or [])], option="--db")
+                    locks.append(writer_lock(rag_db(db)))
+                    records = open_rag(rag, db, corpus=corpus)
+        except BaseException:
+            for part in (workspace, records):
+                if part is not None:
+                    part.store.close()
+            for lock in locks:
+                lock.release()
+            raise
         first = "playground" if playground else "queries" if workspace is not None else "rag"
         serve_app(workspace, records, host=host, port=port, token=token, first=first)
 
@@ -109,3 +128,178 @@ def export_command(
             raise InputError(str(db), "holds no labels", hint="label some results in stagewise serve first")
         # the writers' checks: an id with white space or a leading # cannot be a TREC line (use .jsonl)
         write_qrels(read_qrels(labels), output)
+        kind = {".jsonl": "JSONL", ".parquet": "Parquet"}.get(output.suffix.lower(), "TREC qrels")
+        rows = sum(map(len, labels.values()))
+        typer.echo(f"wrote {output} ({rows:,} labels of {len(labels):,} queries, {kind})", err=True)
+
+
+@labels_app.command("backup")
+def backup_command(
+    db: Annotated[Path, typer.Argument(help="The label database written by stagewise serve.")],
+    output: Annotated[Path, typer.Argument(help="The copy to write: one SQLite file, no -wal beside it.")],
+) -> None:
+    """Copy a label database into one consistent file (SQLite's backup API), even while stagewise serve runs."""
+    from stagewise._io import atomic_path, write_errors
+    from stagewise.errors import InputError
+    from stagewise.store.labels import backup
+
+    with user_errors():
+        if not db.is_file():
+            raise InputError(str(db), "no such label database", hint="give the file stagewise serve wrote")
+        check_output(output, [db], option="OUT")
+        with write_errors(output), atomic_path(output, parents=False) as tmp:
+            counts = backup(db, tmp)
+        typer.echo(f"wrote {output} ({counts['labels']:,} labels, {counts['history']:,} history rows)", err=True)
+
+
+REQUEST_READ_TIMEOUT = 10.0  # seconds for a request's headers and body to arrive, from its first byte on
+KEEP_ALIVE_TIMEOUT = 5.0  # seconds an idle keep-alive connection stays open (uvicorn's own default)
+MAX_INCOMPLETE_EVENT = 16 * 1024  # bytes of a request's headers held while they arrive (uvicorn's default)
+
+
+def run_server(app: Any, stores: list[Any], *, host: str, port: int, first: str, token: str | None) -> None:
+    """Serve ``app`` on ``host:port`` (0: a free port) until a signal stops it, holding the writer lock of every
+    label store in ``stores``; on SIGINT, SIGTERM or SIGHUP the stores are checkpointed and closed, so each
+    database file alone holds every label acknowledged."""
+    import urllib.parse
+
+    import uvicorn
+
+    from stagewise.store.lock import writer_lock
+
+    sock = _bind(host, port)
+    locks = []
+    try:
+        locks = [writer_lock(store.path) for store in stores]
+        shown = f"[{host}]" if ":" in host else host
+        where = f"http://{shown}:{sock.getsockname()[1]}/{first}"
+        for lock in locks:
+            lock.write(where)
+            if not lock.supported:
+                typer.echo(f"stagewise serve: note: no file locks here; serve {lock.db} from one server only", err=True)
+        query = f"?token={urllib.parse.quote(token, safe='')}" if token else ""
+        typer.echo(f"stagewise serve: {where}{query}", err=True)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=sock.getsockname()[1],
+            log_level="warning",
+            http=_timed_protocol(),
+            timeout_keep_alive=KEEP_ALIVE_TIMEOUT,
+            h11_max_incomplete_event_size=MAX_INCOMPLETE_EVENT,
+        )
+        server = _stopping_server()(config)
+        server.run(sockets=[sock])
+    finally:
+        for store in stores:
+            store.close()  # checkpoints: the database file alone holds every label
+        for lock in locks:
+            lock.release()
+        sock.close()
+    if server.stopped_by is not None:
+        import signal
+
+        files = ", ".join(str(store.path) for store in stores)
+        typer.echo(
+            f"stagewise serve: stopped ({signal.Signals(server.stopped_by).name})"
+            + (f"; every label is in {files}" if files else ""),
+            err=True,
+        )
+
+
+def _bind(host: str, port: int) -> Any:
+    """A socket bound to ``host:port`` (not yet listening), kept for the server: the port printed and locked is
+    the one served, 0 included."""
+    import socket
+
+    from stagewise.errors import InputError
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError as exc:
+        raise InputError("--host", f"{host} cannot be bound ({exc})", hint="give an address of this machine") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT is no error
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InputError(
+            "--port", f"{host}:{port} cannot be bound ({exc.strerror})", hint="choose another --port, or 0"
+        ) from None
+    return sock
+
+
+def _stopping_server() -> type:
+    """uvicorn's Server stopping on SIGINT, SIGTERM and SIGHUP and then returning. uvicorn's own handler sends
+    SIGTERM to itself again once stopped, which ends the process before any store is closed (the labels were
+    left in the -wal file), and it does not handle SIGHUP (a closed terminal killed the server outright)."""
+    import signal
+    import threading
+
+    import uvicorn
+
+    class StoppingServer(uvicorn.Server):
+        stopped_by: int | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            wanted = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+            before = {sig: signal.signal(sig, self._stop) for sig in wanted}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+
+        def _stop(self, sig: int, frame: Any) -> None:
+            self.stopped_by = sig
+            self.handle_exit(sig, frame)
+
+    return StoppingServer
+
+
+def _timed_protocol() -> type:
+    """uvicorn's h11 protocol with a deadline for reading a request: a connection that opens and sends nothing,
+    or sends half its headers or body, is closed :data:`REQUEST_READ_TIMEOUT` seconds after its first byte (or
+    after it opened). uvicorn 0.54 has no header-read timeout of its own: ``timeout_keep_alive`` runs only
+    between requests and stops at the first byte, ``h11_max_incomplete_event_size`` bounds the bytes, not time."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedH11Protocol(H11Protocol):
+        _deadline: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # the first byte of the next request on a kept-alive connection
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+                self._disarm()  # the whole request is in (or the connection is ending)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(REQUEST_READ_TIMEOUT, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return TimedH11Protocol

@@ -1,8 +1,11 @@
 """Labels in SQLite: the current label of every (query, doc) pair, and every change as a history row.
 
-The database is opened in WAL mode with ``synchronous=FULL``: a change is on disk when ``set`` returns, and a
-process killed at any moment (``kill -9``) leaves the last committed state, which the next open reads. The
-original qrels are copied in once, when the database is new; the qrels file itself is never written.
+Only a database this module created is opened (see :mod:`stagewise.store.schema`: a header marker and a schema
+version, checked before any write). The database is opened in WAL mode with ``synchronous=FULL``: a change is
+on disk when ``set`` returns, and a process killed at any moment (``kill -9``) leaves the last committed state,
+which the next open reads; :meth:`LabelStore.close` checkpoints, so after a clean stop the database file alone
+holds everything. The original qrels are copied in once, when the database is new; the qrels file itself is
+never written.
 """
 
 from __future__ import annotations
@@ -18,24 +21,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from stagewise.errors import InputError
+from stagewise.store import schema
 
 __all__ = ["LABELS", "LabelStore"]
 
 LABELS = (0, 1, 2, 3)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS labels (
-    qid TEXT NOT NULL, docid TEXT NOT NULL, label INTEGER NOT NULL, PRIMARY KEY (qid, docid)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS history (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    qid TEXT NOT NULL, docid TEXT NOT NULL,
-    old INTEGER, new INTEGER,  -- NULL: unjudged
-    time REAL NOT NULL, who TEXT NOT NULL,
-    undone INTEGER NOT NULL DEFAULT 0  -- 1 for a row undone, and for the row that records the undo
-);
-"""
 
 
 class LabelStore:
@@ -48,18 +38,26 @@ class LabelStore:
 
     def __init__(self, path: str | os.PathLike, initial: Mapping[str, Mapping[str, int]] | None = None) -> None:
         self.path = Path(path)
+        version = schema.identify(self.path)  # before any write: a file not ours is refused untouched
+        self._db = sqlite3.connect(os.fspath(self.path), check_same_thread=False, timeout=30, isolation_level=None)
         try:
-            self._db = sqlite3.connect(os.fspath(self.path), check_same_thread=False, timeout=30, isolation_level=None)
+            if version is None:
+                schema.initialise(self._db)
+            schema.migrate(self._db, self.path)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as err:
+            self._db.close()
             raise InputError(
                 os.fspath(path),
                 f"cannot open as a label database: {err}",
                 hint="give --db a new file name or a database written by stagewise serve",
             ) from None
+        except BaseException:
+            self._db.close()
+            raise
         self._lock = threading.Lock()
+        self._closed = False
         with self._transaction():
             done = self._db.execute("SELECT value FROM meta WHERE key = 'initialised'").fetchone()
             if done is None:
@@ -87,7 +85,19 @@ class LabelStore:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'initial_digest'").fetchone()
         return None if row is None else row[0] == _digest(initial)
 
+    def checkpoint(self) -> None:
+        """Move every committed change from the write-ahead log into the database file and empty the log, so
+        that the file alone (as a user copies it) holds every label."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
+        """Checkpoint (see :meth:`checkpoint`) and close; a second close does nothing."""
+        if self._closed:
+            return
+        with contextlib.suppress(sqlite3.Error):  # another process still reading: its last close checkpoints
+            self.checkpoint()
+        self._closed = True
         self._db.close()
 
     def labels(self, qid: str | None = None) -> dict[str, dict[str, int]]:
@@ -175,3 +185,29 @@ def _digest(labels: Mapping[str, Mapping[str, int]]) -> str:
     """What identifies a set of judgements, whatever their order: SHA-256 of the sorted (query, doc, label)."""
     rows = sorted((str(q), str(d), int(lab)) for q, docs in labels.items() for d, lab in docs.items())
     return hashlib.sha256(json.dumps(rows).encode("utf-8")).hexdigest()
+
+
+def backup(path: str | os.PathLike, target: str | os.PathLike) -> dict[str, int]:
+    """Copy the label database at ``path`` into ``target`` (a new file) with SQLite's backup API: one consistent
+    snapshot, the changes still in the write-ahead log included, while a server may keep writing. The copy is a
+    single file (rollback journal, no ``-wal``) and passes ``integrity_check``; returns its row counts."""
+    source_path = Path(path)
+    if schema.identify(source_path) is None:
+        raise InputError(os.fspath(path), "is empty, not a label database", hint="give the file stagewise serve wrote")
+    source = sqlite3.connect(os.fspath(source_path), timeout=30)
+    try:
+        copy = sqlite3.connect(os.fspath(target), isolation_level=None)
+        try:
+            source.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")
+            check = copy.execute("PRAGMA integrity_check").fetchone()[0]
+            if check != "ok":
+                raise InputError(os.fspath(path), f"its copy fails SQLite's integrity check: {check}")
+            counts = {t: copy.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("labels", "history")}
+        finally:
+            copy.close()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(os.fspath(path), f"cannot be copied: {exc}") from None
+    finally:
+        source.close()
+    return counts
