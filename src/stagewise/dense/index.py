@@ -3,15 +3,20 @@
 Layout of an index folder::
 
     meta.json        format, model name and path, backend, dimension, normalisation, dtype, corpus checksum,
-                     truncation count, similarity
+                     truncation count, similarity, and the manifest of the files (dtype, shape, row norms and
+                     CRC-32s of the vectors; size and CRC-32 of the ids: see :mod:`stagewise.dense.manifest`)
     embeddings.npy   [documents, dimension] float32 or float16, memory-mapped when searched
     doc_ids.json     document ids, in row order
     onnx/            an ONNX export of the model, made the first time the onnx backend needs one
-    hnsw.faiss       an approximate (HNSW) index, when built (see :mod:`stagewise.dense.approx`)
+    hnsw.faiss       an approximate (HNSW) index, when built (see :mod:`stagewise.dense.approx`), with
+    hnsw.json        the count and checksums of the vectors it was built from, and its own size and CRC-32
 
 Scores are inner products of float32 vectors (cosine when the model normalises). Exact top-k multiplies a
 block of queries by a block of documents at a time, so memory stays bounded whatever the corpus size; ties in
 score keep the document indexed first (as BM25 search does).
+
+A saved index is untrusted input: :meth:`DenseIndex.load` checks every file against the manifest before use
+and refuses a damaged one with an :class:`~stagewise.errors.InputError` naming the file, with a rebuild hint.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from stagewise.errors import ConventionError, InputError, StagewiseError
 
 FORMAT = "stagewise-dense"
 # What a dense index folder holds (hnsw.faiss from encode --hnsw, onnx/ the exported model).
-OWNED_FILES = frozenset({"embeddings.npy", "doc_ids.json", "meta.json", "hnsw.faiss", "onnx"})
-FORMAT_VERSION = 1
+OWNED_FILES = frozenset({"embeddings.npy", "doc_ids.json", "meta.json", "hnsw.faiss", "hnsw.json", "onnx"})
+FORMAT_VERSION = 2  # 2: the manifest of the files (dtypes, shapes, norms, CRC-32s) in meta.json; 1 had none
 DTYPES = ("float32", "float16")
 CHECKSUM_DEFINITION = (
     "sha256 over the documents in index order, each as its id and its text in UTF-8, each preceded by its "
@@ -196,6 +201,7 @@ class DenseIndex:
             raise StagewiseError(
                 f"encoder {encoder.name!r} returned shape {vectors.shape}, not ({len(texts)}, {encoder.dimension})"
             )
+        _check_rows(vectors.astype(dtype, copy=False), bool(encoder.normalized), doc_ids, encoder.name)
         report = getattr(encoder, "last_report", None)
         from stagewise import __version__
 
@@ -232,10 +238,24 @@ class DenseIndex:
         target = Path(path)
         _folder.check_target(target, owned=OWNED_FILES, force=force, what="dense index", foreign_file=_foreign_meta)
 
+        from stagewise.dense import manifest
+
+        kind = self.meta.get("dtype") if self.meta.get("dtype") in DTYPES else "float32"
+        vectors = np.ascontiguousarray(self.embeddings, dtype=np.dtype(kind).newbyteorder("<"))
+        ids = json.dumps(self.doc_ids, ensure_ascii=False).encode("utf-8")
+        try:
+            scanned = manifest.scan_vectors(
+                vectors, vectors.shape, vectors.dtype, normalized=bool(self.meta.get("normalized"))
+            )
+        except manifest.Damaged as exc:  # vectors changed in memory since build: an index that would not open
+            raise StagewiseError(f"the index's vectors cannot be saved: {exc.args[0]}") from None
+        meta = {**self.meta, "arrays": {"embeddings": scanned, "doc_ids": manifest.doc_ids_record(ids)}}
+
         def write(tmp: Path) -> None:
-            np.save(tmp / "embeddings.npy", np.ascontiguousarray(self.embeddings), allow_pickle=False)
-            (tmp / "doc_ids.json").write_text(json.dumps(self.doc_ids, ensure_ascii=False), encoding="utf-8")
-            (tmp / "meta.json").write_text(json.dumps(self.meta, indent=2) + "\n", encoding="utf-8")
+            np.save(tmp / "embeddings.npy", vectors, allow_pickle=False)
+            (tmp / "doc_ids.json").write_bytes(ids)
+            # written last: a folder with meta.json has all its files
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
             old_onnx = target / "onnx"
             made = self._encoders.get("onnx")
             made_folder = getattr(made, "folder", None)
@@ -245,7 +265,8 @@ class DenseIndex:
                 shutil.copytree(old_onnx, tmp / "onnx")
 
         _folder.replace_folder(target, write, owned=OWNED_FILES)
-        self.path = target
+        self.meta, self.path = meta, target
+        self.__dict__.pop("_hnsw", None)  # the folder's approximate index is gone with the old files
         return target
 
     def _export_is_ours(self, folder: Path) -> bool:
@@ -262,10 +283,20 @@ class DenseIndex:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> DenseIndex:
-        """Open an index folder; the vectors are memory-mapped read-only unless ``mmap=False``."""
+        """Open an index folder; the vectors are memory-mapped read-only unless ``mmap=False``.
+
+        Every file is checked first (see :mod:`stagewise.dense.manifest`): regular files of the recorded
+        sizes, the vectors' dtype and shape as meta.json says, every row finite and (for a normalising model)
+        unit length, the ids distinct strings, one a row, and every CRC-32 as written at build time. A failed
+        check raises :class:`~stagewise.errors.InputError` naming the file, with a hint to rebuild."""
+        from stagewise.dense import manifest
+
         folder = Path(path)
-        meta = _read_meta(folder)
+        rebuild = f"rebuild it: stagewise encode CORPUS -o {folder}"
+        meta = _read_meta(folder, hint=rebuild)
         if not meta:
+            if not folder.is_dir():
+                raise InputError(folder, "no such index folder", hint="check the path")
             raise InputError(
                 folder, "is not a stagewise dense index (no meta.json)", hint="build one with `stagewise encode`"
             )
@@ -273,19 +304,23 @@ class DenseIndex:
             raise InputError(
                 folder, "is a BM25 index (from stagewise index), not a dense index", hint="give it where BM25 goes"
             )
-        if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+        version = meta.get("format_version")
+        if meta.get("format") != FORMAT or version != FORMAT_VERSION:
+            problem = (
+                "built by an older stagewise (index format version 1): the checksums of its files are missing, so "
+                "it cannot be checked"
+                if meta.get("format") == FORMAT and version == 1
+                else f"index format {meta.get('format')!r} version {version!r}"
+            )
             raise InputError(
-                folder / "meta.json",
-                f"index format {meta.get('format')!r} version {meta.get('format_version')!r}",
-                expected=f"{FORMAT!r} version {FORMAT_VERSION}",
+                folder / "meta.json", problem, expected=f"{FORMAT!r} version {FORMAT_VERSION}", hint=rebuild
             )
         try:
-            embeddings = np.load(folder / "embeddings.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
-            doc_ids = json.loads((folder / "doc_ids.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(folder, f"index files are missing or unreadable ({exc})") from None
-        if embeddings.shape != (meta["documents"], meta["dimension"]) or len(doc_ids) != meta["documents"]:
-            raise InputError(folder / "meta.json", "metadata disagrees with the arrays (a partly copied index?)")
+            embeddings, doc_ids = _load_checked(folder, meta, mmap)
+        except manifest.Damaged as exc:
+            source = exc.args[1] if len(exc.args) > 1 else folder / "meta.json"
+            problem = exc.args[0] if len(exc.args) > 1 else f"damaged index metadata: {exc.args[0]}"
+            raise InputError(source, problem, hint=rebuild) from None
         return cls(embeddings, doc_ids, meta, path=folder)
 
     # ------------------------------------------------------------------------------------------- search
@@ -349,6 +384,9 @@ class DenseIndex:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] != self.dimension:
             raise ConventionError(f"query vectors have shape {vectors.shape}; expected (n, {self.dimension})")
+        if not np.isfinite(vectors).all():  # a NaN query scores NaN against every document: no ranking
+            row = int(np.argmax(~np.isfinite(vectors).all(axis=1)))
+            raise StagewiseError(f"query vector {row} is not finite (NaN or infinity): the encoder failed on it")
         if approximate:
             from stagewise.dense.approx import HNSWIndex
 
@@ -375,6 +413,10 @@ class DenseIndex:
         gets ``min(k, documents)`` results.
         """
         query_ids, texts = _texts(queries, ids, "queries")
+        if approximate:  # checked before the model is loaded and the queries encoded
+            from stagewise.dense.approx import HNSWIndex
+
+            HNSWIndex.load(self)
         encoder = encoder or self.encoder(backend)
         self.check_encoder(encoder)
         vectors = np.asarray(encoder.encode(texts), dtype=np.float32)
@@ -383,14 +425,87 @@ class DenseIndex:
         return runs_from_topk(query_ids, self.doc_ids, rows, scores, name or default)
 
 
-def _read_meta(folder: Path) -> dict[str, Any]:
+def _read_meta(folder: Path, *, hint: str | None = None) -> dict[str, Any]:
+    """The folder's meta.json as a dict; ``{}`` when there is none (or it is not a regular file)."""
+    from stagewise.dense import manifest
+
     meta_path = folder / "meta.json"
-    if not meta_path.is_file():
+    if not meta_path.is_file():  # a FIFO or a device is no index's metadata
         return {}
     try:
-        return json.loads(meta_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(meta_path, f"unreadable index metadata ({exc})") from None
+        meta = manifest.parse_json(manifest.read_bounded(meta_path, manifest.MAX_META_BYTES), meta_path)
+    except manifest.Damaged as exc:
+        raise InputError(meta_path, f"unreadable index metadata ({exc.args[0]})", hint=hint) from None
+    if not isinstance(meta, dict):
+        raise InputError(meta_path, f"unreadable index metadata (a JSON {type(meta).__name__})", hint=hint)
+    return meta
+
+
+def _check_rows(vectors: np.ndarray, normalized: bool, doc_ids: Sequence[str], model: str) -> None:
+    """Refuse at build time what a saved index is refused for on open: a row not finite, too large for
+    float32 scores, or (normalising model) not unit length."""
+    from stagewise.dense import manifest
+
+    try:
+        manifest.scan_vectors(
+            vectors, vectors.shape, vectors.dtype, normalized=normalized,
+            describe_row=lambda row: f"the vector of document {doc_ids[row]!r} (row {row})",
+        )  # fmt: skip
+    except manifest.Damaged as exc:
+        raise StagewiseError(f"encoder {model!r} gave a bad vector: {exc.args[0]}") from None
+
+
+def _load_checked(folder: Path, meta: dict[str, Any], mmap: bool) -> tuple[np.ndarray, list[str]]:
+    """The vectors and ids of a saved index, each checked against meta.json (raises ``manifest.Damaged``)."""
+    from stagewise.dense import manifest
+
+    n = manifest.count_field(meta, "documents", 0, 2**40)
+    d = manifest.count_field(meta, "dimension", 1, 1 << 16)
+    kind = manifest.typed_field(meta, "dtype", (str,), f"one of {', '.join(DTYPES)}")
+    if kind not in DTYPES:
+        raise manifest.Damaged(f"'dtype' is {kind!r}, expected one of {', '.join(DTYPES)}")
+    normalized = manifest.typed_field(meta, "normalized", (bool,), "true or false")
+    manifest.typed_field(meta, "model", (str,), "the model's name")
+    for key in ("model_path", "backend"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise manifest.Damaged(f"{key!r} is {meta[key]!r}, expected a string or null")
+    vectors_entry = manifest.entry(meta, "embeddings", ("dtype", "shape", "crc32_rows", "crc32"))
+    ids_entry = manifest.entry(meta, "doc_ids", ("bytes", "crc32"))
+    dtype = np.dtype(kind).newbyteorder("<")
+    if vectors_entry["dtype"] != dtype.str or vectors_entry["shape"] != [n, d]:
+        raise manifest.Damaged(
+            f"metadata disagrees with its manifest: {dtype.str!r} x {[n, d]} vectors, the manifest lists "
+            f"{vectors_entry['dtype']!r} x {vectors_entry['shape']!r} (a partly copied index?)"
+        )
+    ids_path = folder / "doc_ids.json"
+    size = ids_entry["bytes"]
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= 2 + n * manifest.MAX_ID_BYTES:
+        raise manifest.Damaged(f"the manifest gives doc_ids.json {size!r} bytes for {n} documents")
+    data = manifest.read_bounded(ids_path, size, size=size)
+    doc_ids = manifest.parse_doc_ids(data, ids_path, n)
+    if manifest.crc(data) != ids_entry["crc32"]:
+        raise manifest.Damaged("its CRC-32 differs from the one written at build time (changed or corrupted)", ids_path)
+    path = folder / "embeddings.npy"
+    offset = manifest.check_vectors_header(path, dtype, (n, d))
+    if vectors_entry["crc32_rows"] != manifest.rows_per_block(d, dtype.itemsize):
+        raise manifest.Damaged(f"the manifest's CRC-32 blocks are {vectors_entry['crc32_rows']!r} rows")
+    try:
+        found = manifest.scan_vectors(
+            (path, offset), (n, d), dtype, normalized=normalized,
+            describe_row=lambda row: f"row {row} (document {doc_ids[row]!r})",
+        )  # fmt: skip
+    except manifest.Damaged as exc:
+        raise manifest.Damaged(exc.args[0], path) from None
+    if found["crc32"] != vectors_entry["crc32"]:
+        raise manifest.Damaged("its CRC-32 differs from the one written at build time (changed or corrupted)", path)
+    manifest.check_norms(vectors_entry, found, path)
+    if n == 0:
+        return np.zeros((0, d), dtype=dtype), doc_ids
+    if mmap:
+        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(n, d)), doc_ids
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return np.fromfile(fh, dtype=dtype, count=n * d).reshape(n, d), doc_ids
 
 
 def _foreign_meta(folder: Path) -> str | None:
