@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gzip
+import io
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -15,8 +16,9 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from stagewise.errors import InputError
 
@@ -42,19 +44,242 @@ def input_errors(source: PathLike) -> Iterator[None]:
         raise InputError(source, "permission denied") from None
 
 
-def read_bytes(source: PathLike) -> bytes:
-    """The whole content of a file, a ``.gz`` file (detected by its magic bytes) or stdin (``-``)."""
-    if str(source) == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        with input_errors(source):
-            data = Path(source).read_bytes()
-    if data[:2] == b"\x1f\x8b":
+# ---------------------------------------------------------------------------------------------------------
+# Compressed input: streamed, with a limit on how far it may expand
+# ---------------------------------------------------------------------------------------------------------
+
+GZIP_MAGIC = b"\x1f\x8b"
+RATIO_ENV = "STAGEWISE_MAX_EXPANSION_RATIO"
+BYTES_ENV = "STAGEWISE_MAX_EXPANDED_BYTES"
+#: Real TREC runs, qrels and JSONL records compress 3-12x; deflate cannot go past about 1030x (a file of zeros
+#: or of one repeated line), so 100x leaves real files a wide margin and still stops a bomb in its first MBs.
+DEFAULT_MAX_RATIO = 100.0
+#: Far above any real run or qrels file (a few GiB), low enough that a bomb built to pass the ratio stops
+#: before it takes the machine's memory.
+DEFAULT_MAX_EXPANDED = 32 * 2**30
+#: The ratio is judged only past this many expanded bytes: a small file of repeated lines (a test fixture)
+#: may compress 500x and costs nothing.
+RATIO_GRACE = 16 * 2**20
+_READ_BYTES = 1 << 16  # compressed bytes read at a time
+_OUT_BYTES = 1 << 20  # the most expanded bytes one step produces, so a limit is checked every MB
+
+
+@dataclass(frozen=True)
+class ExpansionLimits:
+    """How far compressed input may expand: ``ratio`` (expanded bytes over the compressed bytes read so far,
+    judged past :data:`RATIO_GRACE`) and ``max_bytes`` (expanded bytes in all); ``None`` is no limit."""
+
+    ratio: float | None = DEFAULT_MAX_RATIO
+    max_bytes: int | None = DEFAULT_MAX_EXPANDED
+
+
+_limits: ExpansionLimits | None = None  # set by set_expansion_limits; None: the environment, else the defaults
+
+
+def set_expansion_limits(limits: ExpansionLimits | None) -> ExpansionLimits | None:
+    """Set the limits on decompressed input for this process (over ``$STAGEWISE_MAX_EXPANSION_RATIO`` and
+    ``$STAGEWISE_MAX_EXPANDED_BYTES``); ``None`` goes back to those. Returns the setting it replaced, to restore:
+    ``old = set_expansion_limits(dataclasses.replace(expansion_limits(), ratio=500))``."""
+    global _limits
+    previous, _limits = _limits, limits
+    return previous
+
+
+def expansion_limits() -> ExpansionLimits:
+    """The limits in force: :func:`set_expansion_limits`'s, else the environment's, else the defaults."""
+    if _limits is not None:
+        return _limits
+    ratio = os.environ.get(RATIO_ENV, "").strip()
+    size = os.environ.get(BYTES_ENV, "").strip()
+    return ExpansionLimits(
+        ratio=_env_ratio(ratio) if ratio else DEFAULT_MAX_RATIO,
+        max_bytes=_env_bytes(size) if size else DEFAULT_MAX_EXPANDED,
+    )
+
+
+_NO_LIMIT = ("0", "none", "off", "unlimited")
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def _env_ratio(text: str) -> float | None:
+    if text.lower() in _NO_LIMIT:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 1 or value == float("inf"):
+        raise InputError(
+            f"${RATIO_ENV}", f"is {text!r}", expected="a ratio of 1 or more, such as 200, or 0 for no limit"
+        )
+    return value
+
+
+def _env_bytes(text: str) -> int | None:
+    if text.lower() in _NO_LIMIT:
+        return None
+    match = re.fullmatch(r"(\d+)\s*([kmgt]?)(?:i?b)?", text.lower())
+    if match is None or int(match.group(1)) == 0:
+        raise InputError(
+            f"${BYTES_ENV}", f"is {text!r}", expected="a size such as 64G, 500M or 1048576 (bytes), or 0 for no limit"
+        )
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _check_expansion(source: str, limits: ExpansionLimits, expanded: int, consumed: int) -> None:
+    """Refuse input that expanded past a limit, before it takes more memory or time."""
+    fix = "or decompress it yourself first (plain files have no limit)"
+    if limits.max_bytes is not None and expanded > limits.max_bytes:
+        raise InputError(
+            source,
+            f"expands to more than {_size(limits.max_bytes)} (the limit on decompressed input) from "
+            f"{_size(consumed)} of gzip data",
+            hint=f"if the file is genuine, raise the limit with {BYTES_ENV}=SIZE (0: no limit) {fix}",
+        )
+    if limits.ratio is not None and expanded > RATIO_GRACE and expanded > limits.ratio * consumed:
+        raise InputError(
+            source,
+            f"expands more than {limits.ratio:g} times its compressed size ({_size(expanded)} from "
+            f"{_size(consumed)} of gzip data so far): a decompression bomb, or a file far more repetitive "
+            "than real data",
+            hint=f"if the file is genuine, raise the limit with {RATIO_ENV}=N (0: no limit) {fix}",
+        )
+
+
+def _inflate(raw: IO[bytes], source: str, first: bytes = b"") -> Iterator[bytes]:
+    """The decompressed content of a gzip stream (``first``: bytes already read from it), in pieces of at
+    most 1 MiB, every gzip member in turn (``cat a.gz b.gz`` is one file), under :func:`expansion_limits`."""
+    limits = expansion_limits()
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # the gzip wrapper: header, CRC and length checked
+    data, read, expanded, inside = first, len(first), 0, True
+    while True:
+        if not data:
+            data = raw.read(_READ_BYTES)
+            if not data:
+                break
+            read += len(data)
+        if not inside:  # between members: zero padding is allowed (gzip.decompress skips it too)
+            data = data.lstrip(b"\0")
+            if len(data) < 2:
+                more = raw.read(_READ_BYTES)
+                read += len(more)
+                data += more
+                if not more and data:
+                    raise InputError(source, "corrupt gzip data (trailing bytes after the last member)")
+                continue
+            if data[:2] != GZIP_MAGIC:
+                raise InputError(source, "corrupt gzip data (trailing bytes after the last member)")
+            inflater, inside = zlib.decompressobj(16 + zlib.MAX_WBITS), True
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
+            out = inflater.decompress(data, _OUT_BYTES)
+        except zlib.error as exc:  # a damaged deflate stream, a wrong CRC or length
             raise InputError(source, f"corrupt gzip data ({exc})") from None
-    return data
+        if inflater.eof:
+            data, inside = inflater.unused_data, False
+        else:
+            data = inflater.unconsumed_tail
+        if out:
+            expanded += len(out)
+            _check_expansion(source, limits, expanded, read - len(data))
+            yield out
+    if inside:
+        raise InputError(source, "corrupt gzip data (the file ends inside a gzip member: truncated)")
+
+
+def _plain_chunks(raw: IO[bytes], first: bytes) -> Iterator[bytes]:
+    if first:
+        yield first
+    while chunk := raw.read(_OUT_BYTES):
+        yield chunk
+
+
+class _ChunkStream(io.RawIOBase):
+    """A readable stream over an iterator of byte strings."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._left = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._left = memoryview(chunk)
+        n = min(len(buffer), len(self._left))
+        buffer[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
+
+
+@contextlib.contextmanager
+def _raw_input(source: PathLike) -> Iterator[IO[bytes]]:
+    if str(source) == "-":
+        yield sys.stdin.buffer
+        return
+    with input_errors(source), open(source, "rb") as fh:
+        yield fh
+
+
+def _sniff(raw: IO[bytes]) -> tuple[bool, bytes]:
+    """Whether the stream starts with gzip's magic bytes, and the bytes read from it to tell (none where it
+    could seek back or peek)."""
+    if raw.seekable():
+        head = raw.read(2)
+        raw.seek(-len(head), os.SEEK_CUR)
+        return head == GZIP_MAGIC, b""
+    peek = getattr(raw, "peek", None)
+    if peek is not None:
+        head = peek(2)[:2]
+        if len(head) == 2 or not head:
+            return head == GZIP_MAGIC, b""
+    head = raw.read(2)
+    return head == GZIP_MAGIC, head
+
+
+@contextlib.contextmanager
+def open_input(source: PathLike) -> Iterator[IO[bytes]]:
+    """A file or stdin (``-``) as a binary stream; gzip (told by its magic bytes, whatever the name) is
+    decompressed as it is read, under :func:`expansion_limits`. Every reader of user input opens it here."""
+    with _raw_input(source) as raw:
+        gz, first = _sniff(raw)
+        if not gz and not first:
+            yield raw
+            return
+        chunks = _inflate(raw, display_name(source), first) if gz else _plain_chunks(raw, first)
+        yield io.BufferedReader(_ChunkStream(chunks), buffer_size=_READ_BYTES)
+
+
+def read_bytes(source: PathLike) -> bytes:
+    """The whole content of a file, a gzip file (detected by its magic bytes) or stdin (``-``). Gzip is
+    decompressed in steps under :func:`expansion_limits`, into one buffer that grows in place: memory is the
+    expanded size (and a little), not two or three copies of it."""
+    name = display_name(source)
+    with _raw_input(source) as raw, input_errors(source):
+        gz, first = _sniff(raw)
+        if not gz:
+            return first + raw.read() if first else raw.read()
+        out = io.BytesIO()
+        try:
+            for chunk in _inflate(raw, name, first):
+                out.write(chunk)
+        except MemoryError:
+            size = _size(out.tell())
+            out = io.BytesIO()  # free it before the message is built
+            raise InputError(
+                name, f"does not fit in memory once decompressed ({size} so far)", hint="decompress it first"
+            ) from None
+        return out.getvalue()  # BytesIO hands over its own buffer here: no copy
 
 
 # ---------------------------------------------------------------------------------------------------------

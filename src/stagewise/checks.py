@@ -6,19 +6,19 @@ report holds data and never renders itself (:mod:`stagewise.report.validate` doe
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stagewise._io import GZIP_MAGIC, open_input
 from stagewise.data import shape
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_run
 from stagewise.data.run import Run
+from stagewise.errors import InputError
 
 
 @dataclass
@@ -94,11 +94,11 @@ def _file_head(item: Any) -> bytes:
     if not isinstance(item, str | os.PathLike) or str(item) == "-" or not Path(item).is_file():
         return b""
     head = shape.head_of(Path(item))
-    if head[:2] == b"\x1f\x8b":
+    if head[:2] == GZIP_MAGIC:
         try:
-            with gzip.open(Path(item)) as fh:
+            with open_input(Path(item)) as fh:
                 head = fh.read(shape.HEAD_BYTES)
-        except (OSError, EOFError, zlib.error):
+        except InputError:
             return b""  # the reader has already said what is wrong with it
     return head
 

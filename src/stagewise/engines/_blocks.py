@@ -8,15 +8,14 @@ reappear after another query's is an error naming the line and the fix, never a 
 
 from __future__ import annotations
 
-import gzip
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO
 
 import numpy as np
 
+from stagewise._io import open_input
 from stagewise.data import trec
 from stagewise.data.run import Run
 from stagewise.errors import InputError
@@ -244,17 +243,12 @@ _trim = None
 
 @contextmanager
 def open_run(path: str | os.PathLike) -> Iterator[IO[bytes]]:
-    """A run file as a binary stream: ``-`` is stdin, ``.gz`` is decompressed as it is read."""
-    if str(path) == "-":
-        yield sys.stdin.buffer
-        return
-    if not os.path.exists(path):
-        raise InputError(str(path), "does not exist", hint="check the path")
-    if os.path.isdir(path):
-        raise InputError(str(path), "is a folder, not a run file")
-    if str(path).lower().endswith(".gz"):
-        with gzip.open(path, "rb") as fh:
-            yield fh
-        return
-    with open(path, "rb") as fh:
+    """A run file as a binary stream: ``-`` is stdin, gzip (told by its magic bytes) is decompressed as it is
+    read, under the limits on expansion of :func:`stagewise._io.open_input`."""
+    if str(path) != "-":
+        if not os.path.exists(path):
+            raise InputError(str(path), "does not exist", hint="check the path")
+        if os.path.isdir(path):
+            raise InputError(str(path), "is a folder, not a run file")
+    with open_input(path) as fh:
         yield fh
