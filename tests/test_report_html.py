@@ -105,7 +105,7 @@ def test_comparison_table_letters_and_conventions(small) -> None:
     section = root.by_id("comparison")
     dl = section.first("dl")
     terms = [dt.content() for dt in dl.all("dt")]
-    for term in ("test", "correction", "alpha", "baseline", "tie_tolerance"):
+    for term in ("test", "correction", "alpha", "baseline", "tie tolerance"):
         assert term in terms
     assert "paired Student's t-test" in section.content()
     pairs = root.by_id("pairs-table")

@@ -107,7 +107,7 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
         f"{scope}; correction: "
         f"{conv['correction_description']}; significant when the adjusted p < {comp.alpha:g}",
         f"letters after a value: the runs it is significantly better than; best value per metric "
-        f"{best}; {n_text} ({conv['pairing']})",
+        f"{best}{_best_exceptions(comp)}; {n_text} ({conv['pairing']})",
     ]
     if len(conv["test_method"]) > 1 or conv["test"] == "randomization":
         out.append(f"p-values from: {'; '.join(conv['test_method'])}")
@@ -122,16 +122,77 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
     return out
 
 
+#: Measures where less is better: the share of unjudged results and the RBP mass they leave open.
+LOWER_IS_BETTER = frozenset({"unj", "rbp_resid"})
+#: Counts summed over the queries (trec_eval's num_*): integers, and num_ret and num_rel say nothing of quality.
+NO_BEST = frozenset({"num_ret", "num_rel"})
+
+
+def _family(metric: str) -> tuple[str, str]:
+    """The measure's family name and how its per-query values are aggregated (``mean``, ``sum``, ...)."""
+    from stagewise.errors import StagewiseError
+    from stagewise.metrics.measures import Measure
+
+    try:
+        spec = Measure.parse(metric).spec
+    except (StagewiseError, ValueError, KeyError):
+        return metric, "mean"
+    return spec.name, spec.aggregate
+
+
+def metric_value(metric: str, value: float, digits: int) -> str:
+    """A mean as the tables print it; a count (aggregated by sum) as the integer it is."""
+    if _family(metric)[1] == "sum" and value == value and float(value).is_integer():
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def best_runs(comp: Comparison, metric: str) -> set[str]:
+    """The runs to mark best on ``metric``: the lowest where lower is better, none for a plain count."""
+    family = _family(metric)[0]
+    if family in NO_BEST or len(comp.runs) < 2:
+        return set()
+    values = {r: comp.means[r][metric] for r in comp.runs}
+    top = min(values.values()) if family in LOWER_IS_BETTER else max(values.values())
+    return {r for r, v in values.items() if v == top}
+
+
+def _best_exceptions(comp: Comparison) -> str:
+    lower = [m for m in comp.metrics if _family(m)[0] in LOWER_IS_BETTER]
+    counts = [m for m in comp.metrics if _family(m)[0] in NO_BEST]
+    out = f" (the lowest for {', '.join(lower)})" if lower else ""
+    return out + (f"; none for the counts {', '.join(counts)}" if counts else "")
+
+
+def better_than(comp: Comparison, run: str, metric: str) -> list[str]:
+    """The runs ``run`` is significantly better than on ``metric``: higher, or lower where lower is better;
+    none for a plain count."""
+    family = _family(metric)[0]
+    if family in NO_BEST:
+        return []
+    if family not in LOWER_IS_BETTER:
+        return comp.better_than(run, metric)
+    out = [
+        p.b if p.a == run else p.a
+        for p in comp.pairs
+        if p.metric == metric
+        and p.significant
+        and ((p.a == run and p.mean_diff > 0) or (p.b == run and p.mean_diff < 0))
+    ]
+    order = {name: i for i, name in enumerate(comp.runs)}
+    return sorted(out, key=order.__getitem__)
+
+
 def run_cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[str, bool, str]]]]:
     labels = comp.labels
-    best = {m: set(comp.best(m)) for m in comp.metrics}
+    best = {m: best_runs(comp, m) for m in comp.metrics}
     rows = []
     for run in comp.runs:
         cells = []
         for metric in comp.metrics:
-            value = f"{comp.means[run][metric]:.{digits}f}"
-            marks = "".join(labels[r] for r in comp.better_than(run, metric))
-            cells.append((value, run in best[metric] and len(comp.runs) > 1, marks))
+            value = metric_value(metric, comp.means[run][metric], digits)
+            marks = "".join(labels[r] for r in better_than(comp, run, metric))
+            cells.append((value, run in best[metric], marks))
         rows.append((labels[run], run, cells))
     return rows
 

@@ -41,6 +41,7 @@ def build(
     tie_tolerance: float = 1e-9,
     rag: Any = None,
     rag_options: dict[str, Any] | None = None,
+    rag_answers: dict[str, str] | None = None,
     relevance_level: int = 1,
     ties: str = "docid",
     missing: str = "zero",
@@ -71,6 +72,9 @@ def build(
     rag : path, records or RagReport, optional
         RAG records (JSONL, as ``stagewise rag`` reads) diagnosed with :func:`stagewise.evaluate_rag`
         (``rag_options`` its keywords), or a report already made.
+    rag_answers : mapping, optional
+        Each RAG sample's answer text by id, for the samples table, when ``rag`` is a report already made (a
+        report's rows hold the labels, not the texts); records given are read for their own answers.
     relevance_level, ties, missing, max_ret, judged_only
         The evaluation's conventions, as :func:`stagewise.evaluate`.
     cutoffs
@@ -181,8 +185,11 @@ def build(
         heading = heading or f"stagewise report: {len(names)} run{'s' if len(names) != 1 else ''}"
     if rag is not None:
         say("diagnosing the RAG records")
-        report = rag if type(rag).__name__ == "RagReport" else _rag(rag, rag_options or {})
-        sections.append(("rag", "RAG diagnosis", rag_section.section(report, digits)))
+        if type(rag).__name__ == "RagReport":
+            report, answers = rag, dict(rag_answers or {})
+        else:
+            report, answers = _rag(rag, rag_options or {})
+        sections.append(("rag", "RAG diagnosis", rag_section.section(report, digits, answers)))
         heading = heading or f"stagewise report: {report.n} RAG samples"
     sources = list(sources) if sources is not None else _paths(qrels, runs, rag)
     named = ", ".join(page.esc(_name(s)) for s in sources[:25]) + (" …" if len(sources) > 25 else "")
@@ -232,10 +239,14 @@ def _name(source: Any) -> str:
     return os.path.basename(os.fspath(source)) if isinstance(source, str | os.PathLike) else type(source).__name__
 
 
-def _rag(records: Any, options: dict[str, Any]) -> Any:
+def _rag(records: Any, options: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+    """The diagnosis of ``records`` and their answers by id (the samples table shows them; the report's rows
+    do not hold them)."""
     from stagewise.rag.diagnose import evaluate_rag
+    from stagewise.rag.records import read_records
 
-    return evaluate_rag(records, **options)
+    read = read_records(records)
+    return evaluate_rag(read, **options), {rec.id: rec.answer for rec in read}
 
 
 def _fusion_statements(runs: Any) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stagewise.report.html.page import esc, figure, pyplot, style
+from stagewise.report.html.page import esc, figure, legend, pyplot, style
 
 #: The cutoffs of the curves: 1 to 1000, about evenly spaced on a log axis (every k would be 3,000 columns).
 CUTOFFS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
@@ -29,7 +29,7 @@ def _plot(means: dict[str, dict[str, float]], runs: list[str], fam: str, label: 
     name = f"{label.split(' ')[0]} at k"
     ax.set_title(name)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2 if len(runs) > 6 else 1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    legend(ax, len(runs))
     desc = f"{label}@k for k from {cutoffs[0]} to {cutoffs[-1]}, one line per run ({len(runs)} runs)."
     rows = [[run, *(round(means[run][f"{fam}@{k}"], 4) for k in cutoffs)] for run in runs]
     return figure(fig, name, desc, ["run", *(f"k={k}" for k in cutoffs)], rows)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stagewise.report.html.page import esc, figure, pyplot, style, table
+from stagewise.report.html.page import esc, figure, legend, pyplot, style, table
 
 
 def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: int, policy: str = "zero") -> str:
@@ -44,7 +44,7 @@ def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: in
     ax.set_xlabel("cutoff k (documents, log scale)")
     ax.set_ylabel("unjudged share of the top k (0 to 1)")
     ax.set_title("Unjudged documents in each run's top k")
-    ax.legend(fontsize=7, ncol=2 if len(runs) > 6 else 1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    legend(ax, len(runs))
     out.append(
         figure(
             fig,

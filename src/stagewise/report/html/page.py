@@ -12,8 +12,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-#: Okabe & Ito's palette (2008), distinguishable with the common colour-vision deficiencies; black last.
-OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000")
+#: The lines' colours: Okabe & Ito's palette (2008, distinguishable with the common colour-vision deficiencies)
+#: without its pale yellow, orange and sky blue, which a thin line on white barely shows, and three dark colours
+#: in their place. Every one stands out from the white page at a contrast of at least 3:1 (WCAG's rule for
+#: graphics), tests/test_report_readable.py checks it.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#000000", "#CC79A7", "#8C510A", "#332288", "#999933")
+OKABE_ITO = PALETTE  # the old name
 #: Line styles and markers that, with the colours, tell up to 8 x 4 runs apart without colour alone.
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -116,18 +120,46 @@ def flat(conv: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
+#: What None means for a setting, in words: no depth cut is every result, no weights are equal ones.
+_NONE_MEANS = {"depth": "all", "max_ret": "all", "weights": "equal", "baseline": "none: every pair of runs"}
+
+
+def term(key: str) -> str:
+    """A settings key as a reader says it: ``judged_only`` is "judged only", ``evaluation.ties`` "ties
+    (evaluation)"."""
+    group, _, name = key.rpartition(".")
+    said = name.replace("_", " ")
+    return f"{said} ({group.replace('_', ' ')})" if group else said
+
+
+def plain(key: str, value: Any) -> str:
+    """A setting's value in words, never a Python repr: yes/no, what None means for it (``depth: all``), a
+    whole float without its ``.0``, a mapping as ``name: value, ...``."""
+    if value is None:
+        return _NONE_MEANS.get(key.rpartition(".")[2], "none")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, dict):
+        return ", ".join(f"{term(str(k))}: {plain(str(k), v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(key, v) for v in value) or "none"
+    return str(value)
+
+
 def conventions(items: dict[str, Any] | Iterable[tuple[str, Any]], notes: Iterable[str] = ()) -> str:
-    """The conventions behind a section's numbers, as a definition list, and its notes."""
+    """The conventions behind a section's numbers, as a definition list, and its notes. Each fact is said once:
+    a setting whose long text a note already holds word for word (a test's description) is left to the note."""
     pairs = items.items() if isinstance(items, dict) else items
+    notes = list(notes)
     out = ['<dl class="conventions">']
     for key, value in pairs:
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items())
-        elif isinstance(value, list | tuple):
-            value = ", ".join(str(v) for v in value)
-        out.append(f"<dt>{esc(key)}</dt><dd>{esc(value)}</dd>")
+        text = plain(key, value)
+        if len(text) >= 20 and any(text in n for n in notes):
+            continue
+        out.append(f"<dt>{esc(term(key))}</dt><dd>{esc(text)}</dd>")
     out.append("</dl>")
-    notes = list(notes)
     if notes:
         out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     return "".join(out)
@@ -153,7 +185,7 @@ def pyplot() -> Any:
             "svg.fonttype": "none",  # text stays <text>: smaller, searchable, read by screen readers
             "svg.hashsalt": "stagewise",
             "font.size": 9,
-            "axes.prop_cycle": matplotlib.cycler(color=OKABE_ITO),
+            "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
             "axes.spines.top": False,
             "axes.spines.right": False,
             "figure.dpi": 72,
@@ -165,10 +197,30 @@ def pyplot() -> Any:
 def style(i: int) -> dict[str, Any]:
     """The i-th series' colour, line style and marker: colour cycles fastest, so neighbours differ in colour."""
     return {
-        "color": OKABE_ITO[i % len(OKABE_ITO)],
-        "linestyle": LINESTYLES[(i // len(OKABE_ITO)) % len(LINESTYLES)],
-        "marker": MARKERS[(i // len(OKABE_ITO) + i) % len(MARKERS)],
+        "color": PALETTE[i % len(PALETTE)],
+        "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)],
+        "marker": MARKERS[(i // len(PALETTE) + i) % len(MARKERS)],
     }
+
+
+#: The legend's text size: the plots' own (rcParams font.size), since a smaller one is unreadable once the
+#: browser scales the SVG down to the page.
+LEGEND_SIZE = 9
+
+
+def legend(ax: Any, count: int) -> None:
+    """The legend of ``count`` lines, outside the axes so it hides no line: on the right in one column for a few,
+    under the plot in columns for many (17 names in one column would be taller than the plot)."""
+    if count <= 8:
+        ax.legend(fontsize=LEGEND_SIZE, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        return
+    ax.legend(
+        fontsize=LEGEND_SIZE,
+        ncol=min(4, math.ceil(count / 6)) if count > 12 else 2,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        frameon=False,
+    )
 
 
 _ID = re.compile(r'id="([^"]+)"')

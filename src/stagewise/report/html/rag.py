@@ -12,9 +12,11 @@ _COL_NAMES = {"answer_correct": "answer correct", "answer_wrong": "answer wrong"
 _LABEL_COLOURS = {"ok": "#009E73", "generation_failure": "#E69F00", "retrieval_failure": "#D55E00", "lucky": "#56B4E9"}
 
 
-def section(report: Any, digits: int = 4) -> str:
+def section(report: Any, digits: int = 4, answers: dict[str, str] | None = None) -> str:
+    """The section; ``answers`` are the samples' answer texts by id (a report's rows hold no texts)."""
     from stagewise.rag.labels import LABELS
 
+    texts = dict(answers or {})
     grid = report.table()
     rows = []
     for key, cells in grid.items():
@@ -70,7 +72,7 @@ def section(report: Any, digits: int = 4) -> str:
             "yes" if r.get("answer_correct") else "no",
             r.get("citation_precision"),
             r.get("citation_recall"),
-            _short(r.get("answer")),
+            _short(r.get("answer", texts.get(str(r.get("id"))))),
         ]
         for i, r in enumerate(report.rows)
     ]
