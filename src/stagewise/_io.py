@@ -10,6 +10,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import sys
 import tempfile
@@ -482,6 +483,69 @@ def partial_prefix(target: PathLike) -> str:
     return f".{Path(target).name}{PARTIAL_MARK}"
 
 
+def _host_tag() -> str:
+    """Eight hex digits naming this machine, so that a partial file in a folder shared by several machines is
+    judged only by the machine whose process table holds its writer."""
+    return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'replace')):08x}"
+
+
+def _owner_prefix(target: PathLike) -> str:
+    """:func:`partial_prefix` followed by the writer's pid and machine: ``.NAME.stagewise-partial.PID-HOST.``"""
+    return f"{partial_prefix(target)}{os.getpid()}-{_host_tag()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill(pid, 0) would end the process there: never judge a file stale
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # someone else's live process; a pid no kernel gives out
+        return True
+    return True
+
+
+def remove_stale_partials(target: PathLike) -> list[str]:
+    """Remove the partial files of ``target`` that an earlier writer, killed where no handler runs (kill -9, a
+    crash, the machine stopping), left beside it: only those whose name holds a pid of this machine that is no
+    longer running, so a writer still at work is never touched. Each removal is said on stderr; a partial file
+    whose name holds no pid (an older stagewise's) is named there and kept. Returns the paths removed."""
+    folder = Path(target).parent
+    prefix = partial_prefix(target)
+    owned = re.compile(rf"{re.escape(prefix)}(\d+)-([0-9a-f]{{8}})\.")
+    removed: list[str] = []
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(prefix)]
+    except OSError:
+        return removed
+    for entry in entries:
+        shown = os.fspath(folder / entry.name)  # as the target was given: no ./ for a bare name
+        match = owned.match(entry.name)
+        if match is None:
+            print(
+                f"stagewise: note: {shown} looks like a partial file of an earlier write of {target}; its name"
+                " does not say which process wrote it, so it is kept (remove it if no stagewise is writing there)",
+                file=sys.stderr,
+            )
+            continue
+        pid = int(match.group(1))
+        if match.group(2) != _host_tag() or pid == os.getpid() or _pid_alive(pid):
+            continue
+        try:
+            size = entry.stat(follow_symlinks=False).st_size
+            _remove(entry.path)
+        except OSError:
+            continue  # gone already (another writer cleaned it), or not ours to remove
+        removed.append(entry.path)
+        print(
+            f"stagewise: removed {shown} ({_size(size)}), a partial file left by process {pid}, which is no "
+            "longer running",
+            file=sys.stderr,
+        )
+    return removed
+
+
 _live: set[str] = set()  # partial files and folders that a terminating signal must remove
 _lock = threading.RLock()
 _depth = 0
@@ -589,8 +653,10 @@ def atomic_paths(paths: Sequence[PathLike], *, parents: bool = True) -> Iterator
     - a symlink is written through: its target is replaced and the link kept;
     - a device, FIFO or socket is refused (:class:`InputError`);
     - the new file gets :func:`new_file_mode` (a replaced file keeps its mode; a new one follows the umask);
-    - the temporary files are named ``.NAME.stagewise-partial.XXXXXXXX`` and removed on any exception,
-      KeyboardInterrupt included, and on SIGTERM or SIGHUP (see :func:`removed_on_signal`);
+    - the temporary files are named ``.NAME.stagewise-partial.PID-HOST.XXXXXXXX`` and removed on any exception,
+      KeyboardInterrupt included, and on SIGTERM or SIGHUP (see :func:`removed_on_signal`); those a kill -9
+      left are removed by the next write of the same target, once their process is gone
+      (:func:`remove_stale_partials`);
     - ``parents=True`` creates missing parent folders (the library's default; the CLI refuses them first
       with :func:`check_output`).
 
@@ -611,7 +677,8 @@ def atomic_paths(paths: Sequence[PathLike], *, parents: bool = True) -> Iterator
     with contextlib.ExitStack() as guards:
         try:
             for target in targets:
-                fd, tmp = tempfile.mkstemp(prefix=partial_prefix(target), suffix="", dir=target.parent)
+                remove_stale_partials(target)  # before writing: a 600 MB leftover can be what fills the disk
+                fd, tmp = tempfile.mkstemp(prefix=_owner_prefix(target), suffix="", dir=target.parent)
                 os.close(fd)
                 guards.enter_context(removed_on_signal(tmp))
                 temps.append(tmp)
