@@ -99,9 +99,7 @@ def test_a_second_server_on_one_database_is_refused_with_the_first_ones_address(
     first = Serving(args)
     try:
         before = (tmp_path / "labels.sqlite").read_bytes()
-        second = subprocess.run(
-            [STAGEWISE, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60
-        )
+        second = subprocess.run([STAGEWISE, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60)
         assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
         assert first.url in second.stderr and str(first.proc.pid) in second.stderr
         assert (tmp_path / "labels.sqlite").read_bytes() == before
@@ -118,7 +116,13 @@ def test_a_second_server_on_one_database_is_refused_with_the_first_ones_address(
 @pytest.mark.parametrize(
     "token",
     [
-        "abcdefgh;ij", "abcd efgh", "abcdefgh\t", "pässwörd12", "пароль-пароль", "abc\x01defghi", 'abc"defghi',
+        "abcdefgh;ij",
+        "abcd efgh",
+        "abcdefgh\t",
+        "pässwörd12",
+        "пароль-пароль",
+        "abc\x01defghi",
+        'abc"defghi',
         "abc,defghi",
     ],
 )

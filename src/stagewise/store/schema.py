@@ -76,11 +76,7 @@ def identify(path: Path) -> int | None:
             name,
             f"is not a label database of stagewise (it holds {what})",
             hint=_HINT
-            + (
-                "; a copy of a label database taken without its -wal file lacks its labels"
-                if not names
-                else ""
-            ),
+            + ("; a copy of a label database taken without its -wal file lacks its labels" if not names else ""),
         )
     return 1
 
