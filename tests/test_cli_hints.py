@@ -58,3 +58,60 @@ def test_ctrl_c_says_so() -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert err == "stagewise: interrupted; no output file was left half-written\n"
+
+
+def _swapped(tmp_path: Path) -> Path:
+    rows = [line.split() for line in Path(RUN).read_text().splitlines()]
+    out = tmp_path / "swapped.run"
+    out.write_text("".join(f"{q} {z} {d} {s} {r} {t}\n" for q, z, d, r, s, t in rows))
+    return out
+
+
+def test_eval_and_compare_warn_of_swapped_rank_and_score(tmp_path: Path) -> None:
+    swapped = str(_swapped(tmp_path))
+    said = stagewise("validate", QRELS, swapped).stdout
+    assert "look swapped" in said
+    for args in (("eval", QRELS, swapped, "-m", "map"), ("compare", QRELS, swapped, RUN, "-m", "map")):
+        result = stagewise(*args)
+        assert result.returncode == 0, result.stderr
+        assert "stagewise: warning: " in result.stderr and "the two columns look swapped" in result.stderr
+    assert "warning" not in stagewise("eval", QRELS, RUN, "-m", "map").stderr
+
+
+def test_queries_numbered_otherwise_get_the_renumber_hint(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"{q} 0 d{q} 1\n" for q in range(1, 11)))
+    run = tmp_path / "run.txt"  # queries 1, 2, 4, 5 ... as cran.qry numbers them, judged as 1..10
+    run.write_text("".join(f"{q} Q0 d{i + 1} 1 1.0 t\n" for i, q in enumerate([1, 2, 4, 5, 7, 8, 11, 12, 14, 15])))
+    result = stagewise("eval", str(qrels), str(run), "-m", "map")
+    assert result.returncode == 0, result.stderr
+    assert "4 run queries match no judged query while 4 judged queries are absent" in result.stderr
+    assert "--renumber" in result.stderr
+
+
+def test_a_large_b_says_how_long(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [str(STAGEWISE), "compare", QRELS, RUN, str(sample_path("results.trunc")), "-t", "randomization",
+         "--exact", "never", "-B", "1000000000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert line.startswith("stagewise: note: -B 1,000,000,000 on 3 queries x ")
+    assert "takes roughly" in line
+
+
+def test_search_with_its_arguments_swapped_says_the_index_comes_first(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("d1\tlift of wings\nd2\tboundary layer\n")
+    index = tmp_path / "idx"
+    assert stagewise("index", str(corpus), "-o", str(index)).returncode == 0
+    queries = tmp_path / "q.tsv"
+    queries.write_text("1\twings\n")
+    result = stagewise("search", str(queries), str(index))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "the index comes first" in result.stderr
+    assert stagewise("search", str(index), str(queries)).returncode == 0

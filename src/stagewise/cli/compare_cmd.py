@@ -18,6 +18,7 @@ from stagewise.cli.common import (
     EngineChoice,
     EngineOption,
     JudgedOnlyOption,
+    Loaded,
     MaxRetOption,
     Missing,
     QrelsFormatOption,
@@ -34,11 +35,13 @@ from stagewise.cli.common import (
     output_format,
     read_qrels_as,
     read_runs_with_progress,
+    resampling_estimate,
     run_labels,
     show_table,
     split_metrics,
     stage_progress,
     user_errors,
+    warn_from_checks,
 )
 
 
@@ -261,6 +264,7 @@ def compare_command(
             max_ret=max_ret,
             judged_only=judged_only,
         )
+        resamples = test in (Test.randomization, Test.fisher, Test.bootstrap) or ci is Interval.bootstrap
         if engine is EngineChoice.local and scheduler is None:
             # compare() checks the metrics and options, then reads the files through these functions.
             with contextlib.ExitStack() as stack:
@@ -268,6 +272,12 @@ def compare_command(
 
                 def read_runs() -> list:
                     loaded = read_runs_with_progress(runs, duplicates.value)
+                    if resamples:
+                        n_pairs = len(loaded) - 1 if baseline is not None else len(loaded) * (len(loaded) - 1) // 2
+                        queries = max(run.n_queries for run in loaded)
+                        note = resampling_estimate(permutations, queries, len(metrics), n_pairs)
+                        if note is not None:
+                            typer.echo(note, err=True)
                     # rich shows one live display at a time: the stage bar starts once the reading bar is gone
                     bar.append(stack.enter_context(stage_progress("evaluating the runs", "testing", "comparisons")))
                     return loaded
@@ -276,15 +286,17 @@ def compare_command(
                     if bar and bar[0] is not None:
                         bar[0](done, total)
 
+                seen = Loaded()
                 result = compare(
-                    lambda: read_qrels_as(qrels, qrels_format),
-                    read_runs,
+                    seen.keep("qrels", lambda: read_qrels_as(qrels, qrels_format)),
+                    seen.keep("runs", read_runs),
                     metrics,
                     baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
                     progress=report,
                     **tests,
                     **conventions,
                 )
+            warn_from_checks(seen.qrels, seen.runs, runs)
         else:
             from stagewise.stats import compare_scores
 

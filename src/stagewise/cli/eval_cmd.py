@@ -15,6 +15,7 @@ from stagewise.cli.common import (
     EngineChoice,
     EngineOption,
     JudgedOnlyOption,
+    Loaded,
     MaxRetOption,
     Missing,
     QrelsFormatOption,
@@ -34,6 +35,7 @@ from stagewise.cli.common import (
     show_table,
     split_metrics,
     user_errors,
+    warn_from_checks,
 )
 
 
@@ -138,12 +140,14 @@ def eval_command(
         )
         # The files are read by evaluate() once it has checked the metrics and conventions.
         if engine is EngineChoice.local and scheduler is None:
+            seen = Loaded()
             result = evaluate(
-                lambda: read_qrels_as(qrels, qrels_format),
-                lambda: read_runs_with_progress(runs, duplicates.value),
+                seen.keep("qrels", lambda: read_qrels_as(qrels, qrels_format)),
+                seen.keep("runs", lambda: read_runs_with_progress(runs, duplicates.value)),
                 metrics,
                 **conventions,
             )
+            warn_from_checks(seen.qrels, seen.runs, runs)
         else:
             with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
                 result = chosen.evaluate(

@@ -97,6 +97,12 @@ def search_command(
         from stagewise.errors import InputError
         from stagewise.retrieval.index import BM25Index
 
+        if _is_index(queries) and not _is_index(index_dir):
+            raise InputError(
+                str(index_dir),
+                f"is not an index, and the queries argument {queries} is one",
+                hint=f"the index comes first: stagewise search {queries} {index_dir}",
+            )
         if scheduler is not None and engine is not Engine.dask:
             raise InputError("--scheduler", "is only used with --engine dask", hint="add --engine dask")
         dense = is_dense_index(index_dir)
@@ -141,6 +147,11 @@ def search_command(
             f"searched {len(topics):,} queries{empty} with {top.scoring}, top {k}, in {elapsed:.2f} s{target}",
             err=True,
         )
+
+
+def _is_index(path: Path) -> bool:
+    """Whether ``path`` is a folder written by stagewise index or encode (both keep a meta.json)."""
+    return str(path) != "-" and (path / "meta.json").is_file()
 
 
 def _dense_search(

@@ -65,3 +65,31 @@ def _run_lines(r: RunReport) -> list[str]:
 
 def _few(items: list[str], n: int = 5) -> str:
     return ", ".join(items[:n]) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
+
+
+def renumber_hint(r: RunReport) -> str | None:
+    """A hint when a run numbers its queries otherwise than the qrels: as many run queries match no judged
+    query as judged queries are absent (or none matches at all), as a run searched from Cranfield's cran.qry
+    without --renumber does (its query numbers skip, the qrels count 1..n)."""
+    only_run, only_qrels = len(r.queries_only_in_run), len(r.queries_only_in_qrels)
+    if not only_run or not only_qrels or (only_run != only_qrels and only_run != r.queries):
+        return None
+    if only_run * 10 < r.queries:  # a stray query or two is not a numbering
+        return None
+    return (
+        f"{r.name}: {only_run} run queries match no judged query while {only_qrels} judged queries are absent: "
+        "the run numbers its queries otherwise than the qrels (a run searched from Cranfield's cran.qry needs "
+        "stagewise search --renumber, which numbers the queries 1..n in file order)"
+    )
+
+
+def hints(report: ValidationReport) -> list[str]:
+    """What eval and compare warn about before their numbers are trusted: each run's warnings from the checks
+    validate makes (rank and score columns that disagree) and the renumbering hint."""
+    out: list[str] = []
+    for r in report.runs:
+        out += r.warnings
+        hint = renumber_hint(r)
+        if hint is not None:
+            out.append(hint)
+    return out
