@@ -37,7 +37,7 @@ def gain_note(result: DemoResult, linear: str = "ndcg@10", exp: str = "ndcg@10(g
 
 
 def render_summary(result: DemoResult) -> str:
-    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, FINAL, METRICS, SEED, TEST
+    from stagewise.demo.pipeline import CONTEXT_K, CORRECT, METRICS, SEED, TEST
     from stagewise.demo.verdict import RULE
 
     verdict = result.verdict
@@ -91,7 +91,8 @@ def render_summary(result: DemoResult) -> str:
         "",
         f"## Where the {verdict.samples} questions were lost",
         "",
-        f"RAG diagnosis of the final stage ({FINAL}): the answerer reads the top {CONTEXT_K}; an answer is correct "
+        f"RAG diagnosis of {result.diagnosed}, {result.diagnosed_why or 'the final stage'}: the answerer reads "
+        f"its top {CONTEXT_K}; an answer is correct "
         f"at {CORRECT.replace('f1:', 'token F1 >= ')} with a gold answer, and for an unanswerable question only an "
         "abstention is correct.",
         "",
