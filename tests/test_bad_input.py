@@ -645,14 +645,14 @@ def test_missing_queries_score_zero_and_are_counted() -> None:
     assert per_query["q2"] == 0.0
     assert per_query["q4"] == 0.0
     assert "q9" not in per_query
-    assert result.to_json()["conventions"]["queries_missing_from_run"] == {"run": 2}
+    assert result.to_dict()["conventions"]["queries_missing_from_run"] == {"run": 2}
     text = render(result)
     assert any(re.search(r"\b2\b", line) and re.search(r"absent|missing", line) for line in text.splitlines()), text
 
 
 def test_missing_queries_counted_per_run() -> None:
     result = stagewise.evaluate(JUDGED, {"full": {q: {"a": 1.0} for q in JUDGED}, "half": PARTIAL_RUN}, ["map"])
-    assert result.to_json()["conventions"]["queries_missing_from_run"] == {"full": 0, "half": 2}
+    assert result.to_dict()["conventions"]["queries_missing_from_run"] == {"full": 0, "half": 2}
     notes = [line for line in render(result).splitlines() if re.search(r"absent|missing", line) and "half" in line]
     assert notes and re.search(r"\b2\b", notes[0]), render(result)
 

@@ -77,7 +77,7 @@ def test_err_matches_its_definition() -> None:
 
 
 def test_result_carries_its_conventions() -> None:
-    report = stagewise.evaluate(QRELS, RUN, ["ndcg@10(gain=exp)", "P@5"]).to_json()["conventions"]
+    report = stagewise.evaluate(QRELS, RUN, ["ndcg@10(gain=exp)", "P@5"]).to_dict()["conventions"]
     assert report["metrics"]["ndcg@10(gain=exp)"]["gain"] == "exp"
     assert "all judged documents" in report["metrics"]["ndcg@10(gain=exp)"]["ideal"]
     assert report["metrics"]["P@5"]["relevance_level"] == 1

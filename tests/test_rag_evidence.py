@@ -57,7 +57,7 @@ def test_engine_equals_stagewise_evaluate_on_the_same_lists() -> None:
     report = evaluate_rag(records, judge="none", metrics=metrics)
     qrels = {"q1": {"g1": 1, "g2": 1}, "q2": {"g3": 1, "g4": 1}, "q3": {"g5": 1}}
     run = {"q1": {"a": -1, "b": -2, "g1": -3, "c": -4}, "q2": {"g3": -1, "d": -2}, "q3": {"e": -1}}
-    expected = stagewise.evaluate(qrels, run, metrics).per_query("run")["run"]
+    expected = stagewise.evaluate(qrels, run, metrics).per_query("run")
     for row in report.rows:
         for m in metrics:
             assert row[m] == pytest.approx(expected[m][row["id"]])

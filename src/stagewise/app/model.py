@@ -103,7 +103,7 @@ class Workspace:
                 result = evaluate(labels, runs, list(METRICS))
             for name in self.runs:
                 if name in runs:
-                    per = result.per_query(name)[name]
+                    per = result.per_query(name)
                     self.values[name][qid] = {m: per[m][qid] for m in METRICS}
                 else:
                     self.values[name][qid] = dict.fromkeys(METRICS, 0.0)

@@ -189,10 +189,15 @@ class Run:
         finite = np.isfinite(scores)
         if not finite.all():
             row = int(np.flatnonzero(~finite)[0])
+            value = frame["score"][row]
+            # pandas' NaN arrives as a polars null: say NaN, not None, and name the row when there is no line
+            shown = "NaN (or missing)" if value is None else repr(value)
+            line = line_of(row)
+            at = "" if line is not None else f" at row {row} (query {query[row]!r}, doc {doc_series[row]!r})"
             raise InputError(
                 where,
-                f"score {frame['score'][row]!r} is not a finite number",
-                line=line_of(row),
+                f"score {shown}{at} is not a finite number",
+                line=line,
                 expected="a finite decimal score",
             )
         first_seen, codes = intern(query)

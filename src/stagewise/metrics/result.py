@@ -46,16 +46,57 @@ class EvalResult:
     def metric_names(self) -> list[str]:
         return [name for name, _ in self.measures]
 
-    def per_query(self, run: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
-        """``{run: {metric: {query_id: value}}}`` (or just one run's part)."""
-        out = {
-            scores.name: {
-                metric: dict(zip(scores.query_ids.tolist(), values.tolist(), strict=True))
-                for metric, values in scores.values.items()
-            }
-            for scores in self.runs
-        }
-        return out if run is None else {run: out[run]}
+    def per_query(self, run: str | None = None) -> dict[str, Any]:
+        """``{run: {metric: {query_id: value}}}``; with ``run``, that run's own ``{metric: {query_id: value}}``
+        (not nested again under the name just given)."""
+        if run is not None:
+            return self._one_run(self._run(run))
+        return {scores.name: self._one_run(scores) for scores in self.runs}
+
+    @staticmethod
+    def _one_run(scores: RunScores) -> dict[str, dict[str, float]]:
+        ids = scores.query_ids.tolist()
+        return {metric: dict(zip(ids, values.tolist(), strict=True)) for metric, values in scores.values.items()}
+
+    def _run(self, name: str) -> RunScores:
+        for scores in self.runs:
+            if scores.name == name:
+                return scores
+        raise KeyError(f"no run {name!r}; the runs are {[r.name for r in self.runs]}")
+
+    # -- notebooks: a short repr and a small table, never every per-query array --------------------------------
+    def __repr__(self) -> str:
+        queries = sorted({len(r.query_ids) for r in self.runs})
+        n = str(queries[0]) if len(queries) == 1 else f"{queries[0]} to {queries[-1]}" if queries else "0"
+        head = f"EvalResult({len(self.runs)} run{'s' if len(self.runs) != 1 else ''} x {len(self.measures)} metrics"
+        lines = [f"{head}, {n} queries, qrels {self.qrels_name})"]
+        width = max((len(r.name) for r in self.runs), default=3)
+        lines.append("  " + "run".ljust(width) + "".join(f"  {m:>10}" for m in self.metric_names))
+        for r in self.runs[:20]:
+            lines.append("  " + r.name.ljust(width) + "".join(f"  {r.means[m]:>10.4f}" for m in self.metric_names))
+        if len(self.runs) > 20:
+            lines.append(f"  ... {len(self.runs) - 20} more runs")
+        lines.append("  " + self._conventions_line())
+        return "\n".join(lines)
+
+    def _conventions_line(self) -> str:
+        conv = self.conventions
+        parts = [f"relevance level {conv.relevance_level}", f"ties {conv.ties}", f"missing queries {conv.missing}"]
+        parts.append("all results" if conv.max_ret is None else f"first {conv.max_ret} results")
+        if conv.judged_only:
+            parts.append("judged only")
+        return "conventions: " + ", ".join(parts)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        head = "".join(f"<th>{escape(m)}</th>" for m in self.metric_names)
+        cells = ("".join(f"<td>{r.means[m]:.4f}</td>" for m in self.metric_names) for r in self.runs)
+        body = "".join(f"<tr><td>{escape(r.name)}</td>{c}</tr>" for r, c in zip(self.runs, cells, strict=True))
+        queries = sorted({len(r.query_ids) for r in self.runs})
+        caption = escape(f"{queries[-1] if queries else 0} queries; {self._conventions_line()}")
+        head = f"<thead><tr><th>run</th>{head}</tr></thead>"
+        return f"<table><caption>{caption}</caption>{head}<tbody>{body}</tbody></table>"
 
     def conventions_report(self) -> dict[str, Any]:
         """Every convention behind the numbers, including each metric's own (gain, ideal, level)."""
@@ -70,12 +111,18 @@ class EvalResult:
         report["qrels"] = self.qrels_name
         return report
 
-    def to_json(self, per_query: bool = False) -> dict[str, Any]:
-        """The stable JSON contract: ``{"conventions", "runs": {run: {metric: mean}}, "per_query"?}``."""
+    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
+        """The stable JSON contract as a dict: ``{"conventions", "runs": {run: {metric: mean}}, "per_query"?}``."""
         out: dict[str, Any] = {"conventions": self.conventions_report(), "runs": self.means}
         if per_query:
             out["per_query"] = self.per_query()
         return out
+
+    def to_json(self, per_query: bool = False, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``stagewise eval --format json`` writes)."""
+        import json
+
+        return json.dumps(self.to_dict(per_query), indent=indent)
 
     def to_polars(self, per_query: bool = False) -> pl.DataFrame:
         """Wide frame: one row per run (or per run and query), one column per metric."""
@@ -96,7 +143,18 @@ class EvalResult:
         ]
         return pl.concat(frames)
 
-    def to_pandas(self, per_query: bool = False):
+    def to_pandas(self, per_query: bool = False) -> Any:
+        """:meth:`to_polars` as a pandas frame; needs the pandas extra (pandas and pyarrow)."""
+        from stagewise.errors import StagewiseError
+
+        for module in ("pandas", "pyarrow"):
+            try:
+                __import__(module)
+            except ImportError as exc:  # polars' conversion would fail deep inside with a bare ModuleNotFoundError
+                raise StagewiseError(
+                    f".to_pandas() needs {module}, which is not installed: pip install 'stagewise[pandas]' "
+                    "(or use .to_polars())"
+                ) from exc
         return self.to_polars(per_query).to_pandas()
 
     def notes(self) -> list[str]:

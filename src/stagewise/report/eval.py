@@ -25,7 +25,7 @@ def render(result: EvalResult, fmt: str = "table", per_query: bool = False, digi
     out) and JSON keeps the means under ``runs``.
     """
     if fmt == "json":
-        return json.dumps(result.to_json(per_query), indent=2) + "\n"
+        return result.to_json(per_query) + "\n"
     if fmt == "csv":
         return result.to_polars(per_query).write_csv()
     frame, contenders = table_frame(result, per_query)
