@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stagewise.errors import InputError
-from stagewise.rag.records import RagRecord, _check_unique, read_records, record_from_dict
+from stagewise.rag.records import RagRecord, _check_unique, _long_int, decode, loads, read_records, record_from_dict
 
 __all__ = ["ADAPTERS", "content_id", "from_bergen", "from_kilt", "from_ragas", "from_ragchecker", "load_records"]
 
@@ -55,25 +55,22 @@ def _objects(source: Any, unwrap: str | None = None) -> tuple[list[Any], str | N
         from stagewise._io import display_name, read_bytes
 
         where = display_name(source)
-        text = read_bytes(source).decode("utf-8")
+        text = decode(read_bytes(source), where)
         stripped = text.lstrip()
         if stripped.startswith(("[", "{")):
             try:
-                source = json.loads(text)
-            except json.JSONDecodeError:
+                source = json.loads(text, parse_int=_long_int)
+            except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
                 if not stripped.startswith("{"):
-                    raise InputError(where, "invalid JSON") from None
-                source = None
+                    loads(text, where, 1, column=False)  # fails again, and says how and on which line
+                source = None  # JSONL: each line read, and any failure named, below
         else:
             source = None
         if source is None:  # JSONL
             items = []
             for number, raw in enumerate(text.split("\n"), start=1):
                 if raw.strip():
-                    try:
-                        items.append(json.loads(raw))
-                    except json.JSONDecodeError as exc:
-                        raise InputError(where, f"invalid JSON ({exc.msg})", line=number) from None
+                    items.append(loads(raw, where, number))
             source = items
     if isinstance(source, Mapping):
         if unwrap is not None and unwrap in source:

@@ -275,32 +275,78 @@ def records_from_run(
     return out
 
 
+def _long_int(digits: str) -> int:
+    """An integer, or a ValueError that says so when it is longer than Python reads from text."""
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    count = len(digits.lstrip("-"))
+    if limit and count > limit:
+        raise ValueError(f"a number with {count} digits (more than {limit}); write a long id as a string")
+    return int(digits)
+
+
+def loads(text: str, where: str | None, line: int | None, column: bool = True) -> Any:
+    """One JSON value, or an :class:`InputError` naming the file and line for every way it can fail: bad JSON,
+    nesting deeper than the parser's recursion allows, an integer longer than Python reads from text."""
+    try:
+        return json.loads(text, parse_int=_long_int)
+    except json.JSONDecodeError as exc:
+        at = f" at column {exc.colno}" if column else ""
+        raise InputError(where, f"invalid JSON ({exc.msg}{at})", line=(line or 1) + exc.lineno - 1) from None
+    except RecursionError:
+        at = (line or 1) + _deep_line(text) - 1
+        raise InputError(
+            where, "invalid JSON: nested too deeply to read", line=at, expected="records a few levels deep"
+        ) from None
+    except ValueError as exc:  # _long_int's, or a float json cannot hold
+        raise InputError(where, f"invalid JSON: {exc}", line=line) from None
+
+
+def _deep_line(text: str, limit: int = 500) -> int:
+    """The line where ``text``'s brackets first nest ``limit`` deep (outside strings): where to point a reader
+    at JSON nested too deeply to parse."""
+    depth, line, in_string, escaped = 0, 1, False, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        elif in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth >= limit:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return 1
+
+
+def decode(data: bytes, where: str | None) -> str:
+    """``data`` as UTF-8 text, or an :class:`InputError` naming the line that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            where, "is not valid UTF-8", line=data[: exc.start].count(b"\n") + 1, expected="UTF-8 text"
+        ) from None
+
+
 def read_records_raw(source: Any) -> list[tuple[Any, str | None, int | None]]:
     """The raw objects of a JSONL/JSON file or an iterable, each with its source and line (not validated)."""
     if isinstance(source, str | bytes) or hasattr(source, "__fspath__"):
         from stagewise._io import display_name, read_bytes
 
         where = display_name(source)
-        data = read_bytes(source)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(where, "is not valid UTF-8", line=data[: exc.start].count(b"\n") + 1) from None
+        text = decode(read_bytes(source), where)
         if text.lstrip().startswith("["):
-            try:
-                items = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(where, f"invalid JSON ({exc.msg})", line=exc.lineno) from None
-            pairs = list(enumerate(items, start=1))
+            pairs = list(enumerate(loads(text, where, 1, column=False), start=1))
         else:
             pairs = []
             for number, raw in enumerate(text.split("\n"), start=1):
                 if raw.strip():
-                    try:
-                        pairs.append((number, json.loads(raw)))
-                    except json.JSONDecodeError as exc:
-                        problem = f"invalid JSON ({exc.msg} at column {exc.colno})"
-                        raise InputError(where, problem, line=number) from None
+                    pairs.append((number, loads(raw, where, number)))
         out = []
         for number, obj in pairs:
             if not isinstance(obj, Mapping):

@@ -252,12 +252,32 @@ def _meta_count(meta: dict, key: str) -> int:
     return value
 
 
+def _deep_line(text: str, limit: int = 500) -> int:
+    """The line where ``text``'s brackets first nest ``limit`` deep (outside strings): where to point a reader
+    at JSON nested too deeply to parse."""
+    depth, line, in_string, escaped = 0, 1, False, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        elif in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth >= limit:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return 1
+
+
 def foreign_meta(folder: Path) -> str | None:
     """``meta.json`` when the one in ``folder`` is valid JSON but not an index's (another tool's file); an
     unreadable one is taken for a damaged index, which a rebuild may replace."""
     try:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return None if isinstance(meta, dict) and meta.get("format") == FORMAT else "meta.json"
 
@@ -582,7 +602,15 @@ class BM25Index:
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise InputError(meta_path, f"unreadable index metadata ({exc})", hint=rebuild) from None
+            line = getattr(exc, "lineno", None)
+            raise InputError(meta_path, f"unreadable index metadata ({exc})", line=line, hint=rebuild) from None
+        except RecursionError:  # nested deeper than the parser goes: no index writes that
+            raise InputError(
+                meta_path,
+                "unreadable index metadata (JSON nested too deeply to read)",
+                line=_deep_line(meta_path.read_text(encoding="utf-8")),
+                hint=rebuild,
+            ) from None
         if not isinstance(meta, dict):
             raise InputError(meta_path, "is not stagewise BM25 index metadata (not a JSON object)", hint=rebuild)
         if meta.get("format") == "stagewise-dense":  # the two kinds given the wrong way round: no rebuild over it
