@@ -131,7 +131,7 @@ def dense_notice(texts: int, packaged: bool = True) -> str:
     except Exception:  # an estimate must never stop the demo
         on_gpu = False
     seconds = max(1, round(texts / (ENCODE_RATE_PER_THREAD * threads)))
-    where = "on the GPU, a few seconds" if on_gpu else f"on {threads} CPU thread(s), about {seconds} s"
+    where = "a few seconds on the GPU" if on_gpu else f"about {seconds} s on {threads} CPU thread(s)"
     return (
         f"the dense extra is installed: encoding {texts} texts with the packaged MiniLM takes {where}; "
         "--no-dense skips it"
