@@ -98,3 +98,10 @@ def test_cross_validated_fuse_says_so(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     line = result.stderr.strip().splitlines()[-1]
     assert "cross-validated over 2 folds" in line and "fold 1: " in line and "fold 2: " in line
+
+
+def test_report_says_what_its_page_holds(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = stagewise("report", QRELS, RUN, TRUNC, "-m", "map", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"wrote {out} (HTML report: 2 runs, compared with tests)"

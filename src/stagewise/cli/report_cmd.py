@@ -163,4 +163,8 @@ def report_command(
             digits=digits,
             sources=[s for s in (qrels, *runs, rag, rag_run) if s is not None],
         )
-        typer.echo(f"wrote {output}", err=True)
+        parts = [f"{len(runs)} run{'s' * (len(runs) != 1)}" + (", compared with tests" if len(runs) > 1 else "")]
+        parts = parts if runs else []
+        if rag is not None:
+            parts.append("the RAG diagnosis")
+        typer.echo(f"wrote {output} (HTML report: {', '.join(parts)})", err=True)
