@@ -62,6 +62,7 @@ def iter_blocks(fh: IO[bytes], block_bytes: int = BLOCK_BYTES, limit: int | None
     """``(block, line of its first byte, 1-based)`` over the stream, each block a run of whole queries; at most
     ``limit`` bytes are read."""
     carry = b""
+    unended: list[bytes] = []  # pieces with no newline after carry: joined once a newline comes, not per piece
     line = 1
     consumed = 0
     while True:
@@ -69,10 +70,14 @@ def iter_blocks(fh: IO[bytes], block_bytes: int = BLOCK_BYTES, limit: int | None
         data = fh.read(want) if want > 0 else b""
         consumed += len(data)
         if not data:
-            if carry:
-                yield carry, line
+            if carry or unended:
+                yield b"".join([carry, *unended]), line
             return
-        buf = carry + data if carry else data
+        if b"\n" not in data:  # a line longer than a block: re-joining the carry each time was quadratic
+            unended.append(data)
+            continue
+        buf = b"".join([carry, *unended, data]) if carry or unended else data
+        unended = []
         end = buf.rfind(b"\n") + 1
         cut = _last_boundary(buf, end) if end else 0
         if cut == 0:  # one query so far: read on until the next one starts
