@@ -59,13 +59,15 @@ def test_per_query_table_ends_each_run_with_its_mean_as_all() -> None:
     assert [(r[0], r[1]) for r in starred] == [("results.test", "all")]
 
 
-def test_per_query_mean_row_in_markdown_and_latex_but_not_csv() -> None:
+def test_per_query_mean_row_in_every_table_format() -> None:
     md = invoke("eval", QRELS, RUN, "-m", "map", "-q", "-f", "markdown").stdout
     assert "| results.test | all | 0.1785 |" in md
     tex = invoke("eval", QRELS, RUN, "-m", "map", "-q", "-f", "latex").stdout
     assert "results.test & all & 0.1785" in tex
     csv = invoke("eval", QRELS, RUN, "-m", "map", "-q", "-f", "csv").stdout
-    assert [line.split(",")[1] for line in csv.splitlines()[1:]] == ["301", "302", "303"]
+    rows = [line.split(",") for line in csv.splitlines()[1:]]
+    assert [row[1] for row in rows] == ["301", "302", "303", "all"]
+    assert float(rows[3][2]) == pytest.approx(sum(float(row[2]) for row in rows[:3]) / 3)
 
 
 @pytest.mark.parametrize("command", ["eval", "compare"])

@@ -19,14 +19,14 @@ TITLE = "stagewise eval"
 def render(result: EvalResult, fmt: str = "table", per_query: bool = False, digits: int = 4) -> str:
     """Text in one of ``table, json, csv, markdown, latex``.
 
-    With ``per_query``, the tables (table, markdown, latex) give each run's rows followed by its mean as
-    query ``all``, as ``trec_eval -q`` does; CSV stays one row per run and query (no summary rows to filter
-    out) and JSON keeps the means under ``runs``.
+    With ``per_query``, the tables (table, markdown, latex) and CSV give each run's rows followed by its mean
+    as query ``all``, as ``trec_eval -q`` does (CSV held only the query rows, so the file said less than the
+    table; filter ``query_id != "all"`` for the queries alone); JSON keeps the means under ``runs``.
     """
     if fmt == "json":
         return result.to_json(per_query) + "\n"
     if fmt == "csv":
-        return result.to_polars(per_query).write_csv()
+        return table_frame(result, per_query)[0].write_csv()
     frame, contenders = table_frame(result, per_query)
     notes = result.notes()
     if fmt == "markdown":
