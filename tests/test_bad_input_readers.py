@@ -88,3 +88,19 @@ def test_a_bm25_index_whose_meta_json_is_deeply_nested(index: Path, tmp_path: Pa
     queries = tmp_path / "q.tsv"
     queries.write_text("q1\thello\n")
     _fails_cleanly(["search", str(index), str(queries)], meta_path, lines, "nested too deeply", "rebuild")
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udc80", "x\\ud83d"])
+def test_half_a_surrogate_pair_in_an_id(tmp_path: Path, escape: str) -> None:
+    # valid JSON, but no character: the web app's label store and every text writer failed on it
+    path = tmp_path / "surrogate.jsonl"
+    path.write_text(GOOD + GOOD.replace('"ok"', f'"{escape}"'))
+    _fails_cleanly(["rag", str(path)], path, 2, "half of a surrogate pair")
+
+
+def test_a_whole_surrogate_pair_is_a_character(tmp_path: Path) -> None:
+    path = tmp_path / "pair.jsonl"
+    path.write_text(GOOD.replace('"ok"', '"\\ud83d\\ude00"'))
+    done = subprocess.run([STAGEWISE, "rag", str(path), "-f", "jsonl"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[0])["id"] == "\U0001f600"

@@ -36,6 +36,7 @@ Stated behaviour for the awkward cases:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -275,6 +276,9 @@ def records_from_run(
     return out
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def _long_int(digits: str) -> int:
     """An integer, or a ValueError that says so when it is longer than Python reads from text."""
     import sys
@@ -288,9 +292,22 @@ def _long_int(digits: str) -> int:
 
 def loads(text: str, where: str | None, line: int | None, column: bool = True) -> Any:
     """One JSON value, or an :class:`InputError` naming the file and line for every way it can fail: bad JSON,
-    nesting deeper than the parser's recursion allows, an integer longer than Python reads from text."""
+    nesting deeper than the parser's recursion allows, an integer longer than Python reads from text, and a
+    ``\\uD800``-style escape of half a surrogate pair (valid JSON, but no text: no file, table or database
+    can hold it, and the web app's label store failed on it)."""
     try:
-        return json.loads(text, parse_int=_long_int)
+        value = json.loads(text, parse_int=_long_int)
+        if _SURROGATE_ESCAPE.search(text):  # cheap test first: only escapes can make a lone surrogate
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError as exc:
+        half = exc.object[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        raise InputError(
+            where,
+            f"invalid JSON text: the escape {half} is half of a surrogate pair, which is not a character",
+            line=line,
+            expected="a complete pair (such as \\ud83d\\ude00) or the character itself",
+        ) from None
     except json.JSONDecodeError as exc:
         at = f" at column {exc.colno}" if column else ""
         raise InputError(where, f"invalid JSON ({exc.msg}{at})", line=(line or 1) + exc.lineno - 1) from None
