@@ -37,11 +37,14 @@ _EXPORTS = {
     "InputError": "stagewise.errors",
     "MetricError": "stagewise.errors",
     "ConventionError": "stagewise.errors",
+    "ExpansionLimits": "stagewise._io",
+    "set_expansion_limits": "stagewise._io",
 }
 
 __all__ = [*_EXPORTS, "__version__", "report"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from stagewise._io import ExpansionLimits, set_expansion_limits
     from stagewise.checks import validate
     from stagewise.data.qrels import Qrels
     from stagewise.data.readers import read_qrels, read_run, read_runs
