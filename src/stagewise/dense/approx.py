@@ -150,7 +150,7 @@ class HNSWIndex:
         try:
             scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), kk)
         except RuntimeError as exc:  # faiss's own checks, as one line
-            raise StagewiseError(f"the HNSW search failed: {str(exc).strip().splitlines()[-1]}") from None
+            raise StagewiseError(f"the HNSW search failed: {_faiss_reason(exc)}") from None
         if (rows < 0).any():  # too few reachable neighbours: fill with nothing rather than row -1
             keep = rows >= 0
             width = int(keep.sum(axis=1).min())
@@ -172,6 +172,12 @@ def vectors_of(dense: Any) -> dict[str, Any]:
     raw = memoryview(vectors.astype(dtype, copy=False).view(np.uint8)).cast("B")
     crcs = [manifest.crc(raw[at : at + step]) for at in range(0, len(raw), step)]
     return {"dtype": dtype.str, "shape": list(vectors.shape), "crc32_rows": rows, "crc32": crcs}
+
+
+def _faiss_reason(exc: RuntimeError) -> str:
+    """The condition of a faiss error without its C++ location ("Error in void faiss::... at file:line")."""
+    text = (str(exc).strip().splitlines() or ["unknown error"])[-1]
+    return text.rpartition("failed: ")[2] if "failed: " in text else text.rpartition("Error: ")[2] or text
 
 
 def _file_crcs(path: Path) -> tuple[int, list[str]]:
@@ -224,7 +230,7 @@ def _read_checked(faiss: Any, folder: Path, expected: dict[str, Any], vectors: n
     try:
         index = faiss.read_index(str(path))  # already its own class (a downcast copy would not own it)
     except RuntimeError as exc:
-        raise manifest.Damaged(f"faiss cannot read it ({str(exc).strip().splitlines()[-1]})", path) from None
+        raise manifest.Damaged(f"faiss cannot read it ({_faiss_reason(exc)})", path) from None
     if not isinstance(index, faiss.IndexHNSWFlat) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
         raise manifest.Damaged(f"a faiss {type(index).__name__}, expected an inner-product IndexHNSWFlat", path)
     _check_graph(faiss, index, expected, vectors, path)

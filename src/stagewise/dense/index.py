@@ -437,7 +437,7 @@ def _read_meta(folder: Path, *, hint: str | None = None) -> dict[str, Any]:
     except manifest.Damaged as exc:
         raise InputError(meta_path, f"unreadable index metadata ({exc.args[0]})", hint=hint) from None
     if not isinstance(meta, dict):
-        raise InputError(meta_path, f"unreadable index metadata (a JSON {type(meta).__name__})", hint=hint)
+        raise InputError(meta_path, f"unreadable index metadata (a JSON {manifest.json_kind(meta)})", hint=hint)
     return meta
 
 
@@ -523,5 +523,7 @@ def is_dense_index(folder: str | os.PathLike[str]) -> bool:
     try:
         meta = _read_meta(Path(folder))
     except InputError:
-        return False
-    return isinstance(meta, dict) and meta.get("format") == FORMAT  # a damaged meta.json is the BM25 loader's
+        # a damaged meta.json beside a dense index's files is that index's (its error says to re-encode);
+        # elsewhere it is the BM25 loader's
+        return all(os.path.lexists(Path(folder) / name) for name in ("embeddings.npy", "doc_ids.json"))
+    return isinstance(meta, dict) and meta.get("format") == FORMAT

@@ -185,6 +185,8 @@ def read_npy_header(path: Path) -> tuple[np.dtype, tuple[int, ...], bool, int, i
     from numpy.lib import format as npy
 
     size = regular_file(path)
+    if size == 0:
+        raise Damaged("an empty file, not a .npy array", path)
     try:
         with open(path, "rb") as fh:
             version = npy.read_magic(fh)
@@ -243,10 +245,10 @@ def parse_doc_ids(data: bytes, path: Path, count: int) -> list[str]:
     """The ids of ``doc_ids.json``: a JSON list of ``count`` distinct strings, each valid UTF-8."""
     ids = parse_json(data, path)
     if not isinstance(ids, list):
-        raise Damaged(f"a JSON {type(ids).__name__}, expected a list of document ids", path)
+        raise Damaged(f"a JSON {json_kind(ids)}, expected a list of document ids", path)
     for position, value in enumerate(ids):
         if not isinstance(value, str):
-            raise Damaged(f"id {position} is {type(value).__name__} {_short(value)}, expected a string", path)
+            raise Damaged(f"id {position} is a JSON {json_kind(value)} ({_short(value)}), expected a string", path)
     if len(ids) != count:
         raise Damaged(f"{len(ids)} ids, but meta.json says {count} documents", path)
     try:
@@ -261,6 +263,12 @@ def parse_doc_ids(data: bytes, path: Path, count: int) -> list[str]:
                 raise Damaged(f"id {_short(value)} appears twice (second at position {position})", path)
             seen.add(value)
     return ids
+
+
+def json_kind(value: Any) -> str:
+    """What JSON calls the kind of a parsed value."""
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return kinds.get(type(value), "number")
 
 
 def _encodes(value: str) -> bool:
