@@ -31,7 +31,7 @@ def test_progress_counts_every_comparison_and_changes_nothing(options: dict, pha
     calls: list[tuple[float, int]] = []
     with_progress = compare_scores(scores, **options, progress=lambda done, total: calls.append((done, total)))
     without = compare_scores(scores, **options)
-    assert with_progress.to_json() == without.to_json()
+    assert with_progress.to_dict() == without.to_dict()
     comparisons = 6 * 2  # 6 pairs of 4 runs, 2 metrics
     assert calls and {total for _, total in calls} == {comparisons * phases}
     done = [d for d, _ in calls]

@@ -57,7 +57,14 @@ class ValidationReport:
         """True when nothing needs attention (no missing queries, no duplicates, no warnings)."""
         return all(not r.queries_only_in_qrels and not r.duplicate_documents and not r.warnings for r in self.runs)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``stagewise validate --format json`` writes)."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The findings as a JSON-ready dict: ``{"qrels": {...}, "runs": {run: {...}}, ...}``."""
         return {
             "qrels": {
                 "name": self.qrels_name,

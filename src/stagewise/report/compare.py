@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import TYPE_CHECKING, Any
 
 from stagewise.report.tables import latex_escape, markdown_escape
@@ -45,7 +44,7 @@ def render(
     pair's per-query deltas (``top``: only the largest gains and losses).
     """
     if fmt == "json":
-        return json.dumps(comp.to_json(per_query, top), indent=2, allow_nan=False) + "\n"
+        return comp.to_json(per_query, top) + "\n"
     if fmt == "csv":
         return to_csv(comp)
     if fmt not in FORMATS:

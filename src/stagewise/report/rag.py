@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -19,10 +18,7 @@ def render(report: RagReport, fmt: str = "table", per_sample: bool = False, digi
     if fmt == "jsonl":
         return "".join(_dump_row(row) + "\n" for row in report.rows)
     if fmt == "json":
-        data = report.to_json(per_sample)
-        if per_sample:
-            data["samples"] = list(_safe_rows(report))
-        return json.dumps(data, indent=2, default=_json_default) + "\n"
+        return report.to_json(per_sample) + "\n"
     if fmt == "markdown":
         return _markdown(report, digits)
     if fmt == "table":
@@ -48,11 +44,6 @@ def _dump_row(row: dict[str, Any]) -> str:
         return json.dumps(row, default=_json_default, allow_nan=False)
     except ValueError:
         return json.dumps({k: _clean(v) for k, v in row.items()}, default=_json_default)
-
-
-def _safe_rows(report: RagReport) -> Iterator[dict[str, Any]]:
-    for row in report.rows:
-        yield {k: _clean(v) for k, v in row.items()}
 
 
 def _cell(report: RagReport, label: str, digits: int) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -14,7 +13,7 @@ FORMATS = ("table", "json")
 def render(report: ValidationReport, fmt: str = "table") -> str:
     """The report as ``table`` (plain text, one block per run) or ``json``."""
     if fmt == "json":
-        return json.dumps(report.to_json(), indent=2) + "\n"
+        return report.to_json() + "\n"
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
     lines = [

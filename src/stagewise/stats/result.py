@@ -141,8 +141,14 @@ class Comparison:
         ]
 
     # --------------------------------------------------------------------------------------------- output
-    def to_json(self, per_query: bool = False, top: int | None = None) -> dict[str, Any]:
-        """The stable JSON contract: ``{"pairs": [...], "means": {run: {metric: mean}}}``, plus
+    def to_json(self, per_query: bool = False, top: int | None = None, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``stagewise compare --format json`` writes)."""
+        import json
+
+        return json.dumps(self.to_dict(per_query, top), indent=indent, allow_nan=False)
+
+    def to_dict(self, per_query: bool = False, top: int | None = None) -> dict[str, Any]:
+        """The stable JSON contract as a dict: ``{"pairs": [...], "means": {run: {metric: mean}}}``, plus
         ``"conventions"``, ``"labels"`` and, with ``per_query``, ``"per_query"`` (each pair's sorted deltas;
         ``top`` keeps the ``top`` largest gains and losses)."""
         out: dict[str, Any] = {
