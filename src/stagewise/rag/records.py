@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stagewise._json import deep_line
 from stagewise.errors import InputError
 
 __all__ = ["RagRecord", "read_records", "record_from_dict", "records_from_run"]
@@ -312,7 +313,7 @@ def loads(text: str, where: str | None, line: int | None, column: bool = True) -
         at = f" at column {exc.colno}" if column else ""
         raise InputError(where, f"invalid JSON ({exc.msg}{at})", line=(line or 1) + exc.lineno - 1) from None
     except RecursionError:
-        at = (line or 1) + _deep_line(text) - 1
+        at = (line or 1) + deep_line(text) - 1
         raise InputError(
             where, "invalid JSON: nested too deeply to read", line=at, expected="records a few levels deep"
         ) from None
@@ -320,24 +321,6 @@ def loads(text: str, where: str | None, line: int | None, column: bool = True) -
         raise InputError(where, f"invalid JSON: {exc}", line=line) from None
 
 
-def _deep_line(text: str, limit: int = 500) -> int:
-    """The line where ``text``'s brackets first nest ``limit`` deep (outside strings): where to point a reader
-    at JSON nested too deeply to parse."""
-    depth, line, in_string, escaped = 0, 1, False, False
-    for ch in text:
-        if ch == "\n":
-            line += 1
-        elif in_string:
-            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth >= limit:
-                return line
-        elif ch in "]}":
-            depth -= 1
-    return 1
 
 
 def decode(data: bytes, where: str | None) -> str:

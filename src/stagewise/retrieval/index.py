@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from stagewise._json import deep_line
 from stagewise.errors import ConventionError, InputError, StagewiseError, parameter_error
 from stagewise.retrieval import _kernels
 from stagewise.retrieval.analysis import Analysed, Analyser, analysed_from_tokens
@@ -252,24 +253,6 @@ def _meta_count(meta: dict, key: str) -> int:
     return value
 
 
-def _deep_line(text: str, limit: int = 500) -> int:
-    """The line where ``text``'s brackets first nest ``limit`` deep (outside strings): where to point a reader
-    at JSON nested too deeply to parse."""
-    depth, line, in_string, escaped = 0, 1, False, False
-    for ch in text:
-        if ch == "\n":
-            line += 1
-        elif in_string:
-            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth >= limit:
-                return line
-        elif ch in "]}":
-            depth -= 1
-    return 1
 
 
 def foreign_meta(folder: Path) -> str | None:
@@ -608,7 +591,7 @@ class BM25Index:
             raise InputError(
                 meta_path,
                 "unreadable index metadata (JSON nested too deeply to read)",
-                line=_deep_line(meta_path.read_text(encoding="utf-8")),
+                line=deep_line(meta_path.read_text(encoding="utf-8")),
                 hint=rebuild,
             ) from None
         if not isinstance(meta, dict):
