@@ -318,18 +318,15 @@ def warn_from_checks(qrels: Any, runs: list, paths: list[str] | None = None) -> 
     from such a run in silence; the numbers are still given."""
     if qrels is None or not runs:
         return
-    # the runs already read, not read again; their files' first lines, as validate reads them, let the rank and
-    # score check see the columns as written (swapped columns look sound once the run is sorted by score)
-    from stagewise.checks import _file_head, rank_score_warnings, validate
-    from stagewise.report.validate import hints
+    # the runs already read, not read again; their files' first lines let the rank and score check see the
+    # columns as written (swapped columns look sound once the run is sorted by score)
+    from stagewise.checks import run_warnings
+    from stagewise.data.readers import read_qrels
 
-    report = validate(qrels, list(runs))
-    for run, checked, path in zip(runs, report.runs, paths or [None] * len(runs), strict=True):
-        head = _file_head(path) if path is not None else b""
-        if head and not checked.warnings:
-            checked.warnings = rank_score_warnings(run, head)
-    for line in hints(report):
-        typer.echo(f"stagewise: warning: {line}", err=True)
+    judged = read_qrels(qrels)
+    for run, path in zip(runs, paths or [None] * len(runs), strict=True):
+        for line in run_warnings(judged, run, path):
+            typer.echo(f"stagewise: warning: {line}", err=True)
 
 
 def check_output(

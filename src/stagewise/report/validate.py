@@ -67,19 +67,10 @@ def _few(items: list[str], n: int = 5) -> str:
 
 
 def renumber_hint(r: RunReport) -> str | None:
-    """A hint when a run numbers its queries otherwise than the qrels: as many run queries match no judged
-    query as judged queries are absent (or none matches at all), as a run searched from Cranfield's cran.qry
-    without --renumber does (its query numbers skip, the qrels count 1..n)."""
-    only_run, only_qrels = len(r.queries_only_in_run), len(r.queries_only_in_qrels)
-    if not only_run or not only_qrels or (only_run != only_qrels and only_run != r.queries):
-        return None
-    if only_run * 10 < r.queries:  # a stray query or two is not a numbering
-        return None
-    return (
-        f"{r.name}: {only_run} run queries match no judged query while {only_qrels} judged queries are absent: "
-        "the run numbers its queries otherwise than the qrels (a run searched from Cranfield's cran.qry needs "
-        "stagewise search --renumber, which numbers the queries 1..n in file order)"
-    )
+    """The renumbering warning (:func:`stagewise.checks.renumber_warning`) for a run validate checked."""
+    from stagewise.checks import renumber_warning
+
+    return renumber_warning(r.name, r.queries, len(r.queries_only_in_run), len(r.queries_only_in_qrels))
 
 
 def hints(report: ValidationReport) -> list[str]:
