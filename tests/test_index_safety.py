@@ -27,7 +27,7 @@ import pytest
 from typer.testing import CliRunner
 
 import stagewise
-from stagewise import _folder
+from stagewise import folders
 from stagewise.cli import app
 from stagewise.errors import InputError
 from stagewise.retrieval import _kernels
@@ -518,7 +518,7 @@ def test_a_rebuild_killed_at_any_moment_leaves_a_whole_index(tmp_path: Path) -> 
         assert rows in answers
         seen.add(answers.index(rows))
         leftovers = [p.name for p in tmp_path.iterdir() if p.name != "index"]
-        assert all(_folder.PARTIAL in name or _folder.PREVIOUS in name for name in leftovers), leftovers
+        assert all(folders.PARTIAL in name or folders.PREVIOUS in name for name in leftovers), leftovers
     # the next build cleans what killed builds left behind (their processes are gone)
     expected[0].save(target)
     assert [p.name for p in tmp_path.iterdir()] == ["index"]
@@ -529,7 +529,7 @@ def test_replacing_without_an_atomic_exchange_falls_back_to_two_renames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where renameat2(RENAME_EXCHANGE) is missing: old index renamed aside, new one in, old one deleted."""
-    monkeypatch.setattr(_folder, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(folders, "_exchange", lambda a, b: False)
     first = BM25Index.build(["lift of a wing", "heat"], ["a", "b"])
     second = BM25Index.build(["heat transfer", "wing"], ["c", "d"])
     target = tmp_path / "index"
@@ -538,7 +538,7 @@ def test_replacing_without_an_atomic_exchange_falls_back_to_two_renames(
     assert BM25Index.load(target).doc_ids() == ["c", "d"]
     assert [p.name for p in tmp_path.iterdir()] == ["index"]
     # a crash between the two renames: the message on the missing folder says where the old index is
-    previous = tmp_path / f".index.{_folder.PREVIOUS}-1-abc"
+    previous = tmp_path / f".index.{folders.PREVIOUS}-1-abc"
     target.rename(previous)
     with pytest.raises(InputError, match=r"interrupted build left the previous index in .*stagewise-previous-index"):
         BM25Index.load(target)
@@ -550,7 +550,7 @@ def test_the_exchange_swaps_two_folders_in_one_step(tmp_path: Path) -> None:
     b.mkdir()
     (a / "x").write_text("from a")
     (b / "y").write_text("from b")
-    if not _folder._exchange(a, b):
+    if not folders._exchange(a, b):
         pytest.skip("this OS or file system has no renameat2(RENAME_EXCHANGE)")
     assert [p.name for p in a.iterdir()] == ["y"] and [p.name for p in b.iterdir()] == ["x"]
 

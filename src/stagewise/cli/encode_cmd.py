@@ -74,18 +74,18 @@ def encode_command(
     import time
 
     with user_errors():
-        from stagewise import _folder
-        from stagewise.dense.index import OWNED_FILES, _foreign_meta
+        from stagewise import folders
+        from stagewise.dense.index import OWNED_FILES, foreign_meta
 
         # before any work: a refusal after minutes of encoding would waste them
-        _folder.check_target(
+        folders.check_target(
             output,
             owned=OWNED_FILES,
             force=force,
             parents=parents,
             inputs=[corpus] + ([Path(model)] if model else []),
             what="dense index",
-            foreign_file=_foreign_meta,
+            foreign_file=foreign_meta,
         )
         from stagewise.cli.common import progress_bar
         from stagewise.dense.encoders import ONNX_FILE, load_encoder

@@ -296,14 +296,14 @@ def _optimize(runs, qrels, method, metric, step, search, folds, seed, ties, comm
 def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path: Path | None) -> None:
     """Fuse group by group on the engine, streaming TREC lines to ``output`` (atomically, with the metadata) or
     stdout, with the summary line the local path prints."""
-    from stagewise._io import atomic_paths, write_errors
-    from stagewise.data.writers import _format_for
+    from stagewise._io import write_errors
+    from stagewise.data.writers import format_for
     from stagewise.errors import StagewiseError
     from stagewise.fusion.engine import fuse_to
-    from stagewise.fusion.writer import write_metadata
+    from stagewise.fusion.writer import fuse_to_file, write_metadata
 
     options = {k: v for k, v in common.items() if k != "relevance_level"}
-    if output is not None and _format_for(output, None) != "trec":
+    if output is not None and format_for(output, None) != "trec":
         raise StagewiseError(f"--engine {chosen.name} writes TREC runs; write {output} with --engine local")
     from stagewise.cli.common import engine_progress
 
@@ -316,15 +316,8 @@ def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path
                     write_metadata(info, meta_path)
             typer.echo(_summary(info), err=True)
             return
-        targets = [output] if meta_path is None else [output, meta_path]
-        with write_errors(output), atomic_paths(targets) as tmps:
-            with open(tmps[0], "wb") as fh:
-                info = fuse_to(runs, fh, method, engine=chosen, **options)
-            if meta_path is not None:
-                from stagewise.fusion.writer import _dump
-
-                with open(tmps[1], "w", encoding="utf-8", newline="") as fh:
-                    _dump(info, fh)
+        with write_errors(output):
+            info = fuse_to_file(runs, output, meta_path, method, engine=chosen, **options)
     typer.echo(f"{_summary(info)} -> {output}" + (f" (metadata: {meta_path})" if meta_path else ""), err=True)
 
 

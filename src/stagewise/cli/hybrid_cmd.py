@@ -78,7 +78,7 @@ def hybrid_command(
     import time
 
     with user_errors():
-        from stagewise import _folder
+        from stagewise import folders
         from stagewise._io import write_errors
         from stagewise.data.writers import write_run
         from stagewise.dense.index import DenseIndex
@@ -89,7 +89,7 @@ def hybrid_command(
 
         # before any work: the folder is replaced whole at the end, so it must be this command's or new
         inputs = [queries, bm25, dense] + ([corpus] if corpus is not None else [])
-        _folder.check_target(
+        folders.check_target(
             output,
             owned=HYBRID_FILES,
             force=force,
@@ -135,7 +135,7 @@ def hybrid_command(
             (folder / "stages.json").write_text(json.dumps(described, indent=2, default=str) + "\n")
 
         with write_errors(output):  # the runs and stages.json land together: one folder, swapped in at once
-            _folder.replace_folder(output, write, owned=HYBRID_FILES)
+            folders.replace_folder(output, write, owned=HYBRID_FILES)
         stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in result.seconds.items())
         typer.echo(
             f"hybrid over {len(topics):,} queries ({stages}); total {time.perf_counter() - started:.2f} s -> "

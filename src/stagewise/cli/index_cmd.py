@@ -109,7 +109,7 @@ def index_command(
     import time
 
     with user_errors():
-        from stagewise import _folder
+        from stagewise import folders
         from stagewise.data.collections import iter_corpus, read_corpus
         from stagewise.retrieval.analysis import Analyser
         from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
@@ -118,7 +118,7 @@ def index_command(
         started = time.perf_counter()
         inputs = [corpus] + ([Path(stopwords[1:])] if stopwords.startswith("@") else [])
         # before any work: a refusal after minutes of indexing would waste them
-        _folder.check_target(
+        folders.check_target(
             output, owned=INDEX_FILES, force=force, parents=parents, inputs=inputs, foreign_file=foreign_meta
         )
         with contextlib.ExitStack() as stack:

@@ -18,7 +18,9 @@ from stagewise.errors import ConventionError, StagewiseError
 WRITE_FORMATS = ("trec", "jsonl", "parquet")
 
 
-def _format_for(path: PathLike, declared: str | None) -> str:
+def format_for(path: PathLike, declared: str | None) -> str:
+    """The format a run or qrels file is written in: ``declared`` when given (checked), else by the
+    extension (``.jsonl``, ``.parquet``), else ``trec``."""
     if declared is not None:
         if declared not in WRITE_FORMATS:
             raise ConventionError(f"cannot write format {declared!r}; choose one of {WRITE_FORMATS}")
@@ -116,7 +118,7 @@ def write_trec_run(run: Run, sink: PathLike | IO[bytes], tag: str | None = None)
 def write_run(run: Run, path: PathLike, *, format: str | None = None, tag: str | None = None) -> None:
     """Write ``run`` to ``path`` atomically; the format follows the extension (``.jsonl``, ``.parquet``, else
     TREC)."""
-    kind = _format_for(path, format)
+    kind = format_for(path, format)
     if kind == "trec":
         with atomic_path(path) as tmp:
             write_trec_run(run, tmp, tag)
@@ -129,7 +131,7 @@ def write_run(run: Run, path: PathLike, *, format: str | None = None, tag: str |
 
 def write_qrels(qrels: Qrels, path: PathLike, *, format: str | None = None) -> None:
     """Write ``qrels`` to ``path`` as TREC (``qid 0 docid label``), JSONL or Parquet."""
-    kind = _format_for(path, format)
+    kind = format_for(path, format)
     if kind == "trec":
         _refuse_unreadable(qrels.query_ids, qrels.query_codes, qrels.docs, None, "qrels file")
         lines = pl.DataFrame(

@@ -1,7 +1,7 @@
 """The demo's output folder: which folders it may replace, the labels it carries over, and the lock a running
 ``stagewise demo --serve`` holds on it.
 
-The folder is written beside the target and swapped in whole (:mod:`stagewise._folder`, whose checks refuse
+The folder is written beside the target and swapped in whole (:mod:`stagewise.folders`, whose checks refuse
 what ``--force`` must never replace). A folder is the demo's only when its ``pipeline.json`` says so: file names
 such as ``qrels.txt`` or ``summary.md`` are too common to tell.
 """
@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from stagewise import _folder
+from stagewise import folders
 from stagewise.errors import InputError
 
 __all__ = ["LABELS_DB", "MADE_BY", "OWNED_FILES", "check_folder", "copy_labels", "serving_lock"]
@@ -62,7 +62,7 @@ def _not_ours(folder: Path) -> str | None:
 def check_folder(target: Path, *, force: bool) -> None:
     """Refuse, before any work, a ``--out`` the demo must not write or replace (see the module docstring)."""
     shown = str(target)
-    _folder.check_target(
+    folders.check_target(
         target,
         owned=OWNED_FILES,
         force=force,

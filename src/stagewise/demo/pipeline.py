@@ -16,7 +16,7 @@ Stages, in order (each reports one progress step):
 9. the RAG diagnosis (:func:`stagewise.evaluate_rag`): a stage label and its reason for every question;
 10. the HTML report.
 
-Everything is written to one folder, replaced as a whole (see :mod:`stagewise._folder`): the inputs as files the
+Everything is written to one folder, replaced as a whole (see :mod:`stagewise.folders`): the inputs as files the
 CLI reads (``corpus.jsonl``, ``queries.jsonl``, ``qrels.txt``), one run per stage, the RAG records and labels,
 the evaluation and comparison as JSON, ``summary.md`` and ``report.html``. Labels edited in ``stagewise demo
 --serve`` (``labels.sqlite``) survive a rerun.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stagewise import _folder
+from stagewise import folders
 from stagewise.demo.data import SOURCE, DemoData, load
 from stagewise.demo.folder import MADE_BY, OWNED_FILES, check_folder, copy_labels
 from stagewise.demo.verdict import Verdict, verdict
@@ -222,7 +222,7 @@ def run_demo(
             copy_labels(target, folder)
         result["demo"] = _run(folder, target, dense=dense, encoder=encoder, report=report, progress=progress)
 
-    _folder.replace_folder(target, write, owned=OWNED_FILES)
+    folders.replace_folder(target, write, owned=OWNED_FILES)
     return result["demo"]
 
 

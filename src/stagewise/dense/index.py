@@ -231,12 +231,12 @@ class DenseIndex:
     def save(self, path: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Write the index to folder ``path``: built in a temporary folder beside it and swapped in at once, so a
         crash leaves the old index or the new one whole. A non-empty folder that is not a dense index is
-        refused unless ``force`` (see :mod:`stagewise._folder`); an ONNX export of the same model (and weights)
+        refused unless ``force`` (see :mod:`stagewise.folders`); an ONNX export of the same model (and weights)
         already in the old folder is kept, an approximate index never (its vectors may have changed)."""
-        from stagewise import _folder
+        from stagewise import folders
 
         target = Path(path)
-        _folder.check_target(target, owned=OWNED_FILES, force=force, what="dense index", foreign_file=_foreign_meta)
+        folders.check_target(target, owned=OWNED_FILES, force=force, what="dense index", foreign_file=foreign_meta)
 
         from stagewise.dense import manifest
 
@@ -264,7 +264,7 @@ class DenseIndex:
             elif old_onnx.is_dir() and self._export_is_ours(old_onnx):
                 shutil.copytree(old_onnx, tmp / "onnx")
 
-        _folder.replace_folder(target, write, owned=OWNED_FILES)
+        folders.replace_folder(target, write, owned=OWNED_FILES)
         self.meta, self.path = meta, target
         self.__dict__.pop("_hnsw", None)  # the folder's approximate index is gone with the old files
         return target
@@ -508,7 +508,7 @@ def _load_checked(folder: Path, meta: dict[str, Any], mmap: bool) -> tuple[np.nd
         return np.fromfile(fh, dtype=dtype, count=n * d).reshape(n, d), doc_ids
 
 
-def _foreign_meta(folder: Path) -> str | None:
+def foreign_meta(folder: Path) -> str | None:
     """``meta.json`` when the folder's meta.json is another tool's (not a dense index's): it is not ours to
     replace without --force."""
     try:

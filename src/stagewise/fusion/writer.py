@@ -9,7 +9,7 @@ from typing import IO, Any
 
 from stagewise._io import PathLike, atomic_paths, atomic_write
 from stagewise.data.run import Run
-from stagewise.data.writers import _format_for, write_run
+from stagewise.data.writers import format_for, write_run
 from stagewise.errors import InputError
 
 
@@ -29,20 +29,39 @@ def write_fused(
     meta_path = target.with_name(target.name + ".meta.json") if metadata is True else Path(metadata)
     if os.path.realpath(meta_path) == os.path.realpath(target):
         raise InputError(meta_path, "is both the run and its metadata file", hint="give --meta another path")
-    kind = _format_for(target, None)
+    kind = format_for(target, None)
     with atomic_paths([target, meta_path]) as (run_tmp, meta_tmp):
         write_run(run, run_tmp, format=kind, tag=tag)
         with open(meta_tmp, "w", encoding="utf-8", newline="") as fh:
-            _dump(getattr(run, "fusion", None) or {}, fh)
+            dump_metadata(getattr(run, "fusion", None) or {}, fh)
     return meta_path
 
 
 def write_metadata(info: dict[str, Any], path: PathLike) -> None:
     """``info`` as indented JSON, atomically."""
     with atomic_write(path) as fh:
-        _dump(info, fh)
+        dump_metadata(info, fh)
 
 
-def _dump(info: dict[str, Any], fh: IO[str]) -> None:
+def dump_metadata(info: dict[str, Any], fh: IO[str]) -> None:
+    """``info`` as the metadata file holds it: indented JSON in insertion order, one final newline."""
     json.dump(info, fh, indent=2, sort_keys=False)
     fh.write("\n")
+
+
+def fuse_to_file(
+    runs: Any, path: PathLike, meta_path: PathLike | None, method: str, *, engine: Any, **options: Any
+) -> dict[str, Any]:
+    """Fuse on ``engine`` group by group (:func:`stagewise.fusion.engine.fuse_to`), streaming TREC lines into
+    ``path`` and the fusion metadata into ``meta_path`` (when given): both land together or not at all.
+    Returns the metadata."""
+    from stagewise.fusion.engine import fuse_to
+
+    targets = [path] if meta_path is None else [path, meta_path]
+    with atomic_paths(targets) as tmps:
+        with open(tmps[0], "wb") as fh:
+            info = fuse_to(runs, fh, method, engine=engine, **options)
+        if meta_path is not None:
+            with open(tmps[1], "w", encoding="utf-8", newline="") as fh:
+                dump_metadata(info, fh)
+    return info

@@ -19,7 +19,7 @@ A saved index is untrusted input: :meth:`BM25Index.load` checks every array's dt
 against the metadata, and the offsets, ids and lengths against each other, and refuses a damaged index with
 an :class:`~stagewise.errors.InputError` that says to rebuild it; the compiled search checks the term and
 document ids it follows too, so a damaged index is an error, never a crash. Writing replaces the folder in
-one step (:mod:`stagewise._folder`).
+one step (:mod:`stagewise.folders`).
 
 Because only tf, lengths and df are stored, ``k1``, ``b``, ``delta``, ``epsilon`` (and the variant) change at
 search time with no re-indexing. Adding documents merges their postings into the arrays, giving exactly the
@@ -534,10 +534,10 @@ class BM25Index:
         """Write the index to folder ``path``, replacing an index there in one step (a crash at any moment
         leaves the old index or the new one, whole). A non-empty folder that is not an index is refused unless
         ``force``; the current folder (or one that holds it) always is. Folders and files get the umask."""
-        from stagewise import _folder
+        from stagewise import folders
 
         target = Path(path)
-        _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
+        folders.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
         target.parent.mkdir(parents=True, exist_ok=True)
         arrays = {name: self._array_to_save(name) for name in _ARRAYS}
         meta = self.metadata()
@@ -552,7 +552,7 @@ class BM25Index:
             # written last: a folder with meta.json has all its arrays
             (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
-        _folder.replace_folder(target, write, owned=INDEX_FILES)
+        folders.replace_folder(target, write, owned=INDEX_FILES)
         self.path = target
         return target
 
@@ -574,7 +574,7 @@ class BM25Index:
         meta_path = folder / "meta.json"
         if not meta_path.is_file():
             if not folder.exists():
-                from stagewise._folder import previous_of
+                from stagewise.folders import previous_of
 
                 left = previous_of(folder)
                 hint = f"an interrupted build left the previous index in {left[-1]}" if left else "check the path"

@@ -205,7 +205,7 @@ def _remove_stale_runs(parent: Path, name: str) -> None:
     import re
     import shutil
 
-    from stagewise._folder import _pid_alive
+    from stagewise.folders import _pid_alive
 
     pattern = re.compile(rf"\.{re.escape(name)}\.{RUNS}-(\d+)-\w+")
     try:
@@ -257,14 +257,14 @@ def build_on_disk(
     deleted at the end; they take about the size of the index. What a killed build left there is deleted by
     the next build of the same index.
     """
-    from stagewise import _folder
+    from stagewise import folders
 
     scoring = Scoring.of(variant, k1=k1, b=b, delta=delta, epsilon=epsilon)
     analyser = analyser or Analyser()
     if not isinstance(merge_postings, int) or merge_postings < 1:
         raise StagewiseError(f"merge_postings must be an int >= 1, got {merge_postings!r}")
     target = Path(path)
-    _folder.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
+    folders.check_target(target, owned=INDEX_FILES, force=force, parents=True, foreign_file=foreign_meta)
     target.parent.mkdir(parents=True, exist_ok=True)
     parent = Path(work_dir) if work_dir is not None else target.parent
     _remove_stale_runs(parent, target.name)
@@ -283,7 +283,7 @@ def build_on_disk(
         def write(folder: Path) -> None:
             _merge(spill, folder, scoring, analyser, id_offsets, id_data, merge_postings, progress)
 
-        _folder.replace_folder(target, write, owned=INDEX_FILES)
+        folders.replace_folder(target, write, owned=INDEX_FILES)
     return BM25Index.load(target)
 
 
