@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from stagewise.fusion.api import FusedRun, fuse
 from stagewise.fusion.engine import fuse_to
-from stagewise.fusion.methods import METHODS, MISSING_POLICIES, FusionMethod, method_names
+from stagewise.fusion.methods import METHODS, MISSING_DOCUMENT_POLICIES, FusionMethod, method_names
 from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names
 from stagewise.fusion.optimize import FoldResult, FusionReport, grid_weights, optimize
 from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table
@@ -23,7 +23,7 @@ from stagewise.fusion.writer import write_fused
 
 __all__ = [
     "METHODS",
-    "MISSING_POLICIES",
+    "MISSING_DOCUMENT_POLICIES",
     "NORMALIZATIONS",
     "QUERY_POLICIES",
     "FoldResult",

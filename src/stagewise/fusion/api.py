@@ -11,7 +11,7 @@ from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels
 from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
-from stagewise.fusion.methods import MISSING_POLICIES, FusionMethod, MethodInfo
+from stagewise.fusion.methods import MISSING_DOCUMENT_POLICIES, FusionMethod, MethodInfo
 from stagewise.fusion.normalize import Normalization
 from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table, load_runs
 
@@ -54,9 +54,9 @@ def resolve_missing(info: MethodInfo, normalization: Normalization, missing: str
         if info.uses_scores and normalization.info.unranked is not None:
             return "native"
         return info.missing
-    if missing not in MISSING_POLICIES:
+    if missing not in MISSING_DOCUMENT_POLICIES:
         raise ConventionError(
-            f"unknown missing-document policy {missing!r}; choose one of {', '.join(MISSING_POLICIES)}"
+            f"unknown missing-document policy {missing!r}; choose one of {', '.join(MISSING_DOCUMENT_POLICIES)}"
         )
     return missing
 
@@ -108,7 +108,7 @@ def describe(
         "queries": queries,
         "queries_rule": QUERY_POLICIES[queries],
         "missing": missing,
-        "missing_rule": MISSING_POLICIES[missing],
+        "missing_rule": MISSING_DOCUMENT_POLICIES[missing],
         "ties": TIES,
         "input_ranks": INPUT_RANKS,
         "runs": list(table.run_names),

@@ -41,7 +41,7 @@ from stagewise.errors import ConventionError
 from stagewise.fusion.table import FusionTable
 from stagewise.spec import Param, Registry, canonical, parse_call
 
-MISSING_POLICIES: dict[str, str] = {
+MISSING_DOCUMENT_POLICIES: dict[str, str] = {
     "zero": "a run that did not return the document contributes 0",
     "min": "a run that did not return the document contributes its smallest contribution for the query",
     "ignore": "a run that did not return the document is left out of its reduction",
@@ -92,7 +92,8 @@ def _fill_value(t: FusionTable, cells: Cells, missing: str, native: np.ndarray |
                 "(bordafuse, bayesfuse, or the borda normalisation); choose zero, min or ignore"
             )
         return fill
-    raise ConventionError(f"unknown missing-document policy {missing!r}; choose one of {', '.join(MISSING_POLICIES)}")
+    choices = ", ".join(MISSING_DOCUMENT_POLICIES)
+    raise ConventionError(f"unknown missing-document policy {missing!r}; choose one of {choices}")
 
 
 def _dense_rows(

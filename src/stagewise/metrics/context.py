@@ -26,7 +26,7 @@ from stagewise.errors import ConventionError, StagewiseError
 
 MissingPolicy = Literal["zero", "skip", "error"]
 TiePolicy = Literal["docid", "docid-double", "input", "rank"]
-MISSING_POLICIES: tuple[str, ...] = ("zero", "skip", "error")
+MISSING_QUERY_POLICIES: tuple[str, ...] = ("zero", "skip", "error")
 TIE_POLICIES: tuple[str, ...] = ("docid", "docid-double", "input", "rank")
 
 
@@ -61,8 +61,10 @@ class Conventions:
     def __post_init__(self) -> None:
         if self.ties not in TIE_POLICIES:
             raise ConventionError(f"unknown ties policy {self.ties!r}; choose one of {TIE_POLICIES}")
-        if self.missing not in MISSING_POLICIES:
-            raise ConventionError(f"unknown missing-query policy {self.missing!r}; choose one of {MISSING_POLICIES}")
+        if self.missing not in MISSING_QUERY_POLICIES:
+            raise ConventionError(
+                f"unknown missing-query policy {self.missing!r}; choose one of {MISSING_QUERY_POLICIES}"
+            )
         if self.max_ret is not None and self.max_ret < 1:
             raise ConventionError(f"The 'max_ret' parameter must be an int >= 1 or None. Got {self.max_ret!r} instead.")
 
