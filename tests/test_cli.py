@@ -78,9 +78,12 @@ def test_validate_reports_and_exits_1_on_missing_queries() -> None:
     result = invoke("validate", QRELS, TRUNC)
     assert result.exit_code == 1
     assert "judged queries absent from the run: 1 (302" in result.stdout
-    ok = invoke("validate", QRELS, RUN, "--json")
+    ok = invoke("validate", QRELS, RUN, "--format", "json")
     assert ok.exit_code == 0
     assert json.loads(ok.stdout)["qrels"]["label_histogram"] == {"0": 3120, "1": 561}
+    old = invoke("validate", QRELS, RUN, "--json")  # the old spelling still works, with a note
+    assert old.exit_code == 0 and old.stdout == ok.stdout
+    assert "--json is deprecated; use --format json" in old.stderr
 
 
 def test_validate_counts_scores_equal_only_in_single_precision(tmp_path) -> None:
@@ -91,7 +94,7 @@ def test_validate_counts_scores_equal_only_in_single_precision(tmp_path) -> None
     assert result.exit_code == 0, result.output
     assert "adjacent results with tied scores: 66.7% (scores compared in single precision" in result.stdout
     assert "of which equal only in single precision: 1 " in result.stdout
-    report = json.loads(invoke("validate", str(qrels), str(run), "--json").stdout)["runs"]["run.txt"]
+    report = json.loads(invoke("validate", str(qrels), str(run), "--format", "json").stdout)["runs"]["run.txt"]
     assert report["single_precision_ties"] == 1
 
 

@@ -70,7 +70,7 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
     "compare_baseline": ([*COMPARE_SMALL, "--baseline", "a.run", "-t", "wilcoxon", "-c", "bh"], 0, ()),
     # validate: text and JSON (exit 1: the sample run misses judged queries or draws warnings)
     "validate_text": (["validate", "qrels.test", "results.test", "results.trunc", "a.run"], 1, ()),
-    "validate_json": (["validate", "qrels.test", "results.test", "results.trunc", "a.run", "--json"], 1, ()),
+    "validate_json": (["validate", "qrels.test", "results.test", "results.trunc", "a.run", "--format", "json"], 1, ()),
     "validate_small": (["validate", "small.qrels", "a.run", "b.run"], 0, ()),
     # fuse --optimize: the report in each format (spelled text, the old name, and table), on stdout and stderr
     "fuse_opt_text": ([*FUSE, "-o", "fused.run", "--report-format", "text"], 0, ("fused.run", "fused.run.meta.json")),

@@ -134,7 +134,8 @@ def test_qrels_format_option_on_the_cli(tmp_path: Path) -> None:
     got = 1 / 1 + 4 / np.log2(3)
     ndcg = json.loads(result.stdout)["runs"]["r.run"]["ndcg"]
     assert ndcg == pytest.approx((got / ideal + 1.0) / 2)
-    validated = runner.invoke(app, ["validate", str(qrels), str(run), "--qrels-format", "cranfield", "--json"])
+    args = ["validate", str(qrels), str(run), "--qrels-format", "cranfield", "--format", "json"]
+    validated = runner.invoke(app, args)
     assert json.loads(validated.stdout)["qrels"]["label_histogram"] == {"0": 1, "1": 1, "3": 1, "4": 1}
 
 

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 
 from stagewise.cli.common import QrelsFormatOption, read_qrels_as, user_errors
+from stagewise.report.validate import FORMATS
+
+# the choices are the renderer's own, not a copy of them
+ValidateFormat = StrEnum("ValidateFormat", {name: name for name in FORMATS})
 
 
 def validate_command(
     qrels: Annotated[str, typer.Argument(help="Judgements file.")],
     runs: Annotated[list[str], typer.Argument(help="Run files to check against it.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    fmt: Annotated[
+        ValidateFormat, typer.Option("--format", "-f", help="Output format, as eval's and compare's --format.")
+    ] = ValidateFormat.table,
+    as_json: Annotated[
+        bool, typer.Option("--json", hidden=True, help="Deprecated: the old spelling of --format json.")
+    ] = False,
     qrels_format: QrelsFormatOption = None,
 ) -> None:
     """Check runs against judgements before trusting a number.
@@ -24,12 +34,15 @@ def validate_command(
     columns swapped). Exits with 1 when a run misses judged queries, repeats documents or draws a warning, so
     scripts can stop on it.
     """
+    if as_json:  # every other command says --format
+        typer.echo("stagewise: --json is deprecated; use --format json", err=True)
+        fmt = ValidateFormat.json
     with user_errors():
         from stagewise.checks import validate
 
         report = validate(read_qrels_as(qrels, qrels_format), runs)
         from stagewise.report import validate as render_validate
 
-        typer.echo(render_validate.render(report, "json" if as_json else "table").rstrip("\n"))
+        typer.echo(render_validate.render(report, fmt.value).rstrip("\n"))
         if not report.ok:
             raise typer.Exit(1)
