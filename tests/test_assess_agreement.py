@@ -1,0 +1,177 @@
+"""Agreement figures against their oracles: scikit-learn's cohen_kappa_score, statsmodels' fleiss_kappa and the
+krippendorff package, on randomised label tables with missing values and several categories."""
+
+from __future__ import annotations
+
+import math
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+from stagewise.assess.agreement import (
+    assessor_figures,
+    cohen_kappa,
+    confusion_matrix,
+    fleiss_kappa,
+    krippendorff_alpha,
+    qrels_agreement,
+)
+from stagewise.assess.qrels_diff import qrels_diff
+from stagewise.errors import ConventionError, InputError
+
+TOL = 1e-9
+
+
+def _close(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= TOL
+
+
+@st.composite
+def two_raters(draw):
+    n = draw(st.integers(2, 40))
+    k = draw(st.integers(2, 5))
+    label = st.one_of(st.none(), st.integers(0, k - 1)) if draw(st.booleans()) else st.integers(0, k - 1)
+    a = draw(st.lists(label, min_size=n, max_size=n))
+    b = draw(st.lists(label, min_size=n, max_size=n))
+    return a, b
+
+
+@settings(max_examples=150, deadline=None)
+@given(two_raters(), st.sampled_from([None, "linear", "quadratic"]))
+def test_cohen_kappa_equals_scikit_learn(pair, weights) -> None:
+    a, b = pair
+    both = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    if not both:
+        with pytest.raises(InputError, match="labelled by both"):
+            cohen_kappa(a, b, weights=weights)
+        return
+    xs, ys = zip(*both, strict=True)
+    if len(set(xs) | set(ys)) == 1:  # scikit-learn returns nan with a warning there; so do we, silently
+        assert math.isnan(cohen_kappa(a, b, weights=weights))
+        return
+    expected = cohen_kappa_score(list(xs), list(ys), weights=weights)
+    assert _close(cohen_kappa(a, b, weights=weights), expected)
+
+
+@st.composite
+def full_tables(draw):
+    items, raters, k = draw(st.integers(2, 30)), draw(st.integers(2, 6)), draw(st.integers(2, 5))
+    rows = draw(
+        st.lists(st.lists(st.integers(0, k - 1), min_size=raters, max_size=raters), min_size=items, max_size=items)
+    )
+    return np.array(rows)
+
+
+@settings(max_examples=150, deadline=None)
+@given(full_tables())
+def test_fleiss_kappa_equals_statsmodels(table) -> None:
+    counts, _ = aggregate_raters(table)
+    if len(np.unique(table)) == 1:
+        assert math.isnan(fleiss_kappa(table))
+        return
+    assert _close(fleiss_kappa(table), sm_fleiss(counts))
+    assert _close(fleiss_kappa(counts, counts=True), sm_fleiss(counts))
+
+
+@st.composite
+def gappy_tables(draw):
+    items, raters, k = draw(st.integers(2, 30)), draw(st.integers(2, 6)), draw(st.integers(2, 6))
+    cell = st.one_of(st.none(), st.integers(1, k))
+    rows = draw(st.lists(st.lists(cell, min_size=raters, max_size=raters), min_size=items, max_size=items))
+    return np.array([[np.nan if v is None else float(v) for v in row] for row in rows])
+
+
+@settings(max_examples=200, deadline=None)
+@given(gappy_tables(), st.sampled_from(["nominal", "ordinal", "interval"]))
+def test_krippendorff_alpha_equals_the_krippendorff_package(table, level) -> None:
+    pairable = (~np.isnan(table)).sum(axis=1) >= 2
+    if not pairable.any():
+        with pytest.raises(InputError, match="two labels"):
+            krippendorff_alpha(table, level=level)
+        return
+    if len(np.unique(table[pairable][~np.isnan(table[pairable])])) < 2 or len(np.unique(table[~np.isnan(table)])) < 2:
+        assert math.isnan(krippendorff_alpha(table, level=level))
+        return
+    expected = krippendorff.alpha(reliability_data=table.T, level_of_measurement=level)
+    assert _close(krippendorff_alpha(table, level=level), float(expected))
+
+
+def test_missing_values_as_none_or_nan_are_the_same() -> None:
+    with_none = [[1, None, 2], [2, 2, None], [1, 1, 1]]
+    with_nan = [[1, np.nan, 2], [2, 2, np.nan], [1, 1, 1]]
+    assert krippendorff_alpha(with_none) == krippendorff_alpha(with_nan)
+
+
+def test_bad_input_is_an_input_error_with_a_clear_message() -> None:
+    with pytest.raises(InputError, match="differ in length"):
+        cohen_kappa([0, 1], [0, 1, 1])
+    with pytest.raises(InputError, match="are empty"):
+        cohen_kappa([], [])
+    with pytest.raises(ConventionError, match="'weights' parameter of cohen_kappa"):
+        cohen_kappa([0, 1], [0, 1], weights="cubic")
+    with pytest.raises(ConventionError, match="'level' parameter"):
+        krippendorff_alpha([[1, 2]], level="ratio")
+    with pytest.raises(InputError, match="same number"):
+        fleiss_kappa([[0, 1, None], [1, 1, 1]])
+    with pytest.raises(InputError, match="not a number"):
+        cohen_kappa(["a", "b"], [0, 1])
+    with pytest.raises(InputError, match="non-empty"):
+        krippendorff_alpha([])
+
+
+def test_single_category_is_nan_not_perfect() -> None:
+    assert math.isnan(cohen_kappa([2, 2, 2], [2, 2, 2], weights="linear"))
+    assert math.isnan(fleiss_kappa([[1, 1], [1, 1]]))
+    assert math.isnan(krippendorff_alpha([[1, 1], [1, 1]]))
+
+
+def test_confusion_matrix_counts_pairs_labelled_by_both() -> None:
+    c = confusion_matrix([0, 1, 2, None, 2], [0, 2, 2, 1, np.nan], categories=[0, 1, 2])
+    assert c.counts.tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 1]]
+    with pytest.raises(InputError, match="outside the given categories"):
+        confusion_matrix([0, 3], [0, 1], categories=[0, 1])
+
+
+def test_assessor_figures_against_others_and_a_reference() -> None:
+    table = [[0, 0, 1], [1, 1, 1], [2, None, 2], [1, 0, None]]
+    figures = assessor_figures(table, names=["a", "b", "c"], reference=[0, 1, 2, 1])
+    a = figures[0]
+    assert a.kappa_with_reference == 1.0
+    expected = np.mean([cohen_kappa_score([0, 1, 1], [0, 1, 0]), cohen_kappa_score([0, 1, 2], [1, 1, 2])])
+    assert _close(a.kappa_with_others, float(expected))
+    assert figures[1].labelled == 3 and figures[1].share_labelled == 0.75
+    assert figures[1].label_counts == {0.0: 2, 1.0: 1}
+    with pytest.raises(InputError, match="one name per table column"):
+        assessor_figures(table, names=["a"])
+
+
+def test_qrels_agreement_aligns_pairs_and_counts_the_unshared() -> None:
+    first = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d1": 1, "d9": 0}}
+    second = {"q1": {"d1": 1, "d2": 0, "d4": 1}, "q2": {"d1": 1}, "q3": {"d1": 3}}
+    result = qrels_agreement(first, second, weights="linear")
+    assert (result.both, result.only_first, result.only_second) == (3, 2, 2)
+    assert _close(result.kappa, cohen_kappa_score([2, 0, 1], [1, 0, 1], weights="linear"))
+    binary = qrels_agreement(first, second, relevance_level=2)
+    assert binary.confusion.counts.tolist() == [[2, 0], [1, 0]]
+    with pytest.raises(InputError, match="no \\(query, document\\) pair in common"):
+        qrels_agreement({"q1": {"d1": 1}}, {"q1": {"d2": 1}})
+
+
+def test_qrels_diff_reports_added_removed_relabelled_per_query() -> None:
+    old = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d1": 1}}
+    new = {"q1": {"d1": 1, "d2": 0, "d4": 1}, "q2": {"d1": 0}, "q3": {"d5": 3}}
+    diff = qrels_diff(old, new)
+    assert (diff.added, diff.removed, diff.relabelled, diff.unchanged) == (2, 1, 2, 1)
+    assert diff.transitions == {(2, 1): 1, (1, 0): 1}
+    by_query = {q.query_id: q for q in diff.per_query}
+    assert (by_query["q1"].added, by_query["q1"].removed, by_query["q1"].relabelled) == (1, 1, 1)
+    assert by_query["q3"].added == 1
+    changes = {(c.query_id, c.doc_id): (c.old, c.new) for c in diff.changes}
+    assert changes[("q1", "d3")] == (1, None) and changes[("q3", "d5")] == (None, 3)
+    assert changes[("q2", "d1")] == (1, 0) and ("q1", "d2") not in changes
