@@ -87,8 +87,9 @@ def holm_sidak(p: np.ndarray) -> np.ndarray:
     if m == 0:
         return p.copy()
     order = np.argsort(p, kind="stable")
-    # -expm1(k log1p(-p)) is 1 - (1 - p)^k without the cancellation of small p
-    scaled = np.minimum(1.0, -np.expm1((m - np.arange(m)) * np.log1p(-p[order])))
+    # -expm1(k log1p(-p)) is 1 - (1 - p)^k without the cancellation of small p; p = 1 gives log1p(-1) = -inf
+    with np.errstate(divide="ignore"):
+        scaled = np.minimum(1.0, -np.expm1((m - np.arange(m)) * np.log1p(-p[order])))
     out = np.empty(m)
     out[order] = np.maximum.accumulate(scaled)
     return out
