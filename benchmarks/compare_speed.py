@@ -6,6 +6,9 @@ with 10,000 permutations on every pair. Reading the files is timed separately an
 
 - stagewise: ``compare(qrels, runs, metrics, test="randomization", permutations=B, seed=0)``; the split into
   evaluation and tests is shown too (``evaluate`` then ``compare_scores`` on its result).
+- randomised Tukey HSD (``stagewise.stats.multi.tukey_hsd``) over the 17 TREC 2003 Robust runs (AP, 100
+  topics, from ../shared/data/trec_robust03_runs; skipped when absent) with the same number of permutations;
+  the evaluation is not timed, only the test over the score matrix.
 - ranx 0.3.21: ``compare(qrels, runs, metrics, stat_test="fisher", n_permutations=B, random_seed=42)``.
   Before timing, one call on tiny data warms numba's cache, so JIT compilation is not counted. ranx tests
   every ordered pair (a, b) and (b, a), 90 tests for 45 pairs; that is its cost and it is timed as is.
@@ -109,6 +112,26 @@ def time_stagewise(qrels_path: Path, run_paths: list[Path], metrics: list[str], 
     }
 
 
+def time_tukey_robust(permutations: int, repeat: int):
+    """Seconds for the randomised Tukey HSD over the 17 Robust runs' AP matrix, or None without the data."""
+    robust = REPO.parent / "shared" / "data" / "trec_robust03_runs"
+    if not robust.is_dir():
+        return None
+    import stagewise
+    from stagewise.stats.multi import tukey_hsd
+
+    runs = sorted((robust / "runs").glob("input.*.gz"))
+    ev = stagewise.evaluate(robust / "robust03_qrels.txt", [str(r) for r in runs], ["ap"])
+    x = np.column_stack([r.values["ap"] for r in ev.runs])
+    times, results = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        results.append(tukey_hsd(x, permutations=permutations, seed=0))
+        times.append(time.perf_counter() - t0)
+    same = all(r.p_values.tobytes() == results[0].p_values.tobytes() for r in results)
+    return {"total": statistics.median(times), "best": min(times), "shape": x.shape, "reproducible": same}
+
+
 def time_ranx(qrels_path: Path, run_paths: list[Path], metrics: list[str], permutations: int, runs_limit: int, ours):
     import ranx
 
@@ -189,6 +212,16 @@ def main() -> None:
     )
     print(f"           target <= {TARGET_S:.0f} s for compare: {verdict}")
     print(f"           same seed, identical p-values on every call: {'yes' if sw['reproducible'] else 'NO'}")
+    tk = time_tukey_robust(args.permutations, args.repeat)
+    if tk is None:
+        print("tukey-hsd  skipped: the TREC 2003 Robust runs (../shared/data/trec_robust03_runs) are absent")
+    else:
+        n, m = tk["shape"]
+        print(
+            f"tukey-hsd  randomised Tukey HSD, {m} Robust runs x {n} topics (AP), {args.permutations} permutations: "
+            f"{tk['total']:.2f} s median of {args.repeat} (best {tk['best']:.2f} s); "
+            f"identical p-values on every call: {'yes' if tk['reproducible'] else 'NO'}"
+        )
     if args.skip_ranx:
         return
     rx = time_ranx(qrels_path, run_paths, args.metrics, args.permutations, args.ranx_runs or args.runs, sw["result"])
