@@ -63,6 +63,17 @@ def test_tukey_hsd_is_reproducible_and_independent_of_the_block_cut() -> None:
     np.testing.assert_array_equal(M.tukey_ranges(x, 300, seed=7), M.tukey_ranges(x, B, seed=7)[:300])
 
 
+def test_tukey_blocks_bound_memory_on_large_matrices() -> None:
+    assert M.tukey_block_size(100, 17) == M.TUKEY_BLOCK
+    size = M.tukey_block_size(20_000, 50)
+    assert 1 <= size < M.TUKEY_BLOCK and size * 24 * 20_000 * 50 <= 64 * 2**20
+    x = _matrix(n=3000, m=40)
+    small = M.tukey_block_size(*x.shape)
+    assert small < M.TUKEY_BLOCK
+    ranges = M.tukey_ranges(x, small + 5, seed=1)
+    np.testing.assert_array_equal(M.tukey_ranges(x, 3, seed=1), ranges[:3])
+
+
 def test_tukey_hsd_p_values_shrink_with_the_gap() -> None:
     x = _matrix()
     res = M.tukey_hsd(x, permutations=B, seed=1)

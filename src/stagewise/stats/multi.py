@@ -34,7 +34,7 @@ from stagewise.errors import parameter_error
 from stagewise.stats import resampling as R
 from stagewise.stats.anova import as_matrix
 
-#: Row permutations per seeded block (part of the reproducibility contract of the Tukey HSD p-values).
+#: Row permutations per seeded block at most (part of the reproducibility contract of the Tukey HSD p-values).
 TUKEY_BLOCK = 128
 _STREAM_TUKEY = 2
 
@@ -50,10 +50,19 @@ def pairs_of(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(m, k=1)
 
 
+def tukey_block_size(n: int, m: int) -> int:
+    """Permutations per block for an ``(n, m)`` matrix: ``TUKEY_BLOCK``, fewer when a block would pass CHUNK_BYTES.
+
+    A block holds three ``(size, n, m)`` arrays of 8-byte values (the uniforms, their argsort, the gathered
+    scores). The size depends on the shape only, so p-values stay a function of ``(seed, B, X)``.
+    """
+    return max(1, min(TUKEY_BLOCK, R.CHUNK_BYTES // (24 * n * m)))
+
+
 def tukey_block(seed: int, block: int, n: int, m: int) -> np.ndarray:
-    """Block ``block`` of within-topic permutations: ``(TUKEY_BLOCK, n, m)`` column indices."""
+    """Block ``block`` of within-topic permutations: ``(tukey_block_size(n, m), n, m)`` column indices."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(_STREAM_TUKEY, block))))
-    return np.argsort(rng.random((TUKEY_BLOCK, n, m)), axis=2, kind="stable")
+    return np.argsort(rng.random((tukey_block_size(n, m), n, m)), axis=2, kind="stable")
 
 
 def tukey_ranges(scores, permutations: int = 10_000, seed: int = 0) -> np.ndarray:
@@ -63,8 +72,9 @@ def tukey_ranges(scores, permutations: int = 10_000, seed: int = 0) -> np.ndarra
     n, m = x.shape
     out = np.empty(b_total)
     rows = np.arange(n)[None, :, None]
-    for block in range(-(-b_total // TUKEY_BLOCK)):
-        start = block * TUKEY_BLOCK
+    size = tukey_block_size(n, m)
+    for block in range(-(-b_total // size)):
+        start = block * size
         idx = tukey_block(seed, block, n, m)[: b_total - start]
         means = x[rows, idx].mean(axis=1)  # (b, m): the shuffled system means
         out[start : start + len(idx)] = means.max(axis=1) - means.min(axis=1)
@@ -95,7 +105,7 @@ def tukey_hsd(scores, permutations: int = 10_000, seed: int = 0) -> MultiResult:
     """The randomised Tukey HSD test of every pair of systems (see the module docstring).
 
     ``statistic`` is the mean difference ``xbar_.b - xbar_.a``; p is the share of the ``B`` permuted ranges
-    that reach ``|statistic|``. Memory is one block, ``TUKEY_BLOCK x n x m`` values, whatever ``B``.
+    that reach ``|statistic|``. Memory is one block (at most ``CHUNK_BYTES``, 64 MiB), whatever ``B``.
 
     >>> x = [[0.2, 0.3, 0.5], [0.1, 0.3, 0.2], [0.4, 0.6, 0.7], [0.3, 0.3, 0.5], [0.2, 0.4, 0.4]]
     >>> r = tukey_hsd(x, permutations=2000, seed=1)
