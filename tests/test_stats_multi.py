@@ -181,3 +181,14 @@ def test_holm_sidak_and_by_equal_statsmodels(p: list[float]) -> None:
 def test_new_correction_spellings() -> None:
     assert adjust([0.01, 0.02], "fdr_by").tolist() == adjust([0.01, 0.02], "by").tolist()
     assert adjust([0.01, 0.02], "Holm_Sidak").tolist() == adjust([0.01, 0.02], "holm-sidak").tolist()
+
+
+@pytest.mark.parametrize(("name", "label"), [("holm-sidak", "Holm-Sidak"), ("by", "Benjamini-Yekutieli")])
+def test_a_comparison_under_the_new_corrections_renders(name: str, label: str) -> None:
+    from stagewise.report import render
+    from stagewise.stats import compare_scores
+
+    scores = {"a": {"m": [0.1, 0.2, 0.3, 0.4, 0.5]}, "b": {"m": [0.2, 0.1, 0.5, 0.6, 0.7]}}
+    result = compare_scores(scores, correction=name)
+    assert result.conventions["correction"] == name
+    assert label in render(result, "markdown")

@@ -25,7 +25,14 @@ TEST_LABELS = {
     "bootstrap": "paired bootstrap test",
     "sign": "sign test",
 }
-CORRECTION_LABELS = {"none": "no correction", "bonferroni": "Bonferroni", "holm": "Holm", "bh": "Benjamini-Hochberg"}
+CORRECTION_LABELS = {
+    "none": "no correction",
+    "bonferroni": "Bonferroni",
+    "holm": "Holm",
+    "bh": "Benjamini-Hochberg",
+    "holm-sidak": "Holm-Sidak",
+    "by": "Benjamini-Yekutieli",
+}
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 
