@@ -12,12 +12,20 @@ from stagewise.errors import InputError
 SEPARATOR = "\x1f"  # unit separator: never part of a whitespace-split TREC id, so "q" + SEP + "d" is unambiguous
 
 
+def _as_float(values: Any, name: str, expected: str) -> np.ndarray:
+    """A float array with NaN for a missing label; numbers convert without a Python loop, text is refused."""
+    try:
+        raw = np.asarray(values)
+        if raw.dtype.kind in "US":
+            raise ValueError(f"text, such as {str(raw.flat[0])!r}")
+        return raw.astype(float)  # None in an object array becomes NaN here
+    except (TypeError, ValueError) as err:
+        raise InputError(name, f"holds a label that is not a number ({err})", expected=expected) from None
+
+
 def as_labels(values: Any, name: str) -> np.ndarray:
     """A float vector with NaN for a missing label (None or NaN); refuses text and nested input."""
-    try:
-        array = np.asarray([np.nan if v is None else v for v in values], dtype=float)
-    except (TypeError, ValueError) as err:
-        raise InputError(name, f"holds a label that is not a number ({err})", expected="numbers, None or NaN") from None
+    array = _as_float(values, name, "numbers, None or NaN")
     if array.ndim != 1:
         raise InputError(name, f"is {array.ndim}-dimensional", expected="one label per item")
     return array
@@ -25,11 +33,7 @@ def as_labels(values: Any, name: str) -> np.ndarray:
 
 def as_table(table: Any, name: str = "table") -> np.ndarray:
     """An items x raters float matrix with NaN for a missing label."""
-    try:
-        rows = [[np.nan if v is None else v for v in row] for row in table]
-        array = np.asarray(rows, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise InputError(name, f"is not a rectangular table of numbers ({err})", expected="items x raters") from None
+    array = _as_float(table, name, "a rectangular items x raters table of numbers, None or NaN")
     if array.ndim != 2 or array.size == 0:
         raise InputError(name, f"has shape {array.shape}", expected="a non-empty items x raters table")
     return array
