@@ -175,3 +175,20 @@ def test_qrels_diff_reports_added_removed_relabelled_per_query() -> None:
     changes = {(c.query_id, c.doc_id): (c.old, c.new) for c in diff.changes}
     assert changes[("q1", "d3")] == (1, None) and changes[("q3", "d5")] == (None, 3)
     assert changes[("q2", "d1")] == (1, 0) and ("q1", "d2") not in changes
+
+
+def test_qrels_agreement_reads_trec_files_and_qrels_values(tmp_path) -> None:
+    from stagewise.data.readers import read_qrels
+
+    first = tmp_path / "a.qrels"
+    first.write_text("q1 0 d1 2\nq1 0 d2 0\nq2 0 d1 1\n", encoding="utf-8")
+    second = read_qrels({"q1": {"d1": 2, "d2": 1}})
+    result = qrels_agreement(first, second)
+    assert (result.both, result.only_first, result.only_second) == (2, 1, 0)
+    assert result.confusion.counts.tolist() == [[0, 1, 0], [0, 0, 0], [0, 0, 1]]
+
+
+def test_text_labels_are_refused_in_one_line() -> None:
+    with pytest.raises(InputError, match="not a number") as err:
+        krippendorff_alpha([[1, "high"], [2, 3]])
+    assert "\n" not in str(err.value)
