@@ -192,3 +192,44 @@ def test_text_labels_are_refused_in_one_line() -> None:
     with pytest.raises(InputError, match="not a number") as err:
         krippendorff_alpha([[1, "high"], [2, 3]])
     assert "\n" not in str(err.value)
+
+
+QRELS_PAIRS = [(f"q{q}", f"d{d}") for q in range(4) for d in range(6)]
+qrels_dicts = st.dictionaries(st.sampled_from(QRELS_PAIRS), st.integers(0, 3), min_size=1)
+
+
+def _nested(flat: dict) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (query, doc), label in flat.items():
+        out.setdefault(query, {})[doc] = label
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(qrels_dicts, qrels_dicts, st.sampled_from([None, "linear", "quadratic"]), st.sampled_from([None, 1, 2]))
+def test_qrels_agreement_equals_scikit_learn_on_the_shared_pairs(first, second, weights, level) -> None:
+    shared = sorted(set(first) & set(second))
+    if not shared:
+        with pytest.raises(InputError):
+            qrels_agreement(_nested(first), _nested(second))
+        return
+    x = [first[p] if level is None else int(first[p] >= level) for p in shared]
+    y = [second[p] if level is None else int(second[p] >= level) for p in shared]
+    result = qrels_agreement(_nested(first), _nested(second), weights=weights, relevance_level=level)
+    assert (result.both, result.only_first, result.only_second) == (
+        len(shared),
+        len(first) - len(shared),
+        len(second) - len(shared),
+    )
+    expected = float("nan") if len(set(x) | set(y)) == 1 else cohen_kappa_score(x, y, weights=weights)
+    assert _close(result.kappa, expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(qrels_dicts, qrels_dicts)
+def test_qrels_diff_equals_a_slow_dict_diff(old, new) -> None:
+    diff = qrels_diff(_nested(old), _nested(new))
+    expected = {p: (old.get(p), new.get(p)) for p in set(old) | set(new) if old.get(p) != new.get(p)}
+    assert {(c.query_id, c.doc_id): (c.old, c.new) for c in diff.changes} == expected
+    assert diff.unchanged == sum(1 for p in set(old) & set(new) if old[p] == new[p])
+    assert sum(q.added + q.removed + q.relabelled for q in diff.per_query) == len(expected)
