@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stagewise.assess._tables import labels_table, split_key
 from stagewise.errors import ConventionError
+
+if TYPE_CHECKING:
+    from stagewise.data.qrels import Qrels
 
 __all__ = ["MergePolicy", "Merged", "merge_adjudicator", "merge_majority", "merge_max", "merge_mean"]
 
@@ -37,7 +40,7 @@ class MergePolicy:
 class Merged:
     """The merged qrels, the policy that made it and the assessors whose labels went in."""
 
-    qrels: Any
+    qrels: Qrels
     policy: MergePolicy
     assessors: tuple[str, ...]
 
