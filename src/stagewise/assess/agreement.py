@@ -157,10 +157,16 @@ def cohen_kappa(
     return _kappa_of(_confusion(x, y, categories).counts, weights)
 
 
-def _counts_table(table: np.ndarray) -> np.ndarray:
-    """items x categories counts from an items x raters label table (NaN = no label)."""
-    categories = np.unique(table[~np.isnan(table)])
-    return (table[:, :, None] == categories[None, None, :]).sum(axis=1)
+def _counts_table(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(items x categories counts, categories)`` of an items x raters label table (NaN = no label), built
+    with one bincount rather than an items x raters x categories comparison (R times less memory)."""
+    present = ~np.isnan(table)
+    categories = np.unique(table[present])
+    item = np.nonzero(present)[0]
+    code = np.searchsorted(categories, table[present])
+    size = len(categories)
+    counts = np.bincount(item * size + code, minlength=len(table) * size).reshape(len(table), size)
+    return counts, categories
 
 
 def fleiss_kappa(table: Any, *, counts: bool = False) -> float:
@@ -196,7 +202,7 @@ def fleiss_kappa(table: Any, *, counts: bool = False) -> float:
     -0.2
     """
     array = as_table(table, "fleiss table")
-    n = array if counts else _counts_table(array)
+    n = array if counts else _counts_table(array)[0]
     if counts and ((n < 0).any() or np.isnan(n).any() or (n != np.round(n)).any()):
         raise InputError("fleiss table", "holds a count that is not a whole number >= 0", expected="counts")
     raters = n.sum(axis=1)
@@ -270,9 +276,8 @@ def krippendorff_alpha(table: Any, *, level: str = "nominal") -> float:
             f"The 'level' parameter of krippendorff_alpha must be one of {list(LEVELS)}. Got {level!r} instead."
         )
     array = as_table(table, "krippendorff table")
-    present = array[~np.isnan(array)]
-    values = np.unique(present)
-    n_uc = (array[:, :, None] == values[None, None, :]).sum(axis=1).astype(float)
+    n_uc, values = _counts_table(array)
+    n_uc = n_uc.astype(float)
     m_u = n_uc.sum(axis=1)
     pairable = m_u >= 2
     if not pairable.any():
