@@ -233,3 +233,32 @@ def test_qrels_diff_equals_a_slow_dict_diff(old, new) -> None:
     assert {(c.query_id, c.doc_id): (c.old, c.new) for c in diff.changes} == expected
     assert diff.unchanged == sum(1 for p in set(old) & set(new) if old[p] == new[p])
     assert sum(q.added + q.removed + q.relabelled for q in diff.per_query) == len(expected)
+
+
+def test_krippendorff_interval_on_real_valued_scores() -> None:
+    rng = np.random.default_rng(3)
+    table = rng.normal(size=(60, 4)).round(2)
+    table[rng.random(table.shape) < 0.25] = np.nan
+    for level in ("interval", "ordinal", "nominal"):
+        expected = krippendorff.alpha(reliability_data=table.T, level_of_measurement=level)
+        assert _close(krippendorff_alpha(table, level=level), float(expected))
+
+
+@settings(max_examples=60, deadline=None)
+@given(gappy_tables())
+def test_assessor_figures_equal_pairwise_scikit_learn(table) -> None:
+    figures = assessor_figures(table)
+    for i, fig in enumerate(figures):
+        kappas = []
+        for j in range(table.shape[1]):
+            both = ~(np.isnan(table[:, i]) | np.isnan(table[:, j]))
+            if j == i or not both.any() or len(np.unique(table[both][:, [i, j]])) == 1:
+                continue
+            kappas.append(cohen_kappa_score(table[both, i], table[both, j]))
+        assert _close(fig.kappa_with_others, float(np.mean(kappas)) if kappas else float("nan"))
+        assert fig.labelled == int((~np.isnan(table[:, i])).sum())
+
+
+def test_fleiss_counts_must_be_whole_numbers() -> None:
+    with pytest.raises(InputError, match="whole number"):
+        fleiss_kappa([[1.5, 0.5], [2, 0]], counts=True)
