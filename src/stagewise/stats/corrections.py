@@ -63,15 +63,7 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
     >>> benjamini_hochberg([0.01, 0.04, 0.03, 0.005]).tolist()
     [0.02, 0.04, 0.04, 0.02]
     """
-    p = np.asarray(p, dtype=np.float64)
-    m = len(p)
-    if m == 0:
-        return p.copy()
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, p[order] * m / np.arange(1, m + 1))
-    out = np.empty(m)
-    out[order] = np.minimum.accumulate(scaled[::-1])[::-1]
-    return out
+    return _step_up(p, 1.0)
 
 
 def holm_sidak(p: np.ndarray) -> np.ndarray:
@@ -101,13 +93,19 @@ def benjamini_yekutieli(p: np.ndarray) -> np.ndarray:
     >>> [round(v, 6) for v in benjamini_yekutieli([0.01, 0.04, 0.03, 0.005]).tolist()]
     [0.041667, 0.083333, 0.083333, 0.041667]
     """
+    m = len(np.asarray(p))
+    return _step_up(p, float((1.0 / np.arange(1, m + 1)).sum()))
+
+
+def _step_up(p: np.ndarray, factor: float) -> np.ndarray:
+    """The step-up of BH (``factor`` 1) and BY (``factor`` the harmonic sum): the i-th smallest p becomes
+    ``min_{j >= i} min(1, factor m p_(j) / j)``."""
     p = np.asarray(p, dtype=np.float64)
     m = len(p)
     if m == 0:
         return p.copy()
-    harmonic = float((1.0 / np.arange(1, m + 1)).sum())
     order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, p[order] * m * harmonic / np.arange(1, m + 1))
+    scaled = np.minimum(1.0, p[order] * m * factor / np.arange(1, m + 1))
     out = np.empty(m)
     out[order] = np.minimum.accumulate(scaled[::-1])[::-1]
     return out
