@@ -46,15 +46,7 @@ def holm(p: np.ndarray) -> np.ndarray:
     >>> holm([0.01, 0.04, 0.03, 0.005]).tolist()
     [0.03, 0.06, 0.06, 0.02]
     """
-    p = np.asarray(p, dtype=np.float64)
-    m = len(p)
-    if m == 0:
-        return p.copy()
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    out = np.empty(m)
-    out[order] = np.maximum.accumulate(scaled)
-    return out
+    return _step_down(p, lambda sorted_p, left: np.minimum(1.0, left * sorted_p))
 
 
 def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
@@ -74,16 +66,24 @@ def holm_sidak(p: np.ndarray) -> np.ndarray:
     >>> [round(v, 6) for v in holm_sidak([0.01, 0.04, 0.03, 0.005]).tolist()]
     [0.029701, 0.0591, 0.0591, 0.01985]
     """
+    def sidak(sorted_p: np.ndarray, left: np.ndarray) -> np.ndarray:
+        # -expm1(k log1p(-p)) is 1 - (1 - p)^k without the cancellation of small p; p = 1 gives log1p(-1) = -inf
+        with np.errstate(divide="ignore"):
+            return np.minimum(1.0, -np.expm1(left * np.log1p(-sorted_p)))
+
+    return _step_down(p, sidak)
+
+
+def _step_down(p: np.ndarray, scale) -> np.ndarray:
+    """The step-down of Holm and Holm-Sidak: ``scale(p_(j), m - j + 1)`` for the sorted p, then the running
+    maximum, back in input order."""
     p = np.asarray(p, dtype=np.float64)
     m = len(p)
     if m == 0:
         return p.copy()
     order = np.argsort(p, kind="stable")
-    # -expm1(k log1p(-p)) is 1 - (1 - p)^k without the cancellation of small p; p = 1 gives log1p(-1) = -inf
-    with np.errstate(divide="ignore"):
-        scaled = np.minimum(1.0, -np.expm1((m - np.arange(m)) * np.log1p(-p[order])))
     out = np.empty(m)
-    out[order] = np.maximum.accumulate(scaled)
+    out[order] = np.maximum.accumulate(scale(p[order], m - np.arange(m)))
     return out
 
 
