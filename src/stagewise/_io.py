@@ -767,3 +767,19 @@ def write_errors(path: PathLike) -> Iterator[None]:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise InputError(path, f"cannot write: {reason}", hint="nothing was replaced") from None
+
+
+def npy_header(fh: IO[bytes]) -> tuple[tuple[int, ...], bool, Any]:
+    """``(shape, fortran_order, dtype)`` from the header of the ``.npy`` file open at its start, the file left at
+    the data; a ValueError for a version numpy's reader does not know. Read without numpy's loader, which would
+    unpickle an object array or map past the end of a truncated file (the indexes check both themselves)."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = npy.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"unsupported .npy version {version}")
+    return tuple(shape), bool(fortran), dtype

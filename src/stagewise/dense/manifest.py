@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from stagewise._io import npy_header
+
 CRC_BLOCK_BYTES = 1 << 22  # about 4 MiB of whole rows a block: blocks are checked in parallel
 MAX_META_BYTES = 1 << 24  # meta.json is a few KB; its CRC list grows by 11 bytes per 4 MiB of vectors
 MAX_ID_BYTES = 1 << 14  # per document on average: a doc_ids.json larger than that is not an id list
@@ -182,23 +184,13 @@ def scan_vectors(
 def read_npy_header(path: Path) -> tuple[np.dtype, tuple[int, ...], bool, int, int]:
     """``(dtype, shape, fortran_order, data offset, file size)`` of a ``.npy`` file, read without numpy's
     loader (which would unpickle an object array, or map past the end of a truncated file)."""
-    from numpy.lib import format as npy
-
     size = regular_file(path)
     if size == 0:
         raise Damaged("an empty file, not a .npy array", path)
     try:
         with open(path, "rb") as fh:
-            version = npy.read_magic(fh)
-            if version == (1, 0):
-                shape, fortran, dtype = npy.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                shape, fortran, dtype = npy.read_array_header_2_0(fh)
-            else:
-                raise Damaged(f"unsupported .npy version {version}", path)
-            return dtype, tuple(shape), bool(fortran), fh.tell(), size
-    except Damaged:
-        raise
+            shape, fortran, dtype = npy_header(fh)
+            return dtype, shape, fortran, fh.tell(), size
     except (OSError, ValueError, EOFError, SyntaxError, TypeError) as exc:  # what numpy's header parser raises
         detail = str(exc) if len(str(exc)) <= 80 else f"{str(exc)[:77]}..."
         raise Damaged(f"not a readable .npy file ({detail or 'empty'})", path) from None

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from stagewise._io import npy_header
 from stagewise._json import deep_line
 from stagewise.errors import ConventionError, InputError, StagewiseError, parameter_error
 from stagewise.retrieval import _kernels
@@ -208,18 +209,10 @@ class _Damaged(Exception):
 def _read_npy(path: Path, dtype: np.dtype, length: int, mmap: bool) -> np.ndarray:
     """A 1-D ``.npy`` array of exactly ``dtype`` and ``length``, checked against the file's header and size
     before any byte is mapped (numpy would map past the end of a truncated file, or read a pickle)."""
-    from numpy.lib import format as npy
-
     try:
         size = path.stat().st_size
         with path.open("rb") as fh:
-            version = npy.read_magic(fh)
-            if version == (1, 0):
-                shape, _, found = npy.read_array_header_1_0(fh)
-            elif version == (2, 0):
-                shape, _, found = npy.read_array_header_2_0(fh)
-            else:
-                raise _Damaged(f"unsupported .npy version {version}")
+            shape, _, found = npy_header(fh)
             offset = fh.tell()
             if found != dtype:
                 raise _Damaged(f"dtype {found.str}, expected {dtype.str}")
