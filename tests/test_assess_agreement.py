@@ -262,3 +262,19 @@ def test_assessor_figures_equal_pairwise_scikit_learn(table) -> None:
 def test_fleiss_counts_must_be_whole_numbers() -> None:
     with pytest.raises(InputError, match="whole number"):
         fleiss_kappa([[1.5, 0.5], [2, 0]], counts=True)
+
+
+def test_categories_in_a_given_order_set_the_rows_and_the_weights() -> None:
+    # searchsorted on the categories as given only worked when they were ascending
+    from sklearn.metrics import cohen_kappa_score
+
+    from stagewise.assess import cohen_kappa, confusion_matrix
+
+    a, b = [0, 1, 2, 2, 1], [0, 1, 1, 2, 2]
+    reversed_ = confusion_matrix(a, b, categories=[2, 1, 0])
+    plain = confusion_matrix(a, b, categories=[0, 1, 2])
+    assert np.array_equal(np.asarray(reversed_.counts), np.asarray(plain.counts)[::-1, ::-1])
+    for order in ([0, 2, 1], [2, 0, 1]):
+        assert cohen_kappa(a, b, categories=order, weights="linear") == pytest.approx(
+            cohen_kappa_score(a, b, labels=order, weights="linear"), abs=1e-12
+        )

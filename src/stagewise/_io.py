@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import io
 import os
 import re
@@ -483,6 +484,7 @@ def partial_prefix(target: PathLike) -> str:
     return f".{Path(target).name}{PARTIAL_MARK}"
 
 
+@functools.cache  # asked for every partial file of every write; the machine's name does not change
 def _host_tag() -> str:
     """Eight hex digits naming this machine, so that a partial file in a folder shared by several machines is
     judged only by the machine whose process table holds its writer."""

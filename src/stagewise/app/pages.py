@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from stagewise.app.ids import to_segment
-
 __all__ = ["error_page", "playground_page", "queries_page", "query_page", "rag_list_page", "rag_page"]
 
 _CSS = """
@@ -222,7 +220,7 @@ renderMetrics(); renderLists();
 
 def rag_list_page(records: list[dict[str, Any]]) -> str:
     rows = "".join(
-        f"<tr><td class=l><a href='/rag/{escape(to_segment(r['id']))}'>{escape(str(r['id']))}</a></td>"
+        f"<tr><td class=l><a href='/rag/{escape(r['key'])}'>{escape(str(r['id']))}</a></td>"
         f"<td class=l>{escape(str(r.get('label', '')))}</td><td class=l>{escape(str(r.get('question', ''))[:120])}"
         "</td></tr>"
         for r in records

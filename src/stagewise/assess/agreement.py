@@ -84,10 +84,17 @@ def confusion_matrix(first: Any, second: Any, *, categories: Sequence[float] | N
 
 def _confusion(x: np.ndarray, y: np.ndarray, categories: Sequence[float] | None) -> Confusion:
     cats = np.unique(np.concatenate([x, y])) if categories is None else np.asarray(categories, dtype=float)
-    i, j = np.searchsorted(cats, x), np.searchsorted(cats, y)
+    if len(cats) == 0:
+        raise InputError("categories", "is empty", expected="the labels' categories")
+    if len(np.unique(cats)) != len(cats):
+        raise InputError("categories", "name a category twice", expected=f"distinct categories; got {cats.tolist()}")
+    # positions in the order given (the rows' and the weights' order), found through the sorted order
+    sorter = np.argsort(cats, kind="stable")
     size = len(cats)
-    bad = (i >= size) | (j >= size)
-    bad[~bad] = (cats[i[~bad]] != x[~bad]) | (cats[j[~bad]] != y[~bad])
+    i = np.minimum(np.searchsorted(cats, x, sorter=sorter), size - 1)
+    j = np.minimum(np.searchsorted(cats, y, sorter=sorter), size - 1)
+    i, j = sorter[i], sorter[j]
+    bad = (cats[i] != x) | (cats[j] != y)
     if bad.any():
         raise InputError("labels", "hold a label outside the given categories", expected=f"one of {cats.tolist()}")
     counts = np.bincount(i * size + j, minlength=size * size).reshape(size, size)

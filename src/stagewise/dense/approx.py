@@ -128,14 +128,15 @@ class HNSWIndex:
                 dense.path or "dense index", "has no approximate index", hint="build one with stagewise encode --hnsw"
             )
         folder = Path(dense.path)
+        vectors = vectors_of(dense)
         try:
-            out = cls(_read_checked(faiss, folder, vectors_of(dense), dense.embeddings))
+            out = cls(_read_checked(faiss, folder, vectors, dense.embeddings))
         except manifest.Damaged as exc:
             source = exc.args[1] if len(exc.args) > 1 else folder / FILE
             raise InputError(
                 source, exc.args[0], hint=f"rebuild it: stagewise encode CORPUS -o {folder} --hnsw"
             ) from None
-        out.vectors = vectors_of(dense)
+        out.vectors = vectors
         dense._hnsw = out
         return out
 

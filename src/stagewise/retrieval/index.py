@@ -246,8 +246,6 @@ def _meta_count(meta: dict, key: str) -> int:
     return value
 
 
-
-
 def foreign_meta(folder: Path) -> str | None:
     """``meta.json`` when the one in ``folder`` is valid JSON but not an index's (another tool's file); an
     unreadable one is taken for a damaged index, which a rebuild may replace."""

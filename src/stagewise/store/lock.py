@@ -54,7 +54,7 @@ class WriterLock:
                 ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except BlockingIOError:  # held: EWOULDBLOCK; any other error is a file system without locks
                 holder = _read(fd)
                 os.close(fd)
                 raise InputError(
@@ -62,6 +62,10 @@ class WriterLock:
                     f"is served by another stagewise serve ({holder}); one server per database",
                     hint="open that server's address, stop it first, or give --db another file",
                 ) from None
+            except OSError:  # ENOLCK, EOPNOTSUPP: a file system without locks (some NFS and FUSE mounts)
+                os.close(fd)
+                self.supported = False  # the caller says nothing stops a second server here
+                return
             # the file may have been removed (a clean stop) between our open and our lock: lock the new one
             try:
                 same = os.path.samestat(os.fstat(fd), os.stat(self.path))

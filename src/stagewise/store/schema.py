@@ -49,10 +49,10 @@ def identify(path: Path) -> int | None:
     database, a label database of a newer stagewise. Nothing is written, and no SQLite sidecar is created.
     """
     name = os.fspath(path)
+    if path.exists() and not path.is_file():  # before open: a FIFO would block it forever
+        raise InputError(name, "is not a regular file", hint=_HINT)
     try:
         with open(path, "rb") as fh:
-            if not path.is_file():
-                raise InputError(name, "is not a regular file", hint=_HINT)
             header = fh.read(100)
     except FileNotFoundError:
         return None
