@@ -104,3 +104,10 @@ def test_a_whole_surrogate_pair_is_a_character(tmp_path: Path) -> None:
     done = subprocess.run([STAGEWISE, "rag", str(path), "-f", "jsonl"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[0])["id"] == "\U0001f600"
+
+
+def test_half_a_surrogate_pair_in_a_ragas_json_file(tmp_path: Path) -> None:
+    # a whole-file JSON list went through json.loads directly, past the checks JSONL lines get
+    path = tmp_path / "ragas.json"
+    path.write_text('[{"question": "q\\ud800", "answer": "a", "contexts": []}]')
+    _fails_cleanly(["rag", str(path), "--from", "ragas"], path, 1, "half of a surrogate pair")

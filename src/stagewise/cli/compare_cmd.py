@@ -241,8 +241,6 @@ def compare_command(
 
         if len(runs) < 2:
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
-        if top is not None and top < 1:
-            raise StagewiseError(f"--top must be >= 1; got {top}")
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         tests = dict(
             test=test.value,

@@ -125,8 +125,6 @@ def report_command(
             raise StagewiseError("a report needs runs after the qrels (or RAG records with --rag)")
         if rag_run is not None and rag is None:
             raise StagewiseError("--rag-run gives the retrieved ids of RAG records: give --rag RECORDS too")
-        if digits < 0:
-            raise StagewiseError(f"--digits must be >= 0; got {digits}")
         from stagewise.report.html import write
 
         records = None

@@ -28,12 +28,11 @@ BERGEN         ``eval_dev_out.json`` ``[{q_id, question, response, label, rankin
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from stagewise.errors import InputError
-from stagewise.rag.records import RagRecord, _check_unique, _long_int, decode, loads, read_records, record_from_dict
+from stagewise.rag.records import RagRecord, _check_unique, decode, loads, read_records, record_from_dict
 
 __all__ = ["ADAPTERS", "content_id", "from_bergen", "from_kilt", "from_ragas", "from_ragchecker", "load_records"]
 
@@ -58,11 +57,11 @@ def _objects(source: Any, unwrap: str | None = None) -> tuple[list[Any], str | N
         text = decode(read_bytes(source), where)
         stripped = text.lstrip()
         if stripped.startswith(("[", "{")):
-            try:
-                source = json.loads(text, parse_int=_long_int)
-            except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+            try:  # records.loads: the same checks (nesting, long integers, half surrogate pairs) as JSONL lines
+                source = loads(text, where, 1, column=False)
+            except InputError:
                 if not stripped.startswith("{"):
-                    loads(text, where, 1, column=False)  # fails again, and says how and on which line
+                    raise
                 source = None  # JSONL: each line read, and any failure named, below
         else:
             source = None

@@ -168,21 +168,21 @@ class RagReport:
         """``{"conventions", "summary", "samples"?}``; a sample's NaN (a metric with no value) is None."""
         out: dict[str, Any] = {"conventions": self.conventions(), "summary": self.summary()}
         if per_sample:
-            out["samples"] = [{k: _none_for_nan(v) for k, v in row.items()} for row in self.rows]
+            out["samples"] = [{k: none_for_nan(v) for k, v in row.items()} for row in self.rows]
         return out
 
     def to_json(self, per_sample: bool = False, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text (what ``stagewise rag --format json`` writes)."""
         import json
 
-        return json.dumps(self.to_dict(per_sample), indent=indent, default=_plain_scalar)
+        return json.dumps(self.to_dict(per_sample), indent=indent, default=plain_scalar)
 
 
-def _none_for_nan(value: Any) -> Any:
+def none_for_nan(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def _plain_scalar(value: Any) -> Any:
+def plain_scalar(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalars
         return value.item()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -4,8 +4,9 @@ line, input order)."""
 from __future__ import annotations
 
 import json
-import math
 from typing import TYPE_CHECKING, Any
+
+from stagewise.rag.report import none_for_nan, plain_scalar
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.rag.report import RagReport
@@ -26,24 +27,12 @@ def render(report: RagReport, fmt: str = "table", per_sample: bool = False, digi
     raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
 
 
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def _dump_row(row: dict[str, Any]) -> str:
     """One row as JSON; a NaN (which JSON lacks) becomes null."""
     try:
-        return json.dumps(row, default=_json_default, allow_nan=False)
+        return json.dumps(row, default=plain_scalar, allow_nan=False)
     except ValueError:
-        return json.dumps({k: _clean(v) for k, v in row.items()}, default=_json_default)
+        return json.dumps({k: none_for_nan(v) for k, v in row.items()}, default=plain_scalar)
 
 
 def _cell(report: RagReport, label: str, digits: int) -> str:

@@ -64,22 +64,3 @@ def _run_lines(r: RunReport) -> list[str]:
 
 def _few(items: list[str], n: int = 5) -> str:
     return ", ".join(items[:n]) + (f", ... ({len(items) - n} more)" if len(items) > n else "")
-
-
-def renumber_hint(r: RunReport) -> str | None:
-    """The renumbering warning (:func:`stagewise.checks.renumber_warning`) for a run validate checked."""
-    from stagewise.checks import renumber_warning
-
-    return renumber_warning(r.name, r.queries, len(r.queries_only_in_run), len(r.queries_only_in_qrels))
-
-
-def hints(report: ValidationReport) -> list[str]:
-    """What eval and compare warn about before their numbers are trusted: each run's warnings from the checks
-    validate makes (rank and score columns that disagree) and the renumbering hint."""
-    out: list[str] = []
-    for r in report.runs:
-        out += r.warnings
-        hint = renumber_hint(r)
-        if hint is not None:
-            out.append(hint)
-    return out
