@@ -8,6 +8,7 @@ output.
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -27,6 +28,10 @@ DEPRECATED_SHORT: dict[str, dict[str, str]] = {
 _MARKUP = re.compile(r"\[(?=[a-zA-Z#/@])")  # what rich would read as the start of a markup tag
 _RST_LITERAL = re.compile(r"``(.+?)``")
 _LIST_TYPE = re.compile(r"<list\[(.+)\]>")
+
+# "{names:stagewise.fusion.methods:METHODS}" in a help text: the registry's canonical names, filled in only when the
+# help is shown, so that a registry's module (and numpy behind it) is imported for `--help` of that command alone.
+_NAMES = re.compile(r"\{names:([\w.]+):(\w+)\}")
 
 INTERRUPTED = "stagewise: interrupted; no output file was left half-written"
 
@@ -55,6 +60,47 @@ def undeprecated(command: str, args: list[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+def registry(module: str, attr: str) -> Any:
+    """The registry ``attr`` of ``module``, imported now (a command's registries load when it runs or shows help)."""
+    return getattr(importlib.import_module(module), attr)
+
+
+def expand_names(text: str | None) -> str | None:
+    """``text`` with each ``{names:MODULE:REGISTRY}`` replaced by that registry's canonical names, comma-separated
+    (a :class:`stagewise.spec.Registry`'s ``names()``, or a mapping's keys): help generated from the registry, never
+    a hand-kept copy of it.
+
+    >>> expand_names("one of {names:stagewise.report:FORMATS}.").startswith("one of ")
+    True
+    """
+    if not text or "{names:" not in text:
+        return text
+
+    def names(match: re.Match[str]) -> str:
+        found = registry(match.group(1), match.group(2))
+        return ", ".join(found.names() if hasattr(found, "names") else found)
+
+    return _NAMES.sub(names, text)
+
+
+class RegistryChoice:
+    """A command-line choice checked against a registry when the command runs (not at start-up): the value is
+    given back as typed, and an unknown one raises the registry's own error, which lists its names (``main``
+    prints it as one line and exits 2, as for any :class:`stagewise.errors.StagewiseError`).
+
+    Use it as ``typer.Option(..., parser=RegistryChoice("stagewise.stats.paired", "TESTS"))``.
+    """
+
+    def __init__(self, module: str, attr: str) -> None:
+        self.module, self.attr = module, attr
+        self.__name__ = "choice"  # typer names the parameter's type after its parser
+
+    def __call__(self, value: Any) -> Any:
+        if value is not None:
+            registry(self.module, self.attr).lookup(str(value))
+        return value
 
 
 _READABLE: dict[type, type] = {}
@@ -90,6 +136,13 @@ class StagewiseCommand(typer.core.TyperCommand):
                 _readable(param)
             if getattr(param, "help", None):
                 param.help = plain_help(param.help)  # type: ignore[attr-defined]
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.help = expand_names(self.help)
+        for param in self.params:
+            if getattr(param, "help", None):
+                param.help = expand_names(param.help)  # type: ignore[attr-defined]
+        super().format_help(ctx, formatter)
 
     def get_help_option(self, ctx: click.Context) -> click.Option | None:
         option = super().get_help_option(ctx)
