@@ -364,6 +364,31 @@ class Registry(Mapping[str, T], Generic[T]):
         for alias, target in (aliases or {}).items():
             self._table.setdefault(fold(alias), self._table[fold(target)])
 
+    def register(self, entry: T, *, replace: bool = False) -> T:
+        """Add ``entry`` under its name and aliases (how a plug-in adds a test, a method, a format...), and give
+        it back, so it can decorate or be kept. A name already taken is an error unless ``replace``.
+
+        >>> from collections import namedtuple
+        >>> Thing = namedtuple("Thing", "name aliases")
+        >>> things = Registry("thing", Thing("a", ()))
+        >>> things.register(Thing("b", ("bee",))).name, things.names(), things["BEE"].name
+        ('b', ['a', 'b'], 'b')
+        """
+        keys = [fold(name) for name in (entry.name, *entry.aliases)]
+        taken = [key for key in keys if key in self._table and self._table[key] is not entry]
+        if taken and not replace:
+            raise self.error(f"{self.what} {taken[0]!r} is already registered; pass replace=True to replace it")
+        for key in keys:
+            self._table[key] = entry
+        return entry
+
+    def unregister(self, name: str) -> T:
+        """Remove the entry called ``name`` (its name and every alias pointing at it) and give it back."""
+        entry = self.lookup(name)
+        for key in [key for key, value in self._table.items() if value is entry]:
+            del self._table[key]
+        return entry
+
     def __getitem__(self, name: str) -> T:
         return self._table[fold(name)]
 
