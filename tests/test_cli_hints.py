@@ -44,6 +44,32 @@ def test_old_short_flags_still_work_with_a_note(tmp_path: Path) -> None:
     assert "--method" in help_text and not any(" -m " in line for line in help_text.splitlines() if "--method" in line)
 
 
+def test_old_long_flags_still_work_with_a_note(tmp_path: Path) -> None:
+    # index's input format is --input-format (--format is an output format everywhere); -f, --format and
+    # --format=VALUE still work there, each with one line on stderr, and help offers the new spelling only
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"_id": "d1", "text": "wing lift"}\n{"_id": "d2", "text": "flow"}\n')
+    spellings = {"--format": ["--format", "jsonl"], "--format=": ["--format=jsonl"], "-f": ["-fjsonl"], None: []}
+    for i, (old, spelling) in enumerate(spellings.items()):
+        args = spelling or ["--input-format", "jsonl"]
+        result = stagewise("index", str(corpus), *args, "-o", str(tmp_path / f"i{i}"))
+        assert result.returncode == 0, result.stderr
+        notes = [line for line in result.stderr.splitlines() if "deprecated" in line]
+        flag = None if old is None else old.rstrip("=")
+        assert notes == (
+            [] if flag is None else [f"stagewise: {flag} for --input-format is deprecated; use --input-format"]
+        )
+    help_text = stagewise("index", "--help", env=WIDE).stdout
+    assert "--input-format" in help_text and "--format" not in help_text.replace("--input-format", "")
+
+
+def test_undeprecated_leaves_what_follows_a_double_dash() -> None:
+    from stagewise.cli.command import undeprecated
+
+    assert undeprecated("index", ["--", "--format"]) == ["--", "--format"]
+    assert undeprecated("eval", ["--format", "json"]) == ["--format", "json"]
+
+
 def test_ctrl_c_says_so() -> None:
     # eval reading its judgements from a standard input that never ends: interrupted while the command runs
     proc = subprocess.Popen(

@@ -82,7 +82,7 @@ BOMB_CASES = {
     "search queries (tsv)": ["search", "idx", "BOMB", "-f", "tsv"],
     "search queries (jsonl)": ["search", "idx", "BOMB", "-f", "jsonl"],
     "search queries from stdin": ["search", "idx", "-"],
-    "corpus": ["index", "BOMB", "-f", "jsonl", "-o", "idx2"],
+    "corpus": ["index", "BOMB", "--input-format", "jsonl", "-o", "idx2"],
 }
 
 

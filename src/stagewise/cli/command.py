@@ -1,9 +1,9 @@
 """The click command class every subcommand is built with: what the command line shares beyond the options.
 
 Help text is shown as written (rich markup would eat ``[dask]``, RST's double backquotes would show as typed),
-types read plainly (no ``<bool>`` after a flag, ``<str>`` for a repeatable option), an old short flag whose
-letter now means one thing across the commands is still taken with a note, and Ctrl-C says what became of the
-output.
+types read plainly (no ``<bool>`` after a flag, ``<str>`` for a repeatable option), an old flag spelling (a
+letter or a name that now means one thing across the commands) is still taken with a note, and Ctrl-C says what
+became of the output.
 """
 
 from __future__ import annotations
@@ -16,14 +16,26 @@ import click
 import typer
 import typer.core
 
-# One meaning per short flag across the commands: -q per query, -m metric, -k results per query, -c correction.
-# These old spellings meant something else in one command; they keep working there, with a note.
-DEPRECATED_SHORT: dict[str, dict[str, str]] = {
+# One name per concept across the commands: -q per query, -m metric, -k results per query, -c correction, and
+# --format the OUTPUT format (--input-format the format of what a command reads). Each old spelling, short or long,
+# keeps working in the one command where it meant something else, with a one-line note on stderr: a command's
+# entry maps the old flag to the new one. To rename a flag: declare the new spelling first in the command's
+# typer.Option and keep the old ones after it (typer.Option("--input-format", "-f", "--format")), then add the
+# old -> new pairs here; help then shows only the new spelling, and the old one is spelt new before parsing.
+DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
     "fuse": {"-m": "--method"},
     "serve": {"-q": "--qrels"},
     "rag": {"-k": "--context-k", "-c": "--correct"},
     "report": {"-k": "--context-k"},
+    "index": {"-f": "--input-format", "--format": "--input-format"},
 }
+DEPRECATED_SHORT = DEPRECATED_FLAGS  # its former name, when the table held short flags only
+
+
+def deprecation_note(old: str, new: str) -> str:
+    """The one-line note for an old flag spelling: ``stagewise: -m for --method is deprecated; use --method``."""
+    return f"stagewise: {old} for {new} is deprecated; use {new}"
+
 
 _MARKUP = re.compile(r"\[(?=[a-zA-Z#/@])")  # what rich would read as the start of a markup tag
 _RST_LITERAL = re.compile(r"``(.+?)``")
@@ -44,21 +56,32 @@ def plain_help(text: str | None) -> str | None:
 
 
 def undeprecated(command: str, args: list[str]) -> list[str]:
-    """``args`` with each old short flag of ``command`` (:data:`DEPRECATED_SHORT`) spelt long, a note on
-    stderr for each; a value glued to the flag (``-k5``) is kept."""
-    old = DEPRECATED_SHORT.get(command)
+    """``args`` with each old flag of ``command`` (:data:`DEPRECATED_FLAGS`) spelt new, a note on stderr for
+    each: a short flag with its value glued (``-k5``) or apart, a long one as ``--old VALUE`` or ``--old=VALUE``.
+    Everything after ``--`` is left as is.
+
+    >>> undeprecated("index", ["c.jsonl", "--format=tsv", "-o", "out"])
+    ['c.jsonl', '--input-format=tsv', '-o', 'out']
+    """
+    old = DEPRECATED_FLAGS.get(command)
     if not old:
         return args
     out: list[str] = []
     for i, arg in enumerate(args):
         if arg == "--":
             return out + args[i:]
-        flag = arg[:2]
-        if flag in old and not arg.startswith("--"):
-            typer.echo(f"stagewise: {flag} for {old[flag]} is deprecated; use {old[flag]}", err=True)
+        if arg.startswith("--"):
+            flag, eq, value = arg.partition("=")
+            if flag in old:
+                typer.echo(deprecation_note(flag, old[flag]), err=True)
+                out.append(old[flag] + eq + value)
+                continue
+        elif arg[:2] in old:
+            flag = arg[:2]
+            typer.echo(deprecation_note(flag, old[flag]), err=True)
             out += [old[flag]] + ([arg[2:]] if len(arg) > 2 else [])
-        else:
-            out.append(arg)
+            continue
+        out.append(arg)
     return out
 
 
@@ -127,10 +150,10 @@ class StagewiseCommand(typer.core.TyperCommand):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.help = plain_help(self.help)
-        old = DEPRECATED_SHORT.get(self.name or "", {})
+        old = DEPRECATED_FLAGS.get(self.name or "", {})
         for param in self.params:
-            # the old letter stays declared (a typer app built on the function alone still takes it); here it is
-            # spelt long before parsing (parse_args), so help no longer offers it and the letter is free
+            # the old spelling stays declared (a typer app built on the function alone still takes it); here it is
+            # spelt new before parsing (parse_args), so help no longer offers it and the old name is free
             param.opts = [opt for opt in param.opts if opt not in old]
             if hasattr(param, "display_type_rich"):
                 _readable(param)

@@ -53,7 +53,9 @@ def index_command(
             "folder or one holding the corpus.",
         ),
     ],
-    fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Corpus format.")] = CorpusFormat.auto,
+    fmt: Annotated[
+        CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")
+    ] = CorpusFormat.auto,
     variant: Annotated[
         str, typer.Option(help="BM25 variant: lucene, robertson, atire, bm25l, bm25+, okapi-rank_bm25.")
     ] = "lucene",
