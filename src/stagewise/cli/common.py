@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from stagewise.data.formats import CORPUS_FORMATS, QRELS_FORMATS, RUN_FORMATS
 from stagewise.metrics.defaults import DEFAULT_METRICS
 
 # For --help, which must not import the metrics engine (numpy, polars): the same tuple evaluate() uses.
@@ -35,17 +36,20 @@ class Missing(StrEnum):
     error = "error"
 
 
-class QrelsFormat(StrEnum):
-    """How a qrels file is laid out, as CLI choices (stagewise.data.readers.QRELS_FORMATS)."""
+def _choices(name: str, registry: Any, doc: str) -> type[StrEnum]:
+    """A CLI choice enum of ``registry``'s canonical names (a light registry: no numpy behind it), so the
+    command line's choices are the library's, never a copy."""
+    choices = StrEnum(name, {entry: entry for entry in registry.names()})  # type: ignore[misc]
+    choices.__doc__ = doc
+    return choices
 
-    trec = "trec"
-    json = "json"
-    jsonl = "jsonl"
-    csv = "csv"
-    tsv = "tsv"
-    parquet = "parquet"
-    cranfield = "cranfield"
-    cisi = "cisi"
+
+QrelsFormat = _choices(
+    "QrelsFormat", QRELS_FORMATS, "How a qrels file is laid out (stagewise.data.formats.QRELS_FORMATS)."
+)
+CorpusFormat = _choices(
+    "CorpusFormat", CORPUS_FORMATS, "Corpus and query set formats (stagewise.data.formats.CORPUS_FORMATS)."
+)
 
 
 class Duplicates(StrEnum):
@@ -60,8 +64,9 @@ QrelsFormatOption = Annotated[
     QrelsFormat | None,
     typer.Option(
         "--qrels-format",
-        help="Layout of the qrels file (default: from its extension, else TREC): cranfield reads 'qid docid grade' "
-        "(grade 1 best -> label 4, -1 -> 0), cisi reads 'qid docid ...' pairs as relevant (CISI, CACM, ADI).",
+        help="Layout of the qrels file (default: from its extension, else TREC); "
+        + "; ".join(f"{e.name}: {e.help}" for e in dict.fromkeys(QRELS_FORMATS.values()) if e.name not in RUN_FORMATS)
+        + ".",
     ),
 ]
 DuplicatesOption = Annotated[
@@ -85,16 +90,6 @@ class Backend(StrEnum):
 
     torch = "torch"
     onnx = "onnx"
-
-
-class CorpusFormat(StrEnum):
-    """Corpus (and query set) formats the collection readers take, as CLI choices."""
-
-    auto = "auto"
-    beir = "beir"
-    jsonl = "jsonl"
-    tsv = "tsv"
-    smart = "smart"
 
 
 class EngineChoice(StrEnum):

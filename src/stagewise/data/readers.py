@@ -16,14 +16,18 @@ import polars as pl
 from stagewise._io import PathLike, display_name, read_bytes
 from stagewise.data import classic, shape, trec
 from stagewise.data.columns import LineLookup, clip, lines_from, no_lines
+from stagewise.data.formats import QRELS_FORMATS as _QRELS_REGISTRY
+from stagewise.data.formats import RUN_FORMATS, format_of_extension
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import InputError, StagewiseError
 
 Format = Literal["trec", "json", "jsonl", "csv", "tsv", "parquet"]
-FORMATS: tuple[str, ...] = ("trec", "json", "jsonl", "csv", "tsv", "parquet")
-QRELS_FORMATS: tuple[str, ...] = (*FORMATS, *classic.QRELS_LAYOUTS)
-"""What :func:`read_qrels` reads: the run formats and the classic collections' qrels layouts."""
+FORMATS: tuple[str, ...] = tuple(RUN_FORMATS.names())
+"""What :func:`read_run` reads (the names of :data:`stagewise.data.formats.RUN_FORMATS`)."""
+QRELS_FORMATS: tuple[str, ...] = tuple(_QRELS_REGISTRY.names())
+"""What :func:`read_qrels` reads: the run formats and the classic collections' qrels layouts
+(:data:`stagewise.data.formats.QRELS_FORMATS`)."""
 
 # Column names other tools use, mapped to ours.
 _ALIASES = {
@@ -51,19 +55,7 @@ def _format_of(source: PathLike, declared: str | None, allowed: tuple[str, ...] 
         if declared not in allowed:
             raise InputError(display_name(source), f"unknown format {declared!r}", expected=f"one of {allowed}")
         return declared
-    name = str(source).lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    suffix = os.path.splitext(name)[1].lstrip(".")
-    return {
-        "jsonl": "jsonl",
-        "ndjson": "jsonl",
-        "json": "json",
-        "csv": "csv",
-        "tsv": "tsv",
-        "parquet": "parquet",
-        "pq": "parquet",
-    }.get(suffix, "trec")
+    return format_of_extension(str(source), RUN_FORMATS)
 
 
 # A UTF-16 surrogate escape that is not half of a pair: JSON allows it, Unicode text cannot hold it.
