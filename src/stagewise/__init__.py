@@ -17,7 +17,7 @@ from stagewise._lazy import lazy_exports
 from stagewise._version import __version__
 
 _EXPORTS = {
-    "evaluate": "stagewise.metrics.evaluate",
+    "evaluate": "stagewise.engines",
     "EvalResult": "stagewise.metrics.result",
     "Conventions": "stagewise.metrics.context",
     "Measure": "stagewise.metrics.measures",
@@ -50,10 +50,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.data.readers import read_qrels, read_run, read_runs
     from stagewise.data.run import Run
     from stagewise.data.writers import write_qrels, write_run
+    from stagewise.engines import evaluate
     from stagewise.errors import ConventionError, InputError, MetricError, StagewiseError
     from stagewise.fusion.api import fuse
     from stagewise.metrics.context import Conventions
-    from stagewise.metrics.evaluate import evaluate
     from stagewise.metrics.measures import Measure
     from stagewise.metrics.result import EvalResult
     from stagewise.rag.diagnose import evaluate_rag

@@ -1,6 +1,9 @@
 """Engines: how the per-query work of an evaluation is partitioned and gathered (the kernels stay in metrics/).
 
-- ``local``: every run read whole into memory and measured at once (the default; :func:`stagewise.evaluate`).
+:func:`evaluate` here is the library's one front door for evaluation (:func:`stagewise.evaluate` is the same
+function): it takes the conventions as a value, chooses the engine, and reports progress.
+
+- ``local``: every run read whole into memory and measured at once (the default).
 - ``stream``: a TREC run file larger than memory, read in blocks of whole queries; memory is bounded by the
   block. The run must be grouped by query (``LC_ALL=C sort -k1,1 -s`` groups one).
 - ``dask``: many run files (globs too), each large file read in partitions of whole queries by the tasks of a
@@ -23,9 +26,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from stagewise.errors import ConventionError as _ConventionError
+from stagewise.metrics.context import Conventions, conventions_from
 from stagewise.metrics.defaults import DEFAULT_METRICS
+from stagewise.metrics.result import EvalResult
 
-from ._base import Engine
+from ._base import Engine, Progress
 from ._local import LocalEngine
 from ._sources import expand_globs
 from ._stream import StreamEngine
@@ -71,17 +76,76 @@ def evaluate(
     runs: Any,
     metrics: str | Iterable[str] = DEFAULT_METRICS,
     *,
+    conventions: Conventions | None = None,
     engine: str | Engine = "local",
     scheduler: str | None = None,
-    **conventions: Any,
-):
-    """:func:`stagewise.evaluate` run by an engine: ``engine="stream"`` or ``engine="dask"`` (with
-    ``scheduler="tcp://host:8786"``, else a local cluster for the call), or an engine object, which is left
-    open. ``conventions`` are evaluate's (``relevance_level``, ``ties``, ``missing``, ``max_ret``,
-    ``judged_only``) and ``duplicates``. Runs may be globs (``"runs/*.trec"``)."""
+    progress: Progress | None = None,
+    duplicates: str = "error",
+    **overrides: Any,
+) -> EvalResult:
+    """Measure one or more runs against judgements: the library's one front door for evaluation
+    (:func:`stagewise.evaluate`).
+
+    Parameters
+    ----------
+    qrels : Qrels, path, DataFrame or dict, or a function that returns one
+        Judgements (anything :func:`stagewise.read_qrels` takes).
+    runs : Run, path, glob, DataFrame or dict, a list or ``{name: run}`` mapping of them, or a function returning one
+        Each run is read with :func:`stagewise.read_run`; a glob (``"runs/*.trec"``) names every file it matches.
+
+        Files are read only after the cheap arguments (metrics, conventions) are checked, so a misspelt metric
+        fails at once; a function given for ``qrels`` or ``runs`` is called then (the command line passes its own
+        readers this way).
+    metrics : str or iterable of str, default=("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
+        Metric names such as ``ndcg@10``, ``ndcg@10(gain=exp)``, ``P@5(rel=2)``, ``map``, ``bpref`` or
+        trec_eval spellings (``ndcg_cut_10``, ``P_5``). Results are keyed by the names as given.
+    conventions : Conventions, optional
+        The choices that change a value (relevance level, ties, missing queries, ``max_ret``, ``judged_only``);
+        default :class:`~stagewise.metrics.context.Conventions`'s: trec_eval's, except that judged queries absent
+        from a run score 0 (trec_eval ``-c``) and the count is reported.
+    engine : {"local", "stream", "dask"} or Engine, default="local"
+        Who does the per-query work (see :mod:`stagewise.engines`); every engine gives the same numbers. An
+        engine object is used as is and left open; one named here is closed after the call.
+    scheduler : str, optional
+        A Dask scheduler's address (``tcp://host:8786``) for ``engine="dask"``; without it a local cluster is
+        started for the call.
+    progress : callable, optional
+        Called as ``progress(done, total)`` while the engine works: runs measured out of the runs (local,
+        stream), tasks finished out of the tasks (dask).
+    duplicates : {"error", "first", "max"}, default="error"
+        A document listed twice for one query of a run: an error naming the line, or keep the first or the
+        best-scored listing (see :func:`stagewise.read_run`).
+    **overrides
+        Fields of :class:`~stagewise.metrics.context.Conventions` as keywords (``missing="skip"``,
+        ``relevance_level=2``), applied over ``conventions``; an unknown one is a ``ConventionError``.
+
+    Returns
+    -------
+    EvalResult
+        Means and per-query values for every run and metric, with the conventions that produced them.
+
+    Examples
+    --------
+    >>> from stagewise.metrics.context import Conventions
+    >>> qrels = {"q1": {"d1": 2, "d2": 0, "d3": 1}}
+    >>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}}
+    >>> result = evaluate(qrels, run, ["ndcg@3", "P@2", "mrr"])
+    >>> {k: round(v, 4) for k, v in result.means["run"].items()}
+    {'ndcg@3': 0.9502, 'P@2': 0.5, 'mrr': 1.0}
+    >>> strict = Conventions(relevance_level=2)
+    >>> evaluate(qrels, run, "P@2", conventions=strict).means["run"]
+    {'P@2': 0.5}
+    >>> evaluate(qrels, run, "P@2", conventions=strict, relevance_level=1, engine="stream").means["run"]
+    {'P@2': 0.5}
+    """
+    base = conventions_from(conventions, **overrides)  # checked before an engine (a cluster) starts
     chosen = get_engine(engine, scheduler=scheduler)
+    before = chosen.progress
+    if progress is not None:
+        chosen.progress = progress
     try:
-        return chosen.evaluate(qrels, runs, metrics, **conventions)
+        return chosen.evaluate(qrels, runs, metrics, base, duplicates=duplicates)
     finally:
+        chosen.progress = before
         if chosen is not engine:
             chosen.close()

@@ -2,81 +2,62 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels
-from stagewise.metrics.context import Conventions
+from stagewise.metrics.context import Conventions, conventions_from
 from stagewise.metrics.defaults import DEFAULT_METRICS
-from stagewise.metrics.evaluate import parse_metrics
+from stagewise.metrics.evaluate import parse_metrics, resolved_scores
 from stagewise.metrics.measures import Measure
 from stagewise.metrics.result import EvalResult, RunScores
 
 from ._sources import run_sources
 
-
-def _top_label(qrels: Qrels, query_ids: np.ndarray | None) -> int:
-    """The highest label among the judgements of ``query_ids`` (all queries: None), 1 when there are none:
-    the default ``max_label`` of ERR, which the local engine takes from the evaluated queries' judgements."""
-    labels = qrels.labels if query_ids is None else qrels.labels[np.isin(qrels.query_ids[qrels.query_codes], query_ids)]
-    return int(labels.max()) if len(labels) else 1
-
-
-def _pin_err(parsed: list[tuple[str, Measure]], top: int) -> list[tuple[str, Measure]]:
-    """ERR without ``max_label`` takes the highest label of the evaluated judgements; a part of a run sees only
-    its own, so the engines state it (the result keeps the measures as given)."""
-    out = []
-    for name, measure in parsed:
-        if measure.family == "err" and "max_label" not in dict(measure.options):
-            measure = dataclasses.replace(measure, options=tuple(sorted((*measure.options, ("max_label", top)))))
-        out.append((name, measure))
-    return out
+#: ``progress(done, total)``: how an engine reports its work (runs measured, or the Dask engine's tasks).
+Progress = Callable[[int, int], None]
 
 
 class Engine:
     """How the per-query work of an evaluation is partitioned and gathered. Subclasses say how a list of
     ``(name, source)`` runs becomes :class:`RunScores` (:meth:`score_runs`); the kernels are the metrics
-    engine's, so every engine gives the same numbers."""
+    engine's, so every engine gives the same numbers.
+
+    ``progress``, when set, is called as ``progress(done, total)`` while the engine works (the front door sets
+    it for one call from its ``progress=``)."""
 
     name = "engine"
+    progress: Progress | None = None
 
     def evaluate(
         self,
         qrels: Any,
         runs: Any,
         metrics: str | Iterable[str] = DEFAULT_METRICS,
+        conventions: Conventions | None = None,
         *,
-        relevance_level: int = 1,
-        ties: str = "docid",
-        missing: str = "zero",
-        max_ret: int | None = None,
-        judged_only: bool = False,
         duplicates: str = "error",
+        **overrides: Any,
     ) -> EvalResult:
-        """As :func:`stagewise.evaluate`, run by this engine; ``duplicates`` is read_run's policy."""
+        """As :func:`stagewise.evaluate`, run by this engine: ``conventions`` with the ``overrides`` (its fields
+        as keywords) applied; ``duplicates`` is read_run's policy."""
         parsed = parse_metrics(metrics)
-        base = Conventions(
-            relevance_level=relevance_level,
-            ties=ties,  # type: ignore[arg-type]
-            missing=missing,  # type: ignore[arg-type]
-            max_ret=max_ret,
-            judged_only=judged_only,
-        )
-        # Like evaluate(), the qrels may be a function that reads them, called once the cheap checks passed.
+        base = conventions_from(conventions, **overrides)
+        # The qrels and runs may be functions that read them, called once the cheap checks passed.
         judgements: Qrels = read_qrels(qrels() if callable(qrels) else qrels)
-        sources = run_sources(runs)
-        top = _top_label(judgements, None)
-        scores = self.score_runs(judgements, sources, _pin_err(parsed, top), base, duplicates)
-        if base.missing == "skip" and _pin_err(parsed, top) != parsed:
-            for i, run in enumerate(scores):  # err's default depends on which judged queries the run has
-                own = _top_label(judgements, run.query_ids)
-                if own != top:
-                    scores[i] = self.score_runs(judgements, [sources[i]], _pin_err(parsed, own), base, duplicates)[0]
+        sources = run_sources(runs() if callable(runs) else runs)
+
+        def score(chosen: list[tuple[str, Any]], measures: list[tuple[str, Measure]]) -> list[RunScores]:
+            return self.score_runs(judgements, chosen, measures, base, duplicates)
+
+        scores = resolved_scores(judgements, sources, parsed, base, score)
         return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
+
+    def _report(self, done: int, total: int) -> None:
+        """Tell ``progress`` (if any) how far the work is."""
+        if self.progress is not None:
+            self.progress(done, total)
 
     def score_runs(
         self,

@@ -29,10 +29,12 @@ class LocalEngine(Engine):
         base: Conventions,
         duplicates: str,
     ) -> list[RunScores]:
-        return [
-            measure_run(qrels, read_run(source, name=name, duplicates=duplicates), parsed, base)
-            for name, source in sources
-        ]
+        out = []
+        for done, (name, source) in enumerate(sources):
+            self._report(done, len(sources))
+            out.append(measure_run(qrels, read_run(source, name=name, duplicates=duplicates), parsed, base))
+        self._report(len(sources), len(sources))
+        return out
 
     def map_groups(
         self, runs: Any, fn: Callable[[list[Any]], Any], *, duplicates: str = "error"

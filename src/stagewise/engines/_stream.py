@@ -45,6 +45,7 @@ class StreamEngine(Engine):
     ) -> list[RunScores]:
         out = []
         for name, source in sources:
+            self._report(len(out), len(sources))
             if not is_path(source):
                 run = read_run(source, name=name, duplicates=duplicates)
                 out.append(gather(qrels, [evaluate_part(qrels, run, parsed, base)], parsed, base, name))
@@ -65,6 +66,7 @@ class StreamEngine(Engine):
             if not parts:
                 raise InputError(where, "is empty", expected="lines of 'query_id Q0 doc_id rank score run_tag'")
             out.append(gather(qrels, parts, parsed, base, name, where))
+        self._report(len(out), len(sources))
         return out
 
     def map_groups(

@@ -11,8 +11,9 @@ Conventions applied here: the tie order of the run, the relevance level, the ``m
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -68,6 +69,20 @@ class Conventions:
         if self.max_ret is not None and self.max_ret < 1:
             raise ConventionError(f"The 'max_ret' parameter must be an int >= 1 or None. Got {self.max_ret!r} instead.")
 
+    def with_(self, **overrides: Any) -> Conventions:
+        """These conventions with some fields replaced; an unknown field is a :class:`ConventionError`.
+
+        >>> Conventions().with_(missing="skip", relevance_level=2)
+        Conventions(relevance_level=2, ties='docid', missing='skip', max_ret=None, judged_only=False)
+        """
+        unknown = sorted(set(overrides) - set(CONVENTION_FIELDS))
+        if unknown:
+            raise ConventionError(
+                f"unknown convention{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"the conventions are {', '.join(CONVENTION_FIELDS)}"
+            )
+        return dataclasses.replace(self, **overrides) if overrides else self
+
     def describe(self) -> dict[str, object]:
         """A JSON-ready statement of these conventions."""
         ties = {
@@ -91,6 +106,44 @@ class Conventions:
             "max_ret": self.max_ret,
             "judged_only": self.judged_only,
         }
+
+
+#: The fields of :class:`Conventions`, read from the dataclass: the one list of them.
+CONVENTION_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Conventions))
+
+
+def conventions_from(conventions: Conventions | None = None, **overrides: Any) -> Conventions:
+    """The conventions a front door works under: ``conventions`` (default: :class:`Conventions`'s defaults)
+    with ``overrides`` (keyword spellings of its fields) applied over it.
+
+    Every function that takes ``conventions=`` also takes the fields as keywords; this is where the two meet,
+    so no layer re-lists the fields. An unknown keyword is a :class:`ConventionError` naming the fields.
+
+    >>> conventions_from(None, missing="skip").missing
+    'skip'
+    >>> conventions_from(Conventions(relevance_level=2), relevance_level=3).relevance_level
+    3
+    >>> try:
+    ...     conventions_from(None, level=2)
+    ... except ConventionError as error:
+    ...     print(error)
+    unknown convention 'level'; the conventions are relevance_level, ties, missing, max_ret, judged_only
+    """
+    base = Conventions() if conventions is None else conventions
+    if not isinstance(base, Conventions):
+        raise ConventionError(f"conventions must be a Conventions value, not {type(base).__name__}")
+    return base.with_(**overrides)
+
+
+def split_conventions(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` split into (the :class:`Conventions` fields among them, the rest), for a front door whose
+    keyword overrides mix conventions with options of its own.
+
+    >>> split_conventions({"missing": "skip", "alpha": 0.01})
+    ({'missing': 'skip'}, {'alpha': 0.01})
+    """
+    mine = {k: v for k, v in options.items() if k in CONVENTION_FIELDS}
+    return mine, {k: v for k, v in options.items() if k not in CONVENTION_FIELDS}
 
 
 @dataclass

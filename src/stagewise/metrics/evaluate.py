@@ -1,9 +1,16 @@
-"""``evaluate(qrels, runs, metrics)``: the library's front door for measuring runs."""
+"""The metrics layer's entry for measuring runs: :func:`parse_metrics`, :func:`measure_run` (one run, all queries
+at once) and :func:`resolved_scores` (the one place a measure's data-dependent defaults are fixed).
+
+The front door is :func:`stagewise.evaluate` (:func:`stagewise.engines.evaluate`), which chooses the engine; the
+engines sit above this layer and call these functions. ``evaluate`` here is the former front door, kept for old
+imports: it is the local engine's path and warns that it is deprecated.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -11,12 +18,15 @@ from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels, read_runs
 from stagewise.data.run import Run
 from stagewise.errors import MetricError
-from stagewise.metrics.context import Conventions, EvalContext, build_context
+from stagewise.metrics.context import Conventions, EvalContext, build_context, conventions_from
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.metrics.measures import Measure, aggregate, compute
 from stagewise.metrics.result import EvalResult, RunScores
 
-__all__ = ["DEFAULT_METRICS", "evaluate", "measure_run", "parse_metrics"]
+__all__ = ["DEFAULT_METRICS", "evaluate", "measure_run", "parse_metrics", "resolve_measures", "resolved_scores"]
+
+Parsed = list[tuple[str, Measure]]
+T = TypeVar("T")
 
 
 def evaluate(
@@ -24,59 +34,39 @@ def evaluate(
     runs: Any,
     metrics: str | Iterable[str] = DEFAULT_METRICS,
     *,
-    relevance_level: int = 1,
-    ties: str = "docid",
-    missing: str = "zero",
-    max_ret: int | None = None,
-    judged_only: bool = False,
+    conventions: Conventions | None = None,
+    **overrides: Any,
 ) -> EvalResult:
-    """Measure one or more runs against judgements.
+    """Deprecated: use :func:`stagewise.evaluate` (the same arguments, and ``engine=``).
 
-    Parameters
-    ----------
-    qrels : Qrels, path, DataFrame or dict, or a function that returns one
-        Judgements (anything :func:`stagewise.read_qrels` takes).
-    runs : Run, path, DataFrame or dict, or a list or ``{name: run}`` mapping of them, or a function that returns one
-        Each run is read with :func:`stagewise.read_run`.
+    The local engine's path, kept so that ``from stagewise.metrics.evaluate import evaluate`` still works; the
+    numbers are the front door's.
 
-        Files are read only after the cheap arguments (metrics, conventions) are checked, so a misspelt metric
-        fails at once; a function given for ``qrels`` or ``runs`` is called then (the command line passes its own
-        readers, with their progress display, this way).
-    metrics : str or iterable of str, default=("map", "ndcg@10", "recall@100", "mrr@10", "P@10")
-        Metric names such as ``ndcg@10``, ``ndcg@10(gain=exp)``, ``P@5(rel=2)``, ``map``, ``bpref`` or
-        trec_eval spellings (``ndcg_cut_10``, ``P_5``). Results are keyed by the names as given.
-    relevance_level, ties, missing, max_ret, judged_only
-        The conventions; see :class:`stagewise.metrics.context.Conventions`. Defaults are trec_eval's, except
-        that judged queries absent from a run score 0 (trec_eval ``-c``) and the count is reported.
-
-    Returns
-    -------
-    EvalResult
-        Means and per-query values for every run and metric, with the conventions that produced them.
-
-    Examples
-    --------
-    >>> qrels = {"q1": {"d1": 2, "d2": 0, "d3": 1}}
-    >>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.7}}
-    >>> result = evaluate(qrels, run, ["ndcg@3", "P@2", "mrr"])
-    >>> {k: round(v, 4) for k, v in result.means["run"].items()}
-    {'ndcg@3': 0.9502, 'P@2': 0.5, 'mrr': 1.0}
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     result = evaluate({"q1": {"d1": 2, "d3": 1}}, {"q1": {"d1": 0.9, "d2": 0.8}}, ["P@2"])
+    >>> result.means["run"]
+    {'P@2': 0.5}
     """
-    parsed = parse_metrics(metrics)
-    base = Conventions(
-        relevance_level=relevance_level,
-        ties=ties,
-        missing=missing,
-        max_ret=max_ret,  # type: ignore[arg-type]
-        judged_only=judged_only,
+    warnings.warn(
+        "stagewise.metrics.evaluate is deprecated; use stagewise.evaluate (the same arguments, and engine=)",
+        DeprecationWarning,
+        stacklevel=2,
     )
+    parsed = parse_metrics(metrics)
+    base = conventions_from(conventions, **overrides)
     judgements: Qrels = read_qrels(_deferred(qrels))
     loaded = read_runs(_deferred(runs))
-    scores = [measure_run(judgements, run, parsed, base) for run in loaded]
+
+    def score(chosen: list[Run], measures: Parsed) -> list[RunScores]:
+        return [measure_run(judgements, run, measures, base) for run in chosen]
+
+    scores = resolved_scores(judgements, loaded, parsed, base, score)
     return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
 
 
-def parse_metrics(metrics: str | Iterable[str]) -> list[tuple[str, Measure]]:
+def parse_metrics(metrics: str | Iterable[str]) -> Parsed:
     """``(name as given, Measure)`` for each metric; at least one."""
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
@@ -84,16 +74,47 @@ def parse_metrics(metrics: str | Iterable[str]) -> list[tuple[str, Measure]]:
     return [(name, Measure.parse(name)) for name in names]
 
 
-def measure_run(judgements: Qrels, run: Run, parsed: list[tuple[str, Measure]], base: Conventions) -> RunScores:
+def resolve_measures(parsed: Parsed, judgements: Qrels, query_ids: np.ndarray | None = None) -> Parsed:
+    """Each measure with its data-dependent defaults stated (:meth:`Measure.resolve`), from the judgements of
+    ``query_ids`` (None: every judged query); the names stay as given."""
+    return [(name, measure.resolve(judgements, query_ids)) for name, measure in parsed]
+
+
+def resolved_scores(
+    judgements: Qrels,
+    runs: Sequence[T],
+    parsed: Parsed,
+    conventions: Conventions,
+    score: Callable[[list[T], Parsed], list[RunScores]],
+) -> list[RunScores]:
+    """``score(runs, measures)`` with each measure's data-dependent defaults fixed: the one place they are.
+
+    A default such as ERR's ``max_label`` comes from the judgements of the evaluated queries. Every judged
+    query is evaluated unless ``missing="skip"``, so the defaults are taken from all the judgements first and
+    the measures handed to ``score`` already state them (an engine that measures a run in parts gives every
+    part the same value). Under ``skip`` a run is evaluated on the judged queries it has; a run whose queries
+    give another default is scored again with it. ``runs`` are whatever ``score`` reads (sources or runs).
+    """
+    pinned = resolve_measures(parsed, judgements)
+    scores = score(list(runs), pinned)
+    if conventions.missing == "skip" and pinned != parsed:
+        for i, run_scores in enumerate(scores):
+            own = resolve_measures(parsed, judgements, run_scores.query_ids)
+            if own != pinned:
+                scores[i] = score([runs[i]], own)[0]
+    return scores
+
+
+def measure_run(judgements: Qrels, run: Run, parsed: Parsed, base: Conventions) -> RunScores:
     """One run's per-query values and means: a context per relevance level the measures ask for, shared by
-    the measures at that level. The engines (``stagewise.engines``) call it once per part of a run."""
+    the measures at that level. The engines (``stagewise.engines``) call it once per part of a run, with the
+    measures resolved (:func:`resolved_scores`)."""
     contexts: dict[int, EvalContext] = {}
     values: dict[str, np.ndarray] = {}
     for name, measure in parsed:
         level = _level_of(measure, base.relevance_level)
         if level not in contexts:
-            conv = base if level == base.relevance_level else _with_level(base, level)
-            contexts[level] = build_context(judgements, run, conv)
+            contexts[level] = build_context(judgements, run, base.with_(relevance_level=level))
         values[name] = compute(measure, contexts[level])
     ctx = contexts[next(iter(contexts))]
     return RunScores(
@@ -116,13 +137,3 @@ def _level_of(measure: Measure, default: int) -> int:
     if "rel" in measure.spec.options and measure.option("rel") is not None:
         return int(measure.option("rel"))
     return default
-
-
-def _with_level(base: Conventions, level: int) -> Conventions:
-    return Conventions(
-        relevance_level=level,
-        ties=base.ties,
-        missing=base.missing,
-        max_ret=base.max_ret,
-        judged_only=base.judged_only,
-    )

@@ -10,10 +10,11 @@ a list of them de-duplicates itself. trec_eval's spellings are accepted too: ``P
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -23,10 +24,27 @@ from stagewise.metrics import walks as W
 from stagewise.metrics.context import EvalContext
 from stagewise.spec import Param, Registry, canonical, parse_call
 
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.data.qrels import Qrels
+
+Better = Literal["higher", "lower"] | None
+
 
 @dataclass(frozen=True)
 class Family:
-    """What a measure is: its name, cutoff rule, options, kernel and how per-query values are averaged."""
+    """What a measure is: its name, cutoff rule, options, kernel and how per-query values are averaged, and
+    what the stages that use it need to know of it.
+
+    ``better`` says which way is better: ``"higher"`` (most), ``"lower"`` (the unjudged share, the RBP residual)
+    or None (a plain count such as ``num_ret``: no run is best on it); reports mark the best run and the
+    significant wins by it. ``prefix_safe`` is True where the value depends only on the ranks of the relevant
+    documents and the judgements, never on non-relevant documents ranked after the last relevant one: a list
+    cut after its last relevant document gives the same value (RAG diagnosis cuts its lists so). ``resolve``
+    fixes a default that depends on the data (ERR's ``max_label``, the highest label of the judgements): it
+    takes the measure, the qrels and the evaluated query ids (None: all) and returns the measure with the
+    option stated; the engines call it once per evaluation (:meth:`Measure.resolve`), before any part of a run
+    is measured, so every part sees the same value.
+    """
 
     name: str
     summary: str
@@ -37,6 +55,9 @@ class Family:
     aggregate: str = "mean"  # "mean" | "sum" | "geometric"
     aliases: tuple[str, ...] = ()
     binary: bool = True  # uses the relevance level
+    better: Better = "higher"
+    prefix_safe: bool = False
+    resolve: Callable[[Measure, Qrels, np.ndarray | None], Measure] | None = None
 
     @property
     def cutoff_param(self) -> Param:
@@ -55,6 +76,27 @@ PERSISTENCE = Param(float, 0.9, "persistence, in (0, 1)", "a float in (0, 1)", l
 
 def _gain(opts: dict[str, Any]) -> K.GainFunction:
     return K.GAINS[opts["gain"]]
+
+
+def top_label(qrels: Qrels, query_ids: np.ndarray | None = None) -> int:
+    """The highest label among the judgements of ``query_ids`` (None: every judged query), 1 when there are
+    none."""
+    labels = qrels.labels
+    if query_ids is not None:
+        wanted = np.zeros(len(qrels.query_ids), dtype=bool)  # by query code
+        at = np.searchsorted(qrels.query_ids, query_ids)
+        hit = at < len(qrels.query_ids)
+        hit[hit] = qrels.query_ids[at[hit]] == np.asarray(query_ids)[hit]
+        wanted[at[hit]] = True
+        labels = labels[wanted[qrels.query_codes]]
+    return int(labels.max()) if len(labels) else 1
+
+
+def _err_max_label(measure: Measure, qrels: Qrels, query_ids: np.ndarray | None) -> Measure:
+    """ERR's scale: ``max_label`` as given, else the highest label of the evaluated queries' judgements."""
+    if measure.option("max_label") is not None:
+        return measure
+    return measure.with_options(max_label=top_label(qrels, query_ids))
 
 
 # The one table from trec_eval's measure names to families: Measure.parse reads trec_eval's spellings through it
@@ -80,6 +122,7 @@ FAMILIES: Registry[Family] = Registry(
         cutoff="optional",
         options={"rel": REL},
         aliases=("ap",),
+        prefix_safe=True,
     ),
     Family(
         "P",
@@ -88,6 +131,7 @@ FAMILIES: Registry[Family] = Registry(
         cutoff="required",
         options={"rel": REL},
         aliases=("precision", "p_at"),
+        prefix_safe=True,
     ),
     Family(
         "recall",
@@ -96,6 +140,7 @@ FAMILIES: Registry[Family] = Registry(
         cutoff="required",
         options={"rel": REL},
         aliases=("r",),
+        prefix_safe=True,
     ),
     Family(
         "Rprec",
@@ -103,6 +148,7 @@ FAMILIES: Registry[Family] = Registry(
         lambda c, k, o: K.r_precision(c),
         options={"rel": REL},
         aliases=("r-prec", "r_prec", "rprecision"),
+        prefix_safe=True,
     ),
     Family("bpref", "binary preference (Buckley and Voorhees)", lambda c, k, o: K.bpref(c), options={"rel": REL}),
     Family(
@@ -112,6 +158,7 @@ FAMILIES: Registry[Family] = Registry(
         cutoff="optional",
         options={"rel": REL},
         aliases=("rr", "mrr_cut"),
+        prefix_safe=True,
     ),
     Family(
         "ndcg",
@@ -120,6 +167,7 @@ FAMILIES: Registry[Family] = Registry(
         cutoff="optional",
         options={"gain": GAIN},
         binary=False,
+        prefix_safe=True,
     ),
     Family(
         "dcg",
@@ -143,6 +191,7 @@ FAMILIES: Registry[Family] = Registry(
         lambda c, k, o: K.success(c, k),
         cutoff="required",
         options={"rel": REL},
+        prefix_safe=True,
     ),
     Family(
         "judged",
@@ -157,6 +206,7 @@ FAMILIES: Registry[Family] = Registry(
         lambda c, k, o: K.unjudged(c, k),
         cutoff="required",
         binary=False,
+        better="lower",
     ),
     Family(
         "rbp",
@@ -171,6 +221,7 @@ FAMILIES: Registry[Family] = Registry(
         lambda c, k, o: K.rbp_residual(c, o["p"]),
         options={"p": PERSISTENCE},
         binary=False,
+        better="lower",
     ),
     Family(
         "err",
@@ -179,6 +230,7 @@ FAMILIES: Registry[Family] = Registry(
         cutoff="optional",
         options={"max_label": Param(int, None, "highest label of the scale (default: highest in the qrels)")},
         binary=False,
+        resolve=_err_max_label,
     ),
     Family(
         "infAP",
@@ -307,6 +359,7 @@ FAMILIES: Registry[Family] = Registry(
         aggregate="sum",
         binary=False,
         aliases=("numret",),
+        better=None,
     ),
     Family(
         "num_rel",
@@ -315,6 +368,7 @@ FAMILIES: Registry[Family] = Registry(
         options={"rel": REL},
         aggregate="sum",
         aliases=("numrel",),
+        better=None,
     ),
     Family(
         "num_rel_ret",
@@ -382,6 +436,45 @@ class Measure:
 
     def resolved_options(self) -> dict[str, Any]:
         return {name: self.option(name) for name in self.spec.options}
+
+    @property
+    def better(self) -> Better:
+        """Which way is better: ``"higher"``, ``"lower"`` (``unj``, ``rbp_resid``) or None (a plain count).
+
+        >>> Measure.parse("ndcg@10").better, Measure.parse("unj@10").better, Measure.parse("num_ret").better
+        ('higher', 'lower', None)
+        """
+        return self.spec.better
+
+    @property
+    def prefix_safe(self) -> bool:
+        """Whether a ranked list cut after its last relevant document gives the same value (see :class:`Family`).
+
+        >>> Measure.parse("ndcg@10").prefix_safe, Measure.parse("bpref").prefix_safe
+        (True, False)
+        """
+        return self.spec.prefix_safe
+
+    def with_options(self, **options: Any) -> Measure:
+        """This measure with some options set (checked as the parser checks them).
+
+        >>> str(Measure.parse("err@20").with_options(max_label=3))
+        'err@20(max_label=3)'
+        """
+        merged = {**dict(self.options), **options}
+        return dataclasses.replace(self, options=_parse_options(self.spec, merged))
+
+    def resolve(self, qrels: Qrels, query_ids: np.ndarray | None = None) -> Measure:
+        """This measure with its data-dependent defaults stated, from ``qrels`` restricted to ``query_ids`` (None:
+        every judged query): the family's ``resolve`` hook; the measure itself when it has none.
+
+        >>> from stagewise.data.readers import read_qrels
+        >>> qrels = read_qrels({"q1": {"d1": 3, "d2": 1}, "q2": {"d3": 1}})
+        >>> str(Measure.parse("err@20").resolve(qrels)), str(Measure.parse("err@20").resolve(qrels, ["q2"]))
+        ('err@20(max_label=3)', 'err@20(max_label=1)')
+        """
+        hook = self.spec.resolve
+        return self if hook is None else hook(self, qrels, query_ids)
 
     def __str__(self) -> str:
         return canonical(self.family, self.cutoff, self.options)
@@ -469,11 +562,9 @@ def known_names() -> list[str]:
 
 
 def compute(measure: Measure, ctx: EvalContext) -> np.ndarray:
-    """Per-query values of ``measure`` on ``ctx`` (whose relevance level must match the measure's)."""
-    opts = measure.resolved_options()
-    if measure.family == "err" and opts.get("max_label") is None:
-        opts["max_label"] = int(ctx.judgement_label.max()) if len(ctx.judgement_label) else 1
-    return measure.spec.compute(ctx, measure.cutoff, opts)
+    """Per-query values of ``measure`` on ``ctx`` (whose relevance level must match the measure's); a measure
+    whose family has data-dependent defaults must be resolved first (:meth:`Measure.resolve`)."""
+    return measure.spec.compute(ctx, measure.cutoff, measure.resolved_options())
 
 
 def aggregate(measure: Measure, values: np.ndarray) -> float:
