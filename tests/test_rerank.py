@@ -150,7 +150,7 @@ def test_names_round_trip():
     # the grammar's own messages, never a Python TypeError's text
     with pytest.raises(ConventionError, match=r"The 'k1' parameter of bm25-proximity must be a finite number >= 0"):
         make_reranker('bm25-proximity(k1="x")')
-    with pytest.raises(ConventionError, match="unknown parameter 'k' for bm25-proximity; it takes k1, b, alpha"):
+    with pytest.raises(ConventionError, match="'bm25-proximity' has no parameter 'k'; its parameters: k1, b, alpha"):
         make_reranker("bm25-proximity(k=1)")
 
 

@@ -1,4 +1,5 @@
-"""The rerank stage: a :class:`Reranker` protocol and rerankers chosen by name.
+"""The rerank stage: a :class:`Reranker` protocol and rerankers chosen by name from a registry
+(:data:`RERANKERS`; adding one is its module and its test, see :mod:`stagewise.rerank.registry`).
 
 >>> from stagewise.rerank import make_reranker
 >>> reranker = make_reranker("bm25-proximity")
@@ -23,8 +24,10 @@ _EXPORTS = {
     "BM25ProximityReranker": "stagewise.rerank.rerankers",
     "BiEncoderReranker": "stagewise.rerank.rerankers",
     "CrossEncoderReranker": "stagewise.rerank.rerankers",
-    "RERANKERS": "stagewise.rerank.rerankers",
-    "make_reranker": "stagewise.rerank.rerankers",
+    "RERANKERS": "stagewise.rerank.registry",
+    "RerankerEntry": "stagewise.rerank.registry",
+    "make_reranker": "stagewise.rerank.registry",
+    "reranker": "stagewise.rerank.registry",
 }
 
 __all__ = [
@@ -35,19 +38,16 @@ __all__ = [
     "PairReranker",
     "RerankedRun",
     "Reranker",
+    "RerankerEntry",
     "ScoreCache",
     "make_reranker",
+    "reranker",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.rerank.base import PairReranker, RerankedRun, Reranker, ScoreCache
-    from stagewise.rerank.rerankers import (
-        RERANKERS,
-        BiEncoderReranker,
-        BM25ProximityReranker,
-        CrossEncoderReranker,
-        make_reranker,
-    )
+    from stagewise.rerank.registry import RERANKERS, RerankerEntry, make_reranker, reranker
+    from stagewise.rerank.rerankers import BiEncoderReranker, BM25ProximityReranker, CrossEncoderReranker
 
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

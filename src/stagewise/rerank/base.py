@@ -19,12 +19,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-import numpy as np
-
-from stagewise.data.run import Run
 from stagewise.errors import ConventionError, InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from stagewise.data.run import Run
+
+    class RerankedRun(Run):  # made at run time by _reranked_run_class
+        rerank: dict[str, Any]
+
 
 Progress = Callable[[int, int], None]
 
@@ -40,11 +46,28 @@ class Reranker(Protocol):
         ...
 
 
-class RerankedRun(Run):
-    """A :class:`~stagewise.data.run.Run` made by a reranker; ``rerank`` states how (reranker, depth, input
-    run, pairs scored and taken from the cache, seconds)."""
+def _reranked_run_class() -> type[RerankedRun]:
+    """``RerankedRun``, made on first use: it subclasses Run (numpy and polars), and this module, with the
+    rerankers built on it, imports light (the registry imports them all to list them in `stagewise rerank --help`)."""
+    made = globals().get("RerankedRun")
+    if made is None:
+        from stagewise.data.run import Run
 
-    __slots__ = ("rerank",)
+        class RerankedRun(Run):
+            """A :class:`~stagewise.data.run.Run` made by a reranker; ``rerank`` states how (reranker, its
+            version and parameters, depth, input run, pairs scored and taken from the cache, seconds)."""
+
+            __slots__ = ("rerank",)
+
+        RerankedRun.__module__ = __name__
+        made = globals()["RerankedRun"] = RerankedRun
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RerankedRun":
+        return _reranked_run_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def text_hash(text: str) -> str:
@@ -81,6 +104,8 @@ class ScoreCache:
 
     def get_many(self, model: str, keys: Sequence[tuple[str, str]]) -> np.ndarray:
         """Scores of ``(query hash, doc hash)`` keys; NaN where not cached."""
+        import numpy as np
+
         out = np.full(len(keys), np.nan)
         missing = []
         with self._lock:
@@ -148,10 +173,11 @@ def candidates(run: Run, depth: int) -> tuple[list[str], list[str]]:
 
 
 def build_run(query_ids: list[str], doc_ids: list[str], scores: np.ndarray, name: str, statement: dict) -> RerankedRun:
+    import numpy as np
     import polars as pl
 
     frame = pl.DataFrame({"query_id": query_ids, "doc_id": doc_ids, "score": np.asarray(scores, dtype=np.float64)})
-    out = RerankedRun.from_frame(frame, name=name)
+    out = _reranked_run_class().from_frame(frame, name=name)
     out.rerank = statement
     return out
 
@@ -161,11 +187,15 @@ class PairReranker:
 
     Subclasses set ``name`` and implement ``score_pairs(query_texts, doc_texts) -> float array``; they may
     override ``prepare(docs)`` (called once per :meth:`rerank` with all document texts) and ``cache_name``
-    (what identifies the scores in the cache: the model, and anything else the score depends on).
+    (what identifies the scores in the cache: the model, and anything else the score depends on). A subclass
+    registered with :func:`stagewise.rerank.registry.reranker` has its ``entry`` and calls :meth:`configure`
+    with its parameters, which sets ``params`` and ``name`` from the entry's one declaration.
     """
 
     name: str = "pairs"
     batch_size: int = 32
+    entry: ClassVar[Any] = None  # the RerankerEntry, set by the @reranker decorator
+    params: dict[str, Any] = {}  # noqa: RUF012 (the parameters' values; replaced, never mutated)
 
     def __init__(
         self, *, cache: ScoreCache | str | os.PathLike[str] | None = None, batch_size: int | None = None
@@ -178,6 +208,21 @@ class PairReranker:
                 )
             self.batch_size = batch_size
         self.last_stats: dict[str, Any] = {}
+
+    def configure(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``given`` against the entry's parameters (``None`` meaning "the default"), keep the values as
+        ``params`` and name the reranker from them (:meth:`RerankerEntry.canonical`); the values are returned."""
+        self.params = self.entry.values(given)
+        self.name = self.entry.canonical(self.params)
+        return self.params
+
+    def describe(self) -> dict[str, Any]:
+        """The reranker in the reranked run's provenance: its name, and for a registered one its registry
+        name, version and every parameter's value (defaults included)."""
+        if self.entry is None:
+            return {"reranker": self.name}
+        return {"reranker": self.name, "kind": self.entry.name, "version": self.entry.version,
+                "params": dict(self.params)}  # fmt: skip
 
     def __str__(self) -> str:
         return self.name
@@ -203,6 +248,10 @@ class PairReranker:
 
         ``queries`` and ``docs`` map ids to texts (or are :class:`~stagewise.retrieval.Documents`); a query
         or document of the run with no text is an error naming it."""
+        import numpy as np
+
+        from stagewise.data.run import Run
+
         started = time.perf_counter()
         if not isinstance(run, Run):
             from stagewise.data.readers import read_run
@@ -262,7 +311,7 @@ class PairReranker:
             "seconds": round(time.perf_counter() - started, 3),
         }
         statement = {
-            "reranker": self.name,
+            **self.describe(),
             "depth": depth,
             "input_run": run.name,
             "queries": len(q_hash),
