@@ -180,7 +180,7 @@ def test_monte_carlo_randomization_is_within_monte_carlo_error_of_exact(n: int) 
     exact = randomization_test(a, b, exact=True).p_value
     B = 20_000
     for seed in range(3):
-        mc = randomization_test(a, b, permutations=B, seed=seed, exact=False)
+        mc = randomization_test(a, b, resamples=B, seed=seed, exact=False)
         assert mc.method == f"{B} random sign flips"
         assert abs(mc.p_value - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / B) + 2 / B
 
@@ -209,7 +209,7 @@ def test_randomization_p_value_estimator_and_default_exact_switch() -> None:
     b = [0.2, 0.4, 0.6]
     auto = randomization_test(a, b)  # 2^3 <= 10,000: enumerated
     assert auto.method == "exact (all 2^3 sign assignments)" and auto.p_value == 0.25
-    mc = randomization_test(a, b, exact=False, permutations=999, seed=1)
+    mc = randomization_test(a, b, exact=False, resamples=999, seed=1)
     counts = R.randomization_counts(np.array([[0.1, 0.2, 0.3]]), 999, 1)
     assert mc.p_value == (counts[0] + 1) / 1000
     with pytest.raises(StagewiseError, match="'exact' parameter"):
@@ -218,20 +218,20 @@ def test_randomization_p_value_estimator_and_default_exact_switch() -> None:
 
 def test_randomization_is_reproducible_and_independent_of_chunking(monkeypatch) -> None:
     scores = scores_of(300, runs=4, metrics=("x", "y"))
-    first = compare_scores(scores, test="randomization", permutations=3000, seed=11)
-    again = compare_scores(scores, test="randomization", permutations=3000, seed=11)
+    first = compare_scores(scores, test="randomization", resamples=3000, seed=11)
+    again = compare_scores(scores, test="randomization", resamples=3000, seed=11)
     assert [p.p_value for p in first.pairs] == [p.p_value for p in again.pairs]
     monkeypatch.setattr(R, "CHUNK_BYTES", 8 * 300 * 7)  # 7-row chunks: blocks cut into pieces
-    small = compare_scores(scores, test="randomization", permutations=3000, seed=11)
+    small = compare_scores(scores, test="randomization", resamples=3000, seed=11)
     assert [p.p_value for p in small.pairs] == [p.p_value for p in first.pairs]
-    other = compare_scores(scores, test="randomization", permutations=3000, seed=12)
+    other = compare_scores(scores, test="randomization", resamples=3000, seed=12)
     assert [p.p_value for p in other.pairs] != [p.p_value for p in first.pairs]
 
 
 def test_a_pair_gets_the_same_p_value_alone_or_among_others() -> None:
     scores = scores_of(200, runs=5)
-    family = compare_scores(scores, test="randomization", permutations=2000, seed=3)
-    alone = compare_scores({k: scores[k] for k in ("run1", "run3")}, test="randomization", permutations=2000, seed=3)
+    family = compare_scores(scores, test="randomization", resamples=2000, seed=3)
+    alone = compare_scores({k: scores[k] for k in ("run1", "run3")}, test="randomization", resamples=2000, seed=3)
     assert alone.pairs[0].p_value == family.pair("m", "run1", "run3").p_value
 
 
@@ -253,7 +253,7 @@ base = rng.random(2000)
 scores = {f"r{i}": {"m": np.clip(base + rng.normal(0.01 * i, 0.2, 2000), 0, 1)} for i in range(4)}
 out = {}
 for test in ("randomization", "bootstrap"):
-    out[test] = [p.p_value for p in compare_scores(scores, test=test, permutations=2000, seed=5).pairs]
+    out[test] = [p.p_value for p in compare_scores(scores, test=test, resamples=2000, seed=5).pairs]
 print(json.dumps(out))
 """
 
@@ -300,8 +300,8 @@ def test_bootstrap_test_agrees_with_the_t_test_on_large_samples() -> None:
 def test_bootstrap_interval_is_seeded_and_near_the_t_interval() -> None:
     scores = scores_of(500, runs=2)
     t_ci = compare_scores(scores, ci="t").pairs[0]
-    boot = compare_scores(scores, ci="bootstrap", permutations=4000, seed=2).pairs[0]
-    again = compare_scores(scores, ci="bootstrap", permutations=4000, seed=2).pairs[0]
+    boot = compare_scores(scores, ci="bootstrap", resamples=4000, seed=2).pairs[0]
+    again = compare_scores(scores, ci="bootstrap", resamples=4000, seed=2).pairs[0]
     assert (boot.ci_low, boot.ci_high) == (again.ci_low, again.ci_high)
     width = t_ci.ci_high - t_ci.ci_low
     assert abs(boot.ci_low - t_ci.ci_low) < 0.1 * width
@@ -343,7 +343,8 @@ def test_corrections_equal_naive_loops(p: list[float]) -> None:
 
 def test_correction_names_and_errors() -> None:
     assert C.canonical("Holm-Bonferroni") == "holm" and C.canonical("fdr_bh") == "bh"
-    with pytest.raises(StagewiseError, match="'correction' parameter of compare must be one of none, bonferroni"):
+    with pytest.raises(StagewiseError, match="unknown correction 'sidak'; choose one of none, bonferroni, holm, bh, "
+                       "holm-sidak, by"):
         adjust([0.1], "sidak")
 
 
@@ -381,7 +382,7 @@ def test_effect_sizes_hand_worked() -> None:
 def test_identical_runs_give_p_one_for_every_test() -> None:
     scores = {"A": {"m": [0.1, 0.5, 0.3]}, "B": {"m": [0.1, 0.5, 0.3]}}
     for test in ("t", "wilcoxon", "randomization", "bootstrap", "sign"):
-        p = compare_scores(scores, test=test, permutations=200).pairs[0]
+        p = compare_scores(scores, test=test, resamples=200).pairs[0]
         assert (p.statistic, p.p_value, p.mean_diff, p.effect_size) == (0.0, 1.0, 0.0, 0.0)
         assert (p.wins, p.ties, p.losses) == (0, 3, 0)
 
@@ -488,13 +489,14 @@ def test_csv_has_every_pair_field() -> None:
 def test_bad_options_raise_stagewise_errors() -> None:
     scores = scores_of(10, runs=2)
     for kwargs, match in (
-        ({"test": "anova"}, "'test' parameter of compare must be one of t, wilcoxon, randomization"),
+        ({"test": "anova"}, "unknown statistical test 'anova'; choose one of t, wilcoxon, randomization, bootstrap"),
         ({"alternative": "bigger"}, "'alternative' parameter"),
-        ({"permutations": 0}, "'permutations' parameter of compare must be an int >= 1"),
+        ({"resamples": 0}, "'resamples' parameter of compare must be an int >= 1"),
         ({"seed": -1}, "'seed' parameter"),
         ({"alpha": 1.5}, "'alpha' parameter"),
         ({"ci": "normal"}, "'ci' parameter"),
         ({"family": "everything"}, "'family' parameter"),
+        ({"corection": "bh"}, "unknown keyword.s. 'corection'; the options are test, baseline, correction"),
     ):
         with pytest.raises(StagewiseError, match=match):
             compare_scores(scores, **kwargs)

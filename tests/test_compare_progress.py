@@ -19,9 +19,9 @@ def _scores(runs: int = 4, queries: int = 30) -> dict:
 @pytest.mark.parametrize(
     ("options", "phases"),
     [
-        ({"test": "randomization", "permutations": 3000}, 1),
+        ({"test": "randomization", "resamples": 3000}, 1),
         ({"test": "randomization", "exact": True}, 1),
-        ({"test": "bootstrap", "permutations": 700, "ci": "bootstrap"}, 2),
+        ({"test": "bootstrap", "resamples": 700, "ci": "bootstrap"}, 2),
         ({"test": "t"}, 1),
         ({"test": "wilcoxon"}, 1),
     ],

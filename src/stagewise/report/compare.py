@@ -18,21 +18,6 @@ from stagewise.report.tables import latex_escape, markdown_escape
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.stats.result import Comparison
 
-TEST_LABELS = {
-    "t": "paired t-test",
-    "wilcoxon": "Wilcoxon signed-rank test",
-    "randomization": "randomization test",
-    "bootstrap": "paired bootstrap test",
-    "sign": "sign test",
-}
-CORRECTION_LABELS = {
-    "none": "no correction",
-    "bonferroni": "Bonferroni",
-    "holm": "Holm",
-    "bh": "Benjamini-Hochberg",
-    "holm-sidak": "Holm-Sidak",
-    "by": "Benjamini-Yekutieli",
-}
 FORMATS = ("table", "json", "csv", "markdown", "latex")
 
 
@@ -90,12 +75,15 @@ def to_csv(comp: Comparison) -> str:
 
 # ------------------------------------------------------------------------------------------------ content
 def title(comp: Comparison, sep: str = " · ") -> str:
+    from stagewise.stats.catalogue import CORRECTIONS, TESTS
+
     conv = comp.conventions
     qrels = conv.get("evaluation", {}).get("qrels")
+    test, correction = conv["test"], conv["correction"]
     parts = [
         "stagewise compare",
-        f"{TEST_LABELS.get(conv['test'], conv['test'])} ({conv['alternative']})",
-        CORRECTION_LABELS[conv["correction"]],
+        f"{TESTS[test].label if test in TESTS else test} ({conv['alternative']})",
+        CORRECTIONS[correction].label if correction in CORRECTIONS else correction,
     ]
     if qrels:
         parts.append(f"qrels {qrels}")
@@ -128,65 +116,40 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
     return out
 
 
-#: Measures where less is better: the share of unjudged results and the RBP mass they leave open.
-LOWER_IS_BETTER = frozenset({"unj", "rbp_resid"})
-#: Counts summed over the queries (trec_eval's num_*): integers, and num_ret and num_rel say nothing of quality.
-NO_BEST = frozenset({"num_ret", "num_rel"})
-
-
-def _family(metric: str) -> tuple[str, str]:
-    """The measure's family name and how its per-query values are aggregated (``mean``, ``sum``, ...)."""
+def _aggregate(metric: str) -> str:
+    """How the measure's per-query values are aggregated (``mean``, ``sum``, ...); ``mean`` for another name."""
     from stagewise.errors import StagewiseError
     from stagewise.metrics.measures import Measure
 
     try:
-        spec = Measure.parse(metric).spec
+        return Measure.parse(metric).spec.aggregate
     except (StagewiseError, ValueError, KeyError):
-        return metric, "mean"
-    return spec.name, spec.aggregate
+        return "mean"
 
 
 def metric_value(metric: str, value: float, digits: int) -> str:
     """A mean as the tables print it; a count (aggregated by sum) as the integer it is."""
-    if _family(metric)[1] == "sum" and value == value and float(value).is_integer():
+    if _aggregate(metric) == "sum" and value == value and float(value).is_integer():
         return str(int(value))
     return f"{value:.{digits}f}"
 
 
 def best_runs(comp: Comparison, metric: str) -> set[str]:
-    """The runs to mark best on ``metric``: the lowest where lower is better, none for a plain count."""
-    family = _family(metric)[0]
-    if family in NO_BEST or len(comp.runs) < 2:
-        return set()
-    values = {r: comp.means[r][metric] for r in comp.runs}
-    top = min(values.values()) if family in LOWER_IS_BETTER else max(values.values())
-    return {r for r, v in values.items() if v == top}
+    """The runs to mark best on ``metric`` (:meth:`Comparison.best`: the lowest where lower is better, none for a
+    plain count)."""
+    return set(comp.best(metric))
 
 
 def _best_exceptions(comp: Comparison) -> str:
-    lower = [m for m in comp.metrics if _family(m)[0] in LOWER_IS_BETTER]
-    counts = [m for m in comp.metrics if _family(m)[0] in NO_BEST]
+    lower = [m for m in comp.metrics if comp.direction(m) == "lower"]
+    counts = [m for m in comp.metrics if comp.direction(m) is None]
     out = f" (the lowest for {', '.join(lower)})" if lower else ""
     return out + (f"; none for the counts {', '.join(counts)}" if counts else "")
 
 
 def better_than(comp: Comparison, run: str, metric: str) -> list[str]:
-    """The runs ``run`` is significantly better than on ``metric``: higher, or lower where lower is better;
-    none for a plain count."""
-    family = _family(metric)[0]
-    if family in NO_BEST:
-        return []
-    if family not in LOWER_IS_BETTER:
-        return comp.better_than(run, metric)
-    out = [
-        p.b if p.a == run else p.a
-        for p in comp.pairs
-        if p.metric == metric
-        and p.significant
-        and ((p.a == run and p.mean_diff > 0) or (p.b == run and p.mean_diff < 0))
-    ]
-    order = {name: i for i, name in enumerate(comp.runs)}
-    return sorted(out, key=order.__getitem__)
+    """The runs ``run`` is significantly better than on ``metric`` (:meth:`Comparison.better_than`)."""
+    return comp.better_than(run, metric)
 
 
 def run_cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[str, bool, str]]]]:
@@ -243,7 +206,7 @@ def pair_rows(comp: Comparison, digits: int) -> list[list[str]]:
 
 
 def delta_blocks(comp: Comparison, digits: int, top: int | None) -> list[tuple[str, list[list[str]]]]:
-    from stagewise.stats.result import _top
+    from stagewise.stats.result import top_and_bottom
 
     blocks = []
     tol = comp.conventions["tie_tolerance"]
@@ -255,7 +218,7 @@ def delta_blocks(comp: Comparison, digits: int, top: int | None) -> list[tuple[s
             f"{p.metric}: {p.b} - {p.a} per query (n = {len(deltas)}: {up} up, {down} down, "
             f"{len(deltas) - up - down} tied)"
         )
-        shown = _top(deltas, top)
+        shown = top_and_bottom(deltas, top)
         rows = [
             [d["query_id"], _num(d["a"], digits), _num(d["b"], digits), _num(d["delta"], digits, True)] for d in shown
         ]

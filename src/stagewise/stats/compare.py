@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import InitVar, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from stagewise.errors import StagewiseError, parameter_error
+from stagewise.errors import ConventionError, StagewiseError, parameter_error
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.stats import corrections as C
 from stagewise.stats import resampling as R
-from stagewise.stats.paired import PairedTest, TestOptions, check_options, get_test, run_batched
+from stagewise.stats.catalogue import CORRECTIONS, PairedTest
+from stagewise.stats.paired import TestOptions, check_options, deprecated_permutations, get_test, run_batched
 from stagewise.stats.result import Comparison, PairResult
 
 CI_METHODS = ("t", "bootstrap")
@@ -182,28 +183,66 @@ def _bootstrap_ci(diffs: np.ndarray, resamples: int, seed: int, level: float) ->
 class CompareOptions:
     """How runs are compared: the test, the pairs, the correction and the intervals (see :func:`compare` for
     each field's meaning). :func:`compare` and :func:`compare_scores` take one (``options=``) or its fields as
-    keywords, which override the ones it holds."""
+    keywords, which override the ones it holds; ``dataclasses.replace`` makes a variant.
+
+    ``permutations`` is the old name of ``resamples`` (deprecated: one word for the sign flips of the
+    randomization test and the resamples of the bootstrap).
+
+    >>> CompareOptions(test="bootstrap", resamples=2000).resamples
+    2000
+    """
 
     test: str = "t"
     baseline: str | int | None = None
     correction: str = "holm"
     alpha: float = 0.05
     alternative: str = "two-sided"
-    permutations: int = 10_000
+    resamples: int = 10_000
     seed: int = 0
     exact: bool | None = None
     tie_tolerance: float = 1e-9
     ci: str = "t"
     ci_level: float = 0.95
     family: str = "metric"
+    permutations: InitVar[int | None] = None
+
+    def __post_init__(self, permutations: int | None) -> None:
+        if permutations is not None:
+            object.__setattr__(self, "resamples", deprecated_permutations(permutations, "CompareOptions", 4))
 
 
-def _options(options: CompareOptions | None, overrides: dict[str, Any], where: str) -> CompareOptions:
-    base = CompareOptions() if options is None else options
-    unknown = sorted(set(overrides) - {f.name for f in fields(CompareOptions)})
+OPTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CompareOptions))
+
+
+def split_options(
+    options: CompareOptions | None,
+    conventions: Any,
+    overrides: dict[str, Any],
+    where: str,
+    *,
+    with_conventions: bool = True,
+) -> tuple[CompareOptions, Any]:
+    """The options and the conventions a call works under: ``overrides`` (keywords) split between the fields of
+    :class:`CompareOptions` and of :class:`~stagewise.metrics.context.Conventions` and applied over
+    ``options`` and ``conventions``. An unknown keyword is a :class:`~stagewise.errors.ConventionError` listing
+    both (only the options when ``with_conventions`` is False: scores already computed have their conventions)."""
+    from stagewise.metrics.context import CONVENTION_FIELDS, conventions_from, split_conventions
+
+    overrides = dict(overrides)
+    if "permutations" in overrides:
+        overrides["resamples"] = deprecated_permutations(overrides.pop("permutations"), where, 4)
+    convention_keys, rest = split_conventions(overrides) if with_conventions else ({}, overrides)
+    unknown = sorted(set(rest) - set(OPTION_FIELDS))
     if unknown:
-        raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(unknown)}")
-    return replace(base, **overrides) if overrides else base
+        known = f"the options are {', '.join(OPTION_FIELDS)}"
+        if with_conventions:
+            known += f"; the conventions are {', '.join(CONVENTION_FIELDS)}"
+        raise ConventionError(f"{where}() got unknown keyword(s) {', '.join(map(repr, unknown))}; {known}")
+    base = CompareOptions() if options is None else options
+    if not isinstance(base, CompareOptions):
+        raise ConventionError(f"options must be a CompareOptions value, not {type(base).__name__}")
+    opts = replace(base, **rest) if rest else base
+    return opts, conventions_from(conventions, **convention_keys) if with_conventions else None
 
 
 def _resolve(opts: CompareOptions) -> tuple[PairedTest, CompareOptions, TestOptions]:
@@ -211,14 +250,15 @@ def _resolve(opts: CompareOptions) -> tuple[PairedTest, CompareOptions, TestOpti
     checked (in the order the errors have always come)."""
     paired_test = get_test(opts.test)
     opts = replace(opts, correction=C.canonical(opts.correction))
-    test_opts = TestOptions(
-        alternative=opts.alternative,
-        permutations=opts.permutations,
-        seed=opts.seed,
-        exact=opts.exact,
-        tie_tolerance=float(opts.tie_tolerance),
+    test_opts = check_options(
+        TestOptions(
+            alternative=opts.alternative,
+            resamples=opts.resamples,
+            seed=opts.seed,
+            exact=opts.exact,
+            tie_tolerance=opts.tie_tolerance,
+        )
     )
-    check_options(test_opts)
     if not (isinstance(opts.alpha, int | float) and 0 < opts.alpha < 1):
         raise parameter_error("alpha", "compare", "a float in (0, 1)", opts.alpha)
     if not (isinstance(opts.ci_level, int | float) and 0 < opts.ci_level < 1):
@@ -305,7 +345,7 @@ def _test_rows(
             out.methods.add(method)
             eff = _effects(b - a, test_opts.tie_tolerance, opts.ci_level)
             if opts.ci == "bootstrap":
-                eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, opts.permutations, opts.seed, opts.ci_level)
+                eff["ci_low"], eff["ci_high"] = _bootstrap_ci(b - a, opts.resamples, opts.seed, opts.ci_level)
                 advance(start + 2 * len(members) - done)
         idx = np.asarray(members)
         out.stat[idx], out.p[idx] = s, pv
@@ -316,12 +356,13 @@ def _test_rows(
 
 def _adjust(p: np.ndarray, rows: list[Row], metrics: list[str], correction: str, family: str) -> np.ndarray:
     """The corrected p-values, per family: the rows of one metric, or all rows."""
+    adjust = CORRECTIONS.lookup(correction)
     if family != "metric":
-        return C.CORRECTIONS[correction](p)
+        return adjust(p)
     adjusted = np.empty(len(rows))
     for metric in metrics:
         idx = np.array([k for k, r in enumerate(rows) if r[0] == metric])
-        adjusted[idx] = C.CORRECTIONS[correction](p[idx])
+        adjusted[idx] = adjust(p[idx])
     return adjusted
 
 
@@ -363,24 +404,24 @@ def _conventions(
     st: _RowStats,
 ) -> dict[str, Any]:
     """Every convention behind the numbers, for the JSON contract and the notes under a table."""
-    ci, ci_level, permutations, seed = opts.ci, opts.ci_level, opts.permutations, opts.seed
+    ci, ci_level, resamples, seed = opts.ci, opts.ci_level, opts.resamples, opts.seed
     seeded = paired_test.seeded or ci == "bootstrap"
-    uses_b = paired_test.name in ("randomization", "bootstrap") or ci == "bootstrap"
+    uses_b = paired_test.resampling or ci == "bootstrap"
     counts = sorted(set(st.nq.tolist()))
     aligned = all(len(pairing[pq][0]) == len(table.query_ids[pq[0]]) == len(table.query_ids[pq[1]]) for pq in pairs)
     conventions: dict[str, Any] = {
         "test": paired_test.name,
-        "test_description": paired_test.describe(test_opts),
+        "test_description": paired_test.statement(test_opts),
         "test_method": sorted(st.methods),
         "alternative": opts.alternative,
         "family": "all pairs of runs" if base is None else f"each run against the baseline {table.names[base]!r}",
         "family_scope": "the pairs of one metric" if opts.family == "metric" else "all pairs of all metrics together",
         "family_size": len(pairs) if opts.family == "metric" else len(st.p),
         "correction": opts.correction,
-        "correction_description": C.LABELS[opts.correction],
+        "correction_description": CORRECTIONS.lookup(opts.correction).description,
         "alpha": opts.alpha,
         "significant_when": "p_adjusted < alpha",
-        "permutations": permutations if uses_b else None,
+        "permutations": resamples if uses_b else None,  # the JSON contract's name for B
         "seed": seed if seeded else None,
         "tie_tolerance": test_opts.tie_tolerance,
         "wins_ties_losses": "win: b - a > tol, loss: b - a < -tol, tie otherwise (per query)",
@@ -389,7 +430,7 @@ def _conventions(
             f"{ci_level:.0%} Student t interval of the mean difference (n - 1 degrees of freedom)"
             if ci == "t"
             else f"{ci_level:.0%} percentile bootstrap interval of the mean difference "
-            f"({permutations} seeded resamples, seed {seed}, numpy's linear quantiles)"
+            f"({resamples} seeded resamples, seed {seed}, numpy's linear quantiles)"
         ),
         "effect_size": "paired Cohen's d_z = mean(b - a) / sd(b - a), sd with n - 1",
         "n_queries": counts[0] if len(counts) == 1 else {"min": counts[0], "max": counts[-1]},
@@ -429,7 +470,7 @@ def compare_scores(
     >>> pair.a, pair.b, round(pair.mean_diff, 3), pair.wins, pair.ties, pair.losses, round(pair.p_value, 4)
     ('bm25', 'dense', 0.125, 4, 0, 0, 0.0154)
     """
-    opts = _options(options, overrides, "compare_scores")
+    opts, _ = split_options(options, None, overrides, "compare_scores", with_conventions=False)
     table = _as_table(scores, None if metrics is None else [metrics] if isinstance(metrics, str) else list(metrics))
     if len(table.names) < 2:
         raise StagewiseError(f"compare needs at least two runs; got {len(table.names)}")
@@ -460,61 +501,41 @@ def compare(
     runs: Any,
     metrics: str | Iterable[str] = DEFAULT_METRICS,
     *,
+    conventions: Any = None,
     options: CompareOptions | None = None,
-    relevance_level: int = 1,
-    ties: str = "docid",
-    missing: str = "zero",
-    max_ret: int | None = None,
-    judged_only: bool = False,
     progress: Callable[[float, int], None] | None = None,
     engine: Any = None,
     scheduler: str | None = None,
+    duplicates: str = "error",
     **overrides: Any,
 ) -> Comparison:
     """Evaluate runs and test every pair (or every run against ``baseline``) on every metric.
 
     Parameters
     ----------
-    qrels, runs, metrics, relevance_level, ties, missing, max_ret, judged_only
+    qrels, runs, metrics, conventions, engine, scheduler, duplicates
         As :func:`stagewise.evaluate` (at least two runs; files are read after every cheap argument is checked,
-        and a function given for ``qrels`` or ``runs`` is called then). With ``missing="skip"`` runs may score
-        different queries; each pair is then tested on the queries both runs have, and the output says so.
+        and a function given for ``qrels`` or ``runs`` is called then; ``engine``: ``"local"`` (default),
+        ``"stream"``, ``"dask"`` or an engine object). With ``missing="skip"`` runs may score different
+        queries; each pair is then tested on the queries both runs have, and the output says so. The tests run
+        on the gathered per-query values, so the p-values are the same on every engine.
     options : CompareOptions, optional
-        The fields below in one value, to reuse between calls; a keyword given beside it overrides its field.
-    test : str, default="t"
-        ``t`` (paired Student's t, scipy.stats.ttest_rel), ``wilcoxon`` (signed-rank, scipy.stats.wilcoxon
-        defaults), ``randomization`` (Fisher's, sign flips; alias ``fisher``), ``bootstrap`` (studentized
-        paired bootstrap) or ``sign`` (exact binomial on wins and losses).
-    baseline : str or int, optional
-        Test every run against this one (its name or index) instead of all pairs.
-    correction : str, default="holm"
-        ``none``, ``bonferroni``, ``holm`` or ``bh`` (Benjamini-Hochberg), applied per family.
-    alpha : float, default=0.05
-        A pair is significant when its adjusted p-value is below ``alpha``.
-    alternative : str, default="two-sided"
-        ``two-sided``, ``greater`` (b better than a) or ``less``; pairs are (a, b) with a before b in
-        ``runs``, or a the baseline.
-    permutations : int, default=10000
-        Sign flips of the randomization test, or resamples of the bootstrap.
-    seed : int, default=0
-        Seed of the randomization and bootstrap streams: the same seed gives the same p-values on every
-        call, with any number of threads and any chunking.
-    exact : bool or None, default=None
-        Randomization test: enumerate all ``2**n`` sign assignments (True), never (False), or when
-        ``2**n <= permutations`` (None).
-    tie_tolerance : float, default=1e-9
-        A per-query difference within this is a tie (win/tie/loss counts and the sign test).
-    ci, ci_level : str, float, default="t", 0.95
-        Interval of the mean difference: Student t, or the percentile bootstrap.
-    family : str, default="metric"
-        Correct within the pairs of each metric (``metric``) or over all pairs of all metrics (``all``).
+        The test, baseline, correction and intervals in one value (its fields are documented there and in
+        ``docs/compare.md``): ``test`` (a name of :data:`stagewise.stats.TESTS`: ``t``, ``wilcoxon``,
+        ``randomization``, ``bootstrap``, ``sign``), ``baseline`` (a run's name or index: every run against it
+        instead of all pairs), ``correction`` (a name of :data:`stagewise.stats.CORRECTIONS`), ``alpha``,
+        ``alternative`` (``two-sided``, ``greater``: b better than a, ``less``), ``resamples`` (random sign
+        flips or bootstrap resamples), ``seed`` (same seed, same p-values, with any threads and chunking),
+        ``exact`` (randomization: all ``2**n`` sign assignments always, never, or None: when
+        ``2**n <= resamples``), ``tie_tolerance``, ``ci`` and ``ci_level`` (Student t or percentile bootstrap
+        interval of the mean difference) and ``family`` (correct per ``metric`` or over ``all``).
     progress : callable, optional
         Called as ``progress(done, total)`` while the tests run, in comparisons (pairs x metrics; twice that
         with ``ci="bootstrap"``), after each chunk of resamples; it changes no number.
-    engine, scheduler : str or Engine, str, optional
-        Where the runs are evaluated: ``"local"`` (default), ``"stream"``, ``"dask"`` (at ``scheduler``, else a
-        local cluster) or an engine object (see :mod:`stagewise.engines`). The tests run on the gathered
-        per-query values, so the p-values are the same on every engine.
+    **overrides
+        Any field of :class:`CompareOptions` or of :class:`~stagewise.Conventions` as a keyword, over
+        ``options`` and ``conventions``; another keyword is a :class:`~stagewise.errors.ConventionError`
+        listing both. ``permutations`` is the deprecated name of ``resamples``.
 
     Returns
     -------
@@ -532,20 +553,14 @@ def compare(
     >>> (p.a, p.b, round(p.mean_diff, 4), p.wins, p.ties, p.losses, p.p_value)
     ('A', 'B', 0.3889, 2, 1, 0, 0.5)
     """
-    opts = _options(options, overrides, "compare")
+    from stagewise.engines import evaluate
+
+    opts, conv = split_options(options, conventions, overrides, "compare")
     _resolve(opts)  # a bad option fails before any file is read
     if isinstance(runs, list | tuple) and len(runs) < 2:
         raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
-    conventions = dict(
-        relevance_level=relevance_level, ties=ties, missing=missing, max_ret=max_ret, judged_only=judged_only
+    result = evaluate(
+        qrels, runs, metrics, conventions=conv, engine=engine or "local", scheduler=scheduler, duplicates=duplicates
     )
-    if (engine is None or engine == "local") and scheduler is None:
-        from stagewise.metrics.evaluate import evaluate
-
-        result = evaluate(qrels, runs, metrics, **conventions)
-    else:
-        from stagewise.engines import evaluate as evaluate_on
-
-        result = evaluate_on(qrels, runs, metrics, engine=engine or "local", scheduler=scheduler, **conventions)
     given = [str(r) for r in runs] if isinstance(runs, list | tuple) else None
     return compare_scores(result, options=opts, run_args=given, progress=progress)

@@ -2,6 +2,8 @@
 
 Each correction maps the family's raw p-values to adjusted ones, so a comparison is significant at level
 alpha when its adjusted p-value is below alpha. The numbers are those of statsmodels' ``multipletests``.
+The functions are registered, with their names, aliases and labels, in
+:data:`stagewise.stats.catalogue.CORRECTIONS` (what ``compare(correction=...)`` and ``--correction`` accept).
 
 =============  ===============================================================================  ==========
 name           adjusted p-value, with p_(1) <= ... <= p_(m) the sorted raw p-values              controls
@@ -18,11 +20,9 @@ name           adjusted p-value, with p_(1) <= ... <= p_(m) the sorted raw p-val
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from stagewise.errors import parameter_error
+from stagewise.stats.catalogue import CORRECTIONS
 
 
 def none(p: np.ndarray) -> np.ndarray:
@@ -66,6 +66,7 @@ def holm_sidak(p: np.ndarray) -> np.ndarray:
     >>> [round(v, 6) for v in holm_sidak([0.01, 0.04, 0.03, 0.005]).tolist()]
     [0.029701, 0.0591, 0.0591, 0.01985]
     """
+
     def sidak(sorted_p: np.ndarray, left: np.ndarray) -> np.ndarray:
         # -expm1(k log1p(-p)) is 1 - (1 - p)^k without the cancellation of small p; p = 1 gives log1p(-1) = -inf
         with np.errstate(divide="ignore"):
@@ -111,43 +112,10 @@ def _step_up(p: np.ndarray, factor: float) -> np.ndarray:
     return out
 
 
-CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "none": none,
-    "bonferroni": bonferroni,
-    "holm": holm,
-    "bh": benjamini_hochberg,
-    "holm-sidak": holm_sidak,
-    "by": benjamini_yekutieli,
-}
-_ALIASES = {
-    "holm-bonferroni": "holm",
-    "fdr": "bh",
-    "fdr_bh": "bh",
-    "benjamini-hochberg": "bh",
-    "bonf": "bonferroni",
-    "no": "none",
-    "holm_sidak": "holm-sidak",
-    "sidak-holm": "holm-sidak",
-    "fdr_by": "by",
-    "benjamini-yekutieli": "by",
-}
-LABELS = {
-    "none": "none (raw p-values)",
-    "bonferroni": "Bonferroni (family-wise error rate)",
-    "holm": "Holm step-down (family-wise error rate)",
-    "bh": "Benjamini-Hochberg (false discovery rate)",
-    "holm-sidak": "Holm-Sidak step-down (family-wise error rate)",
-    "by": "Benjamini-Yekutieli (false discovery rate, any dependence)",
-}
-
-
 def canonical(name: str) -> str:
-    """The canonical name of a correction (``holm``, ``bh``, ...), accepting the usual spellings."""
-    key = str(name).strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in CORRECTIONS:
-        raise parameter_error("correction", "compare", f"one of {', '.join(CORRECTIONS)}", name)
-    return key
+    """The canonical name of a correction (``holm``, ``bh``, ...), accepting the usual spellings (the aliases of
+    :data:`~stagewise.stats.catalogue.CORRECTIONS`); an unknown name is an error listing the corrections."""
+    return CORRECTIONS.lookup(str(name)).name
 
 
 def adjust(p, method: str = "holm") -> np.ndarray:
@@ -156,4 +124,4 @@ def adjust(p, method: str = "holm") -> np.ndarray:
     >>> adjust([0.01, 0.02, 0.03, 0.04], "bh").tolist()
     [0.04, 0.04, 0.04, 0.04]
     """
-    return CORRECTIONS[canonical(method)](np.asarray(p, dtype=np.float64))
+    return CORRECTIONS.lookup(str(method))(np.asarray(p, dtype=np.float64))

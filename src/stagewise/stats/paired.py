@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from stagewise.errors import parameter_error
+from stagewise.stats import catalogue as K
 from stagewise.stats import resampling as R
+from stagewise.stats.catalogue import TESTS, PairedTest
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class TestOptions:
     """Options shared by the batched tests (each test reads the ones it needs)."""
 
     alternative: str = "two-sided"
-    permutations: int = 10_000
+    resamples: int = 10_000
     seed: int = 0
     exact: bool | None = None
     tie_tolerance: float = 1e-9
@@ -53,22 +55,8 @@ class TestOptions:
 Batched = Callable[[np.ndarray, np.ndarray, TestOptions], tuple[np.ndarray, np.ndarray, str]]
 
 
-@dataclass(frozen=True)
-class PairedTest:
-    """A registered test: its canonical name, a one-line statement for output, and the batched kernel."""
-
-    name: str
-    label: str
-    describe: Callable[[TestOptions], str]
-    run: Batched
-    aliases: tuple[str, ...] = ()
-    seeded: bool = False
-
-    __test__ = False
-
-
 # ------------------------------------------------------------------------------------------------- kernels
-def _t(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
+def t_kernel(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
     from scipy import stats
 
     with warnings.catch_warnings():  # scipy warns of precision loss when all differences are (nearly) equal
@@ -77,7 +65,7 @@ def _t(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.
     return np.asarray(res.statistic, dtype=np.float64), np.asarray(res.pvalue, dtype=np.float64), "exact"
 
 
-def _wilcoxon(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
+def wilcoxon_kernel(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
     from scipy import stats
 
     stat = np.empty(a.shape[0])
@@ -95,7 +83,7 @@ def _wilcoxon(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarr
 
 def _use_exact(n: int, opts: TestOptions) -> bool:
     if opts.exact is None:
-        return n <= R.EXACT_LIMIT and (1 << n) <= opts.permutations
+        return n <= R.EXACT_LIMIT and (1 << n) <= opts.resamples
     if opts.exact and n > R.EXACT_LIMIT:
         raise parameter_error(
             "exact", "the randomization test", f"False or None when n > {R.EXACT_LIMIT} queries", opts.exact
@@ -103,30 +91,30 @@ def _use_exact(n: int, opts: TestOptions) -> bool:
     return bool(opts.exact)
 
 
-def _randomization(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
+def randomization_kernel(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
     d = b - a
     n = d.shape[1]
     stat = d.mean(axis=1)
     if _use_exact(n, opts):
         counts = R.randomization_exact_counts(d, opts.alternative)
         return stat, counts / float(1 << n), f"exact (all 2^{n} sign assignments)"
-    counts = R.randomization_counts(d, opts.permutations, opts.seed, opts.alternative)
-    return stat, (counts + 1.0) / (opts.permutations + 1.0), f"{opts.permutations} random sign flips"
+    counts = R.randomization_counts(d, opts.resamples, opts.seed, opts.alternative)
+    return stat, (counts + 1.0) / (opts.resamples + 1.0), f"{opts.resamples} random sign flips"
 
 
-def _bootstrap(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
+def bootstrap_kernel(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
     d = b - a
-    counts, _ = R.bootstrap(d, opts.permutations, opts.seed, opts.alternative)
+    counts, _ = R.bootstrap(d, opts.resamples, opts.seed, opts.alternative)
     n = d.shape[1]
     sd = d.std(axis=1, ddof=1)
     mean = d.mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.where(sd > 0, mean / (sd / np.sqrt(n)), np.copysign(np.inf, mean))
     stat = np.where((sd == 0) & (mean == 0), 0.0, stat)
-    return stat, (counts + 1.0) / (opts.permutations + 1.0), f"{opts.permutations} resamples"
+    return stat, (counts + 1.0) / (opts.resamples + 1.0), f"{opts.resamples} resamples"
 
 
-def _sign(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
+def sign_kernel(a: np.ndarray, b: np.ndarray, opts: TestOptions) -> tuple[np.ndarray, np.ndarray, str]:
     from scipy import stats
 
     d = b - a
@@ -146,94 +134,71 @@ def _alt(opts: TestOptions) -> str:
     return {"two-sided": "two-sided", "greater": "one-sided, b > a", "less": "one-sided, b < a"}[opts.alternative]
 
 
-TESTS: dict[str, PairedTest] = {
-    t.name: t
-    for t in (
-        PairedTest(
-            "t",
-            "paired t-test",
-            lambda o: f"paired Student's t-test ({_alt(o)}), scipy.stats.ttest_rel; statistic: t",
-            _t,
-            aliases=("student", "ttest", "t-test"),
-        ),
-        PairedTest(
-            "wilcoxon",
-            "Wilcoxon signed-rank",
-            lambda o: (
-                f"Wilcoxon signed-rank test ({_alt(o)}), scipy.stats.wilcoxon defaults: zero_method='wilcox' "
-                "(zero differences dropped), correction=False, method='auto'; statistic: scipy's "
-                "(min(W+, W-) when two-sided, W+ when one-sided)"
-            ),
-            _wilcoxon,
-            aliases=("signed-rank", "wilcoxon-signed-rank"),
-        ),
-        PairedTest(
-            "randomization",
-            "randomization test",
-            lambda o: (
-                f"Fisher's paired randomization test ({_alt(o)}): sign flips of the per-query differences, "
-                f"statistic: mean difference; p = (count + 1) / (B + 1) with B = {o.permutations} "
-                f"seeded sign flips (seed {o.seed}), or count / 2^n when all 2^n sign assignments are "
-                f"enumerated ({'always' if o.exact else 'never' if o.exact is False else 'when 2^n <= B'}); "
-                f"a permuted statistic within a relative {R.REL_TOL:g} of the observed counts as equal"
-            ),
-            _randomization,
-            aliases=("fisher", "permutation", "random"),
-            seeded=True,
-        ),
-        PairedTest(
-            "bootstrap",
-            "paired bootstrap",
-            lambda o: (
-                f"studentized paired bootstrap test ({_alt(o)}; Efron & Tibshirani 1993, Sakai 2006): "
-                f"t* = (mean(d*) - mean(d)) / (sd(d*)/sqrt(n)) over B = {o.permutations} seeded resamples of "
-                f"the queries (seed {o.seed}) against t = mean(d) / (sd(d)/sqrt(n)); p = (count + 1) / (B + 1)"
-            ),
-            _bootstrap,
-            aliases=("bootstrap-t", "paired-bootstrap"),
-            seeded=True,
-        ),
-        PairedTest(
-            "sign",
-            "sign test",
-            lambda o: (
-                f"sign test ({_alt(o)}): exact binomial test (p = 0.5) on wins vs losses, scipy.stats.binomtest; "
-                f"differences within {o.tie_tolerance:g} are ties and dropped; statistic: wins (b > a)"
-            ),
-            _sign,
-            aliases=("binomial",),
-        ),
+# ------------------------------------------------------------------------------- what the output states
+def describe_t(o: TestOptions) -> str:
+    return f"paired Student's t-test ({_alt(o)}), scipy.stats.ttest_rel; statistic: t"
+
+
+def describe_wilcoxon(o: TestOptions) -> str:
+    return (
+        f"Wilcoxon signed-rank test ({_alt(o)}), scipy.stats.wilcoxon defaults: zero_method='wilcox' "
+        "(zero differences dropped), correction=False, method='auto'; statistic: scipy's "
+        "(min(W+, W-) when two-sided, W+ when one-sided)"
     )
-}
-_BY_NAME = {alias: t for t in TESTS.values() for alias in (t.name, *t.aliases)}
+
+
+def describe_randomization(o: TestOptions) -> str:
+    return (
+        f"Fisher's paired randomization test ({_alt(o)}): sign flips of the per-query differences, "
+        f"statistic: mean difference; p = (count + 1) / (B + 1) with B = {o.resamples} "
+        f"seeded sign flips (seed {o.seed}), or count / 2^n when all 2^n sign assignments are "
+        f"enumerated ({'always' if o.exact else 'never' if o.exact is False else 'when 2^n <= B'}); "
+        f"a permuted statistic within a relative {R.REL_TOL:g} of the observed counts as equal"
+    )
+
+
+def describe_bootstrap(o: TestOptions) -> str:
+    return (
+        f"studentized paired bootstrap test ({_alt(o)}; Efron & Tibshirani 1993, Sakai 2006): "
+        f"t* = (mean(d*) - mean(d)) / (sd(d*)/sqrt(n)) over B = {o.resamples} seeded resamples of "
+        f"the queries (seed {o.seed}) against t = mean(d) / (sd(d)/sqrt(n)); p = (count + 1) / (B + 1)"
+    )
+
+
+def describe_sign(o: TestOptions) -> str:
+    return (
+        f"sign test ({_alt(o)}): exact binomial test (p = 0.5) on wins vs losses, scipy.stats.binomtest; "
+        f"differences within {o.tie_tolerance:g} are ties and dropped; statistic: wins (b > a)"
+    )
 
 
 def get_test(name: str) -> PairedTest:
-    """The registered test called ``name`` (or one of its aliases, e.g. ``fisher`` or ``student``)."""
-    test = _BY_NAME.get(str(name).strip().lower())
-    if test is None:
-        raise parameter_error("test", "compare", f"one of {', '.join(TESTS)}", name)
-    return test
+    """The registered test called ``name`` (or one of its aliases, e.g. ``fisher`` or ``student``); an unknown
+    name is a :class:`~stagewise.errors.ConventionError` listing the tests of :data:`TESTS`."""
+    return TESTS.lookup(str(name))
 
 
-def check_options(opts: TestOptions) -> None:
-    if opts.alternative not in R.ALTERNATIVES:
-        raise parameter_error("alternative", "compare", f"one of {', '.join(R.ALTERNATIVES)}", opts.alternative)
-    if isinstance(opts.permutations, bool) or not isinstance(opts.permutations, int) or opts.permutations < 1:
-        raise parameter_error("permutations", "compare", "an int >= 1", opts.permutations)
-    if isinstance(opts.seed, bool) or not isinstance(opts.seed, int) or opts.seed < 0:
-        raise parameter_error("seed", "compare", "an int >= 0", opts.seed)
-    if opts.exact not in (None, True, False):
-        raise parameter_error("exact", "compare", "True, False or None (auto)", opts.exact)
-    if not (opts.tie_tolerance >= 0 and np.isfinite(opts.tie_tolerance)):
-        raise parameter_error("tie_tolerance", "compare", "a finite float >= 0", opts.tie_tolerance)
+def check_options(opts: TestOptions) -> TestOptions:
+    """``opts`` with every field checked against its :mod:`~stagewise.stats.catalogue` parameter (the first bad
+    one raises, in field order) and converted to its type."""
+    checked = {
+        name: param.coerce("compare", name, getattr(opts, name))
+        for name, param in (
+            ("alternative", K.ALTERNATIVE),
+            ("resamples", K.RESAMPLES),
+            ("seed", K.SEED),
+            ("exact", K.EXACT),
+            ("tie_tolerance", K.TIE_TOLERANCE),
+        )
+    }
+    return TestOptions(**checked)
 
 
 def run_batched(test: PairedTest, a: np.ndarray, b: np.ndarray, opts: TestOptions):
     """Run ``test`` on every row of ``a`` and ``b`` (``(comparisons, n)``); all-zero rows get (0, 1)."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
-    stat, p, method = test.run(a, b, opts)
+    stat, p, method = test.kernel()(a, b, opts)
     null = np.all(a == b, axis=1)
     stat = np.where(null, 0.0, stat)
     p = np.where(null, 1.0, np.clip(p, 0.0, 1.0))
@@ -251,8 +216,7 @@ def _pair(name: str, a, b, **options) -> TestResult:  # a one-row batch, with th
         raise StagewiseError(f"a paired test needs at least 2 queries; got {a.shape[1]}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise StagewiseError("scores must be finite numbers (no nan or inf)")
-    opts = TestOptions(**options)
-    check_options(opts)
+    opts = check_options(TestOptions(**options))
     test = get_test(name)
     stat, p, method = run_batched(test, a, b, opts)
     return TestResult(test.name, float(stat[0]), float(p[0]), a.shape[1], method)
@@ -287,24 +251,40 @@ def randomization_test(
     a,
     b,
     *,
-    permutations: int = 10_000,
+    resamples: int = 10_000,
     seed: int = 0,
     exact: bool | None = None,
     alternative: str = "two-sided",
+    permutations: int | None = None,
 ) -> TestResult:
     """Fisher's paired randomization test: how often does flipping the signs of ``d = b - a`` give a mean
     at least as far from 0 as the observed one?
 
-    Monte Carlo: ``p = (count + 1) / (B + 1)`` over ``B = permutations`` seeded sign-flip vectors
+    Monte Carlo: ``p = (count + 1) / (B + 1)`` over ``B = resamples`` seeded sign-flip vectors
     (Phipson & Smyth 2010: never 0, and a valid p-value). Exact (``exact=True``, or by default when
-    ``2**n <= permutations``): ``p = count / 2**n`` over all sign assignments, the identity included.
-    The same seed gives the same p-value on every call, with any number of threads.
+    ``2**n <= resamples``): ``p = count / 2**n`` over all sign assignments, the identity included.
+    The same seed gives the same p-value on every call, with any number of threads. ``permutations`` is the
+    old name of ``resamples`` (deprecated).
 
     >>> r = randomization_test([0.2, 0.4, 0.1, 0.5], [0.3, 0.6, 0.2, 0.6], exact=True)
     >>> r.p_value, r.method
     (0.125, 'exact (all 2^4 sign assignments)')
     """
-    return _pair("randomization", a, b, permutations=permutations, seed=seed, exact=exact, alternative=alternative)
+    if permutations is not None:
+        resamples = deprecated_permutations(permutations, "randomization_test")
+    return _pair("randomization", a, b, resamples=resamples, seed=seed, exact=exact, alternative=alternative)
+
+
+def deprecated_permutations(value: int, where: str, stacklevel: int = 3) -> int:
+    """``value``, after a DeprecationWarning that ``permutations`` is now called ``resamples`` (``stacklevel``:
+    the frames up to the user's call, this one counted)."""
+    warnings.warn(
+        f"{where}(permutations=...) is deprecated; use resamples=... (one word for the random sign flips "
+        "and the bootstrap resamples)",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    return value
 
 
 def bootstrap_test(a, b, *, resamples: int = 10_000, seed: int = 0, alternative: str = "two-sided") -> TestResult:
@@ -316,7 +296,7 @@ def bootstrap_test(a, b, *, resamples: int = 10_000, seed: int = 0, alternative:
     >>> round(r.statistic, 4), r.p_value < 0.05
     (4.8107, True)
     """
-    return _pair("bootstrap", a, b, permutations=resamples, seed=seed, alternative=alternative)
+    return _pair("bootstrap", a, b, resamples=resamples, seed=seed, alternative=alternative)
 
 
 def sign_test(a, b, *, tie_tolerance: float = 1e-9, alternative: str = "two-sided") -> TestResult:

@@ -105,23 +105,39 @@ class Comparison:
                 return p
         raise KeyError(f"no comparison of {a!r} and {b!r} on {metric!r}")
 
+    def direction(self, metric: str) -> str | None:
+        """Which way is better on ``metric``, as its measure says (:attr:`stagewise.Measure.better`):
+        ``"higher"`` (most measures, and any name that is no measure), ``"lower"`` (the unjudged share, the RBP
+        residual) or ``None`` (a plain count such as num_ret: no run is better for it)."""
+        return _direction(metric)
+
     def better_than(self, run: str, metric: str) -> list[str]:
-        """The runs that ``run`` is significantly better than on ``metric`` (adjusted p < alpha)."""
+        """The runs that ``run`` is significantly better than on ``metric`` (adjusted p < alpha): higher, or lower
+        where lower is better; none for a plain count."""
+        way = self.direction(metric)
+        if way is None:
+            return []
+        sign = 1.0 if way == "higher" else -1.0  # b better than a when sign * (b - a) > 0
         out = []
         for p in self.pairs:
             if p.metric != metric or not p.significant:
                 continue
-            if p.a == run and p.mean_diff < 0:
+            if p.a == run and sign * p.mean_diff < 0:
                 out.append(p.b)
-            elif p.b == run and p.mean_diff > 0:
+            elif p.b == run and sign * p.mean_diff > 0:
                 out.append(p.a)
         order = {name: i for i, name in enumerate(self.runs)}
         return sorted(out, key=order.__getitem__)
 
     def best(self, metric: str) -> list[str]:
-        """The runs with the highest mean on ``metric``."""
-        top = max(self.means[r][metric] for r in self.runs)
-        return [r for r in self.runs if self.means[r][metric] == top]
+        """The runs with the best mean on ``metric``: the highest, the lowest where lower is better, none for a
+        plain count."""
+        way = self.direction(metric)
+        if way is None:
+            return []
+        values = [self.means[r][metric] for r in self.runs]
+        top = max(values) if way == "higher" else min(values)
+        return [r for r, v in zip(self.runs, values, strict=True) if v == top]
 
     # ----------------------------------------------------------------------------------- per-query deltas
     def per_query_deltas(self, metric: str, a: str, b: str) -> list[dict[str, Any]]:
@@ -159,13 +175,26 @@ class Comparison:
         }
         if per_query:
             out["per_query"] = [
-                {"metric": p.metric, "a": p.a, "b": p.b, "deltas": _top(self.per_query_deltas(p.metric, p.a, p.b), top)}
+                {"metric": p.metric, "a": p.a, "b": p.b, "deltas": top_and_bottom(self.per_query_deltas(*key), top)}
                 for p in self.pairs
+                for key in [(p.metric, p.a, p.b)]
             ]
         return out
 
 
-def _top(rows: list[dict[str, Any]], top: int | None) -> list[dict[str, Any]]:
+def _direction(metric: str) -> str | None:
+    from stagewise.errors import StagewiseError
+    from stagewise.metrics.measures import Measure
+
+    try:
+        measure = Measure.parse(metric)
+    except (StagewiseError, ValueError, KeyError):
+        return "higher"
+    return getattr(measure, "better", "higher")
+
+
+def top_and_bottom(rows: list[dict[str, Any]], top: int | None) -> list[dict[str, Any]]:
+    """The ``top`` first and ``top`` last of ``rows`` (all of them when ``top`` is None or they are few)."""
     if top is None or 2 * top >= len(rows):
         return rows
     return rows[:top] + rows[len(rows) - top :]
