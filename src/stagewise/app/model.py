@@ -10,8 +10,8 @@ from typing import Any
 from stagewise import lesson
 from stagewise.app.ids import to_segment
 from stagewise.data.readers import read_run
+from stagewise.engines import evaluate
 from stagewise.metrics import Conventions
-from stagewise.metrics.evaluate import evaluate
 from stagewise.store.labels import LabelStore
 
 __all__ = ["METRICS", "Workspace", "playground"]

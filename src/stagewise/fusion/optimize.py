@@ -175,7 +175,7 @@ class _Objective:
         return self.evaluate(run)
 
     def evaluate(self, run: Any) -> float:
-        from stagewise.metrics.evaluate import evaluate
+        from stagewise.engines import evaluate
 
         result = evaluate(
             self.qrels, run, [self.metric], missing="skip", relevance_level=self.relevance_level, ties=self.ties
