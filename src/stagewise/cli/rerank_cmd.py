@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import CorpusFormat, check_output, emit_run, int_option, score_cache, user_errors
 
 
@@ -17,8 +18,10 @@ def rerank_command(
     reranker: Annotated[
         str,
         typer.Option(
-            help="bm25-proximity (no extra), bi-encoder (packaged MiniLM; model='DIR' for another), "
-            "cross-encoder(path='DIR') (a local sentence-transformers CrossEncoder folder)."
+            parser=RegistryChoice("stagewise.rerank.registry", "RERANKERS"),
+            help="The reranker: {names:stagewise.rerank.registry:RERANKERS}; parameters in parentheses, as in "
+            "bm25-proximity(k1=0.9,alpha=0.5) or cross-encoder(path='DIR'). Each with its parameters at their "
+            "defaults: {names:stagewise.rerank.registry:DEFAULT_FORMS}.",
         ),
     ] = "bm25-proximity",
     depth: Annotated[
@@ -60,7 +63,7 @@ def rerank_command(
         cache_path = score_cache(cache, inputs=[run_file, corpus, queries], output=output, no_cache=no_cache)
         from stagewise.cli.common import progress_bar
         from stagewise.data.readers import read_run
-        from stagewise.rerank.rerankers import make_reranker
+        from stagewise.rerank.registry import make_reranker
         from stagewise.retrieval.collections import read_corpus, read_queries
 
         started = time.perf_counter()

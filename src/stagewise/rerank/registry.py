@@ -116,16 +116,22 @@ class RerankerRegistry(Registry[RerankerEntry]):
         self.package = package
         self._discovered = package is None
 
-    def discover(self) -> None:
+    def discover(self, *, again: bool = False) -> None:
         """Import each public module of the registry's package once, so that the rerankers they register are
-        known (a new module needs no edit anywhere else)."""
-        if self._discovered:
+        known (a new module needs no edit anywhere else); ``again`` looks for modules added since."""
+        if self._discovered and not again:
             return
         self._discovered = True  # before the imports: a module registering its entries reads the registry
         package = importlib.import_module(self.package or "")
         for module in pkgutil.iter_modules(package.__path__):
             if not module.name.startswith("_"):
                 importlib.import_module(f"{package.__name__}.{module.name}")
+
+    def register(self, entry: RerankerEntry, *, replace: bool = False) -> RerankerEntry:
+        """Add ``entry`` (:meth:`stagewise.spec.Registry.register`), after the package's own rerankers, so that
+        they are listed first and a name of theirs is never taken silently."""
+        self.discover()
+        return super().register(entry, replace=replace)
 
     def lookup(self, name: str) -> RerankerEntry:
         """The entry for a name or a whole spec (``bm25-proximity(k1=0.9)``, its parameters checked too), or
@@ -162,6 +168,18 @@ class RerankerRegistry(Registry[RerankerEntry]):
 RERANKERS: RerankerRegistry = RerankerRegistry("reranker", package="stagewise.rerank")
 """Every reranker by name: the built-in ones (``bm25-proximity``, ``bi-encoder``, ``cross-encoder``), any module
 of this package registers, and those added with :meth:`RerankerRegistry.register`."""
+
+
+class _DefaultForms:
+    """Each reranker with every parameter at its default, as the grammar writes it (what ``--help`` shows)."""
+
+    def names(self) -> list[str]:
+        entries = [RERANKERS[name] for name in RERANKERS.names()]
+        return [canonical(e.name, None, [(k, p.default) for k, p in e.params.items()]) for e in entries]
+
+
+DEFAULT_FORMS = _DefaultForms()
+"""``DEFAULT_FORMS.names()``: ``bm25-proximity(k1=1.2,b=0.75,alpha=0.3,variant=lucene)``, ... (for help texts)."""
 
 C = TypeVar("C", bound=Callable[..., Any])
 
