@@ -1,7 +1,9 @@
 """Hybrid retrieval in one call: BM25 and dense search, fused by any fusion method, then reranked to a depth.
 
 Every stage's run is kept (:class:`HybridResult`), so each can be evaluated on its own: the point of
-stagewise is to see which stage gained or lost what.
+stagewise is to see which stage gained or lost what. :func:`hybrid` is one use of
+:class:`stagewise.pipeline.Pipeline` (:func:`hybrid_pipeline` is the value it runs); ``stagewise hybrid`` and
+``stagewise demo`` are others.
 
 >>> import numpy as np
 >>> from stagewise.dense.index import DenseIndex
@@ -16,27 +18,36 @@ stagewise is to see which stage gained or lost what.
 ['bm25', 'dense', 'fused']
 >>> result.fused.to_polars()["doc_id"].to_list()
 ['d1', 'd3', 'd2']
+>>> result.pipeline.name
+'rrf(bm25,dense)'
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from stagewise.data.run import Run
-from stagewise.errors import ConventionError
+from stagewise.pipeline.pipeline import Pipeline, PipelineResult
+from stagewise.pipeline.stages import Fuse, Fusion, Rerank, Retrieve
 
 
 @dataclass
 class HybridResult:
-    """The run of each stage, in pipeline order, with how each was made."""
+    """The run of each stage, in pipeline order, with how each was made (``result``: the pipeline's own
+    :class:`~stagewise.pipeline.PipelineResult`)."""
 
     bm25: Run
     dense: Run
     fused: Run
     reranked: Run | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    result: PipelineResult | None = None
+
+    @property
+    def pipeline(self) -> Pipeline | None:
+        """The :class:`~stagewise.pipeline.Pipeline` that made these runs."""
+        return None if self.result is None else self.result.pipeline
 
     def runs(self) -> dict[str, Run]:
         """``{stage: run}`` for the stages that ran: bm25, dense, fused and (with a reranker) reranked."""
@@ -53,6 +64,39 @@ class HybridResult:
             "rerank": getattr(self.reranked, "rerank", None),
             "seconds": self.seconds,
         }
+
+
+def hybrid_pipeline(
+    bm25: Any,
+    dense: Any,
+    *,
+    k: int = 1000,
+    fusion: str = "rrf",
+    fusion_depth: int | None = None,
+    reranker: Any = None,
+    rerank_depth: int = 100,
+    backend: str | None = None,
+    encoder: Any = None,
+    **fusion_options: Any,
+) -> Pipeline:
+    """The pipeline :func:`hybrid` runs: stages ``bm25`` and ``dense`` (runs named so), ``fused``, and with a
+    reranker ``reranked``.
+
+    >>> from stagewise.retrieval import BM25Index
+    >>> index = BM25Index.build({"d1": "wing lift"})
+    >>> hybrid_pipeline(index, index, fusion="rrf(rrf_k=20)", reranker="bm25-proximity", rerank_depth=10).name
+    'rrf(bm25,dense,rrf_k=20)>>bm25-proximity(depth=10)'
+    """
+    # only the options given: any Retriever can take the dense stage's place, and the defaults are the index's own
+    dense_options = {key: v for key, v in (("encoder", encoder), ("backend", backend)) if v is not None}
+    return Pipeline(
+        (
+            Retrieve("bm25", bm25, k, run_name="bm25"),
+            Retrieve("dense", dense, k, run_name="dense", options=dense_options),
+        ),
+        Fuse("fused", Fusion(fusion, depth=fusion_depth, **fusion_options)),
+        None if reranker is None else Rerank("reranked", reranker, rerank_depth),
+    )
 
 
 def hybrid(
@@ -78,27 +122,10 @@ def hybrid(
     :class:`~stagewise.retrieval.BM25Index`, ``dense`` a :class:`~stagewise.dense.DenseIndex` (queries encoded
     with its own model, or ``encoder``).
     """
-    from stagewise.fusion.api import fuse
-
-    seconds: dict[str, float] = {}
-    started = time.perf_counter()
-    bm25_run = bm25.search(queries, k=k, name="bm25")
-    seconds["bm25"] = round(time.perf_counter() - started, 3)
-    started = time.perf_counter()
-    dense_run = dense.search(queries, k=k, encoder=encoder, backend=backend, name="dense")
-    seconds["dense"] = round(time.perf_counter() - started, 3)
-    started = time.perf_counter()
-    fused = fuse({"bm25": bm25_run, "dense": dense_run}, fusion, depth=fusion_depth, **fusion_options)
-    seconds["fused"] = round(time.perf_counter() - started, 3)
-    result = HybridResult(bm25_run, dense_run, fused, seconds=seconds)
-    if reranker is not None:
-        if docs is None:
-            raise ConventionError("reranking needs the documents' texts: give docs (the CLI's --corpus)")
-        if isinstance(reranker, str):
-            from stagewise.rerank.rerankers import make_reranker
-
-            reranker = make_reranker(reranker)
-        started = time.perf_counter()
-        result.reranked = reranker.rerank(queries, fused, docs, rerank_depth)
-        seconds["reranked"] = round(time.perf_counter() - started, 3)
-    return result
+    pipeline = hybrid_pipeline(
+        bm25, dense, k=k, fusion=fusion, fusion_depth=fusion_depth, reranker=reranker, rerank_depth=rerank_depth,
+        backend=backend, encoder=encoder, **fusion_options,
+    )  # fmt: skip
+    result = pipeline.run(queries, docs=docs)
+    runs = result.runs
+    return HybridResult(runs["bm25"], runs["dense"], runs["fused"], runs.get("reranked"), result.seconds, result)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,6 +24,52 @@ def _not_ours(folder: Path) -> str | None:
             return None
     names = sorted(os.listdir(folder))
     return names[0] if names else None
+
+
+def _check_rerank_options(reranker: str | None, corpus: Path | None, cache: Path | None) -> None:
+    """--corpus goes with --reranker (it reads the texts), and --corpus and --cache are for a reranker only."""
+    from stagewise.errors import InputError
+
+    if reranker is not None and corpus is None:
+        raise InputError("--corpus", "is missing", hint="--reranker needs the documents' texts: add --corpus")
+    if reranker is None and (corpus is not None or cache is not None):
+        raise InputError(
+            "--corpus" if corpus is not None else "--cache", "is only used with --reranker", hint="add --reranker"
+        )
+
+
+def _open_indexes(bm25: Path, dense: Path) -> tuple:
+    """The two indexes, refused when they index corpora of different sizes (they would fuse into nonsense)."""
+    from stagewise.dense.index import DenseIndex
+    from stagewise.errors import InputError
+    from stagewise.retrieval.index import BM25Index
+
+    sparse, vectors = BM25Index.load(bm25), DenseIndex.load(dense)
+    if len(sparse) != len(vectors):
+        raise InputError(
+            str(dense),
+            f"indexes {len(vectors):,} documents and --bm25 {bm25} indexes {len(sparse):,}",
+            hint="give both indexes of the same corpus",
+        )
+    return sparse, vectors
+
+
+def _write(result: Any, output: Path) -> None:
+    """Every stage's run and stages.json, landing together: one folder, swapped in at once."""
+    import json
+
+    from stagewise import folders
+    from stagewise._io import write_errors
+    from stagewise.data.writers import write_run
+
+    def write(folder: Path) -> None:
+        for stage, run in result.runs().items():
+            write_run(run, folder / f"{stage}.run", format="trec")
+        described = {"made_by": MADE_BY, **result.describe()}
+        (folder / "stages.json").write_text(json.dumps(described, indent=2, default=str) + "\n")
+
+    with write_errors(output):
+        folders.replace_folder(output, write, owned=HYBRID_FILES)
 
 
 def hybrid_command(
@@ -74,18 +120,12 @@ def hybrid_command(
 
       stagewise eval qrels.txt hybrid/bm25.run hybrid/dense.run hybrid/fused.run hybrid/reranked.run -m ndcg@10
     """
-    import json
     import time
 
     with user_errors():
         from stagewise import folders
-        from stagewise._io import write_errors
-        from stagewise.data.writers import write_run
-        from stagewise.dense.index import DenseIndex
-        from stagewise.errors import InputError
         from stagewise.hybrid import hybrid
         from stagewise.retrieval.collections import read_corpus, read_queries
-        from stagewise.retrieval.index import BM25Index
 
         # before any work: the folder is replaced whole at the end, so it must be this command's or new
         inputs = [queries, bm25, dense] + ([corpus] if corpus is not None else [])
@@ -98,12 +138,7 @@ def hybrid_command(
             what="hybrid output folder",
             foreign_file=_not_ours,
         )
-        if reranker is not None and corpus is None:
-            raise InputError("--corpus", "is missing", hint="--reranker needs the documents' texts: add --corpus")
-        if reranker is None and (corpus is not None or cache is not None):
-            raise InputError(
-                "--corpus" if corpus is not None else "--cache", "is only used with --reranker", hint="add --reranker"
-            )
+        _check_rerank_options(reranker, corpus, cache)
         cache_path = score_cache(cache, inputs=inputs, output=output, folder=True) if reranker is not None else None
         started = time.perf_counter()
         topics = read_queries(
@@ -116,26 +151,12 @@ def hybrid_command(
             rr = make_reranker(reranker, cache=cache_path)
         docs = read_corpus(corpus) if corpus is not None else None
         options = {} if norm is None else {"norm": norm}
-        sparse, vectors = BM25Index.load(bm25), DenseIndex.load(dense)
-        if len(sparse) != len(vectors):  # two indexes of different corpora would fuse into nonsense
-            raise InputError(
-                str(dense),
-                f"indexes {len(vectors):,} documents and --bm25 {bm25} indexes {len(sparse):,}",
-                hint="give both indexes of the same corpus",
-            )
+        sparse, vectors = _open_indexes(bm25, dense)
         result = hybrid(
             topics, sparse, vectors, k=k, fusion=fusion, fusion_depth=fusion_depth,
             reranker=rr, rerank_depth=depth, docs=docs, backend=backend and backend.value, **options,
         )  # fmt: skip
-
-        def write(folder: Path) -> None:
-            for stage, run in result.runs().items():
-                write_run(run, folder / f"{stage}.run", format="trec")
-            described = {"made_by": MADE_BY, **result.describe()}
-            (folder / "stages.json").write_text(json.dumps(described, indent=2, default=str) + "\n")
-
-        with write_errors(output):  # the runs and stages.json land together: one folder, swapped in at once
-            folders.replace_folder(output, write, owned=HYBRID_FILES)
+        _write(result, output)
         stages = ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in result.seconds.items())
         typer.echo(
             f"hybrid over {len(topics):,} queries ({stages}); total {time.perf_counter() - started:.2f} s -> "

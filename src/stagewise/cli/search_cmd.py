@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -32,7 +33,9 @@ def search_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="TREC run file to write (atomically); default stdout.")
     ] = None,
-    fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Query file format.")] = CorpusFormat.auto,
+    fmt: Annotated[
+        CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Query file format.")
+    ] = CorpusFormat.auto,
     variant: Annotated[str | None, typer.Option(help="Override the index's BM25 variant.")] = None,
     k1: Annotated[float | None, typer.Option(help="Override k1 (no re-indexing needed).")] = None,
     b: Annotated[float | None, typer.Option(help="Override b.")] = None,
@@ -93,9 +96,8 @@ def search_command(
         check_output(output, [index_dir, queries], input_folders=(index_dir,))
         from stagewise.cli.common import progress_bar, stdin_as_file
         from stagewise.data.collections import read_queries
-        from stagewise.dense.index import is_dense_index
         from stagewise.errors import InputError
-        from stagewise.retrieval.index import BM25Index
+        from stagewise.pipeline.indexes import SearchOptions, index_kind, search_index
 
         if _is_index(queries) and not _is_index(index_dir):
             raise InputError(
@@ -103,48 +105,29 @@ def search_command(
                 f"is not an index, and the queries argument {queries} is one",
                 hint=f"the index comes first: stagewise search {queries} {index_dir}",
             )
-        if scheduler is not None and engine is not Engine.dask:
-            raise InputError("--scheduler", "is only used with --engine dask", hint="add --engine dask")
-        dense = is_dense_index(index_dir)
-        if dense:
-            if engine is Engine.dask:
-                raise InputError(str(index_dir), "is a dense index; --engine dask searches BM25 indexes only")
-            bm25_only = any(v is not None for v in (variant, k1, b, delta, epsilon)) or all_documents
-            if bm25_only or workers not in (None, 1):
-                typer.echo("stagewise: note: BM25 options are ignored for a dense index", err=True)
-        elif approximate or backend is not None:
-            typer.echo("stagewise: note: --approximate and --backend are for dense indexes; ignored here", err=True)
+        options = SearchOptions(
+            k=k, name=name, engine=engine.value, scheduler=scheduler, workers=workers, variant=variant, k1=k1, b=b,
+            delta=delta, epsilon=epsilon, all_documents=all_documents, backend=backend and backend.value,
+            approximate=approximate,
+        )  # fmt: skip
+        kind = index_kind(index_dir)
+        for note in options.check(kind, index_dir):  # before the queries are read: a contradiction fails at once
+            typer.echo(f"stagewise: note: {note}", err=True)
         started = time.perf_counter()
         if str(queries) == "-":
             with stdin_as_file("query set", fmt.value) as source:
                 topics = read_queries(source, format=source.suffix[1:], renumber=renumber)
         else:
             topics = read_queries(queries, format=None if fmt is CorpusFormat.auto else fmt.value, renumber=renumber)
-        if dense:
-            _dense_search(index_dir, topics, k=k, output=output, name=name, backend=backend, approximate=approximate,
-                          started=started)  # fmt: skip
-            return
-        index = BM25Index.load(index_dir)
-        options = dict(k=k, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon, all_documents=all_documents)
-        progress, update = progress_bar("searching")
+        progress, update = progress_bar("searching") if kind == "bm25" else (contextlib.nullcontext(), None)
         with progress:
-            if engine is Engine.dask:
-                from stagewise.retrieval.distributed import close_client, dask_client, topk_dask
-
-                client = dask_client(scheduler, workers)
-                try:
-                    top = topk_dask(index, topics, client=client, progress=update, **options)
-                finally:
-                    close_client(client)
-            else:
-                top = index.topk(topics, workers=workers or 1, progress=update, **options)
-        run = top.to_run(index, name=name)
-        emit_run(run, output)
-        elapsed = time.perf_counter() - started
-        empty = f", {top.empty_queries} with no indexed term" if top.empty_queries else ""
+            found = search_index(index_dir, topics, options, progress=update)
+        emit_run(found.run, output)
+        empty = f", {found.empty_queries} with no indexed term" if found.empty_queries else ""
         target = f" -> {output}" if output is not None else ""
         typer.echo(
-            f"searched {len(topics):,} queries{empty} with {top.scoring}, top {k}, in {elapsed:.2f} s{target}",
+            f"searched {len(topics):,} queries{empty} with {found.scoring}, top {k}, "
+            f"in {time.perf_counter() - started:.2f} s{target}",
             err=True,
         )
 
@@ -152,30 +135,3 @@ def search_command(
 def _is_index(path: Path) -> bool:
     """Whether ``path`` is a folder written by stagewise index or encode (both keep a meta.json)."""
     return str(path) != "-" and (path / "meta.json").is_file()
-
-
-def _dense_search(
-    index_dir: Path,
-    topics: Any,
-    *,
-    k: int,
-    output: Path | None,
-    name: str | None,
-    backend: Backend | None,
-    approximate: bool,
-    started: float,
-) -> None:
-    """The dense half of `stagewise search`: encode the queries with the index's model, exact (or HNSW) top-k."""
-    from stagewise.dense.index import DenseIndex
-
-    index = DenseIndex.load(index_dir)
-    run = index.search(topics, k=k, backend=backend and backend.value, approximate=approximate, name=name)
-    emit_run(run, output)
-    elapsed = time.perf_counter() - started
-    kind = "approximate (HNSW)" if approximate else "exact"
-    target = f" -> {output}" if output is not None else ""
-    typer.echo(
-        f"searched {len(topics):,} queries with {index.meta['model']} ({kind} inner product), top {k}, "
-        f"in {elapsed:.2f} s{target}",
-        err=True,
-    )

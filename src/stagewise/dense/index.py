@@ -338,6 +338,25 @@ class DenseIndex:
     def dimension(self) -> int:
         return int(self.meta["dimension"])
 
+    @property
+    def name(self) -> str:
+        """The retriever's name, the default name of its runs: ``dense-<model>``."""
+        return f"dense-{self.meta['model']}"
+
+    def describe(self) -> dict[str, Any]:
+        """What this retriever is (:class:`stagewise.protocols.Retriever`'s provenance): the model, the vectors'
+        shape and type, and the folder it was opened from."""
+        return {
+            "retriever": "dense",
+            "name": self.name,
+            "model": self.meta["model"],
+            "documents": len(self),
+            "dimension": self.dimension,
+            "dtype": self.meta["dtype"],
+            "normalized": self.meta["normalized"],
+            "path": None if self.path is None else str(self.path),
+        }
+
     def encoder(self, backend: str | None = None) -> Any:
         """The index's own encoder (the model that made its vectors), loaded once; ``backend="onnx"`` uses
         (or makes) an export in the index folder's ``onnx/``."""

@@ -163,6 +163,29 @@ def topk_dask(
     return TopK(query_ids, offsets, docs, scores, scoring, sum(part[3] for part in ordered))
 
 
+def topk_cluster(
+    index,
+    queries: Sequence[str] | Mapping[str, str] | Any,
+    ids: Sequence[str] | None = None,
+    *,
+    client=None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+):
+    """:func:`topk_dask` with the client handled here: ``client``'s cluster, else the scheduler at ``scheduler``,
+    else a local cluster of ``workers`` processes started for this search and closed after it (also when the
+    search fails)."""
+    own = client is None
+    client = client if client is not None else dask_client(scheduler, workers)
+    try:
+        return topk_dask(index, queries, ids, client=client, progress=progress, **options)
+    finally:
+        if own:
+            close_client(client)
+
+
 def search_dask(
     index,
     queries: Sequence[str] | Mapping[str, str] | Any,
@@ -194,11 +217,5 @@ def search_dask(
     >>> index.search({"q1": "lift of wings"}, k=10).to_polars()["doc_id"].to_list()
     ['d1', 'd2']
     """
-    own = client is None
-    client = client if client is not None else dask_client(scheduler)
-    try:
-        top = topk_dask(index, queries, ids, client=client, progress=progress, **options)
-    finally:
-        if own:
-            close_client(client)
+    top = topk_cluster(index, queries, ids, client=client, scheduler=scheduler, progress=progress, **options)
     return top.to_run(index, name=name)

@@ -694,6 +694,25 @@ class BM25Index:
             f"{self.scoring}; {analysis})"
         )
 
+    @property
+    def name(self) -> str:
+        """The retriever's name, the default name of its runs: ``bm25-<variant>(<parameters>)``."""
+        return f"bm25-{self.scoring}"
+
+    def describe(self) -> dict[str, Any]:
+        """What this retriever is (:class:`stagewise.protocols.Retriever`'s provenance): the scoring, the
+        analyser, the sizes and the folder it was opened from."""
+        return {
+            "retriever": "bm25",
+            "name": self.name,
+            "scoring": str(self.scoring),
+            "analyser": None if self.analyser is None else self.analyser.describe(),
+            "documents": self.n_docs,
+            "terms": self.n_terms,
+            "postings": int(self.term_ptr[-1]),
+            "path": None if self.path is None else str(self.path),
+        }
+
     def doc_ids(self, rows: np.ndarray | None = None) -> list[str]:
         return _column_values(self.doc_ids_offsets, self.doc_ids_data, rows)
 
