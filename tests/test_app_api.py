@@ -180,17 +180,17 @@ def test_rag_sample_pages_show_the_stage_label_and_marking_evidence_recomputes_i
     client = TestClient(create_app(None, rag=samples), base_url="http://127.0.0.1:8765")
     assert client.get("/", follow_redirects=False).headers["location"] == "/rag"
     listing = client.get("/rag").text
-    expected = {row["id"]: row for row in evaluate_rag(RAG_RECORDS).rows}
+    expected = {row.id: row for row in evaluate_rag(RAG_RECORDS).rows}
     for sid, row in expected.items():
-        assert f"href='/rag/{sid}'" in listing and row["label"] in listing
-    assert samples.samples["r1"]["label"] == expected["r1"]["label"] == "ok"
+        assert f"href='/rag/{sid}'" in listing and row.label in listing
+    assert samples.samples["r1"]["label"] == expected["r1"].label == "ok"
     assert samples.samples["r1"]["gold"] == ["p9"] and "Jane Austen wrote it [p9]." in client.get("/rag/r1").text
     # p9 is no longer gold, p3 is (both in the context): still ok; then nothing gold in the context
     res = client.put("/api/rag/r1/evidence/p9", json={"gold": False}).json()
-    assert res["gold"] == [] and res["label"] == evaluate_rag([dict(RAG_RECORDS[0], gold_evidence=[])]).rows[0]["label"]
+    assert res["gold"] == [] and res["label"] == evaluate_rag([dict(RAG_RECORDS[0], gold_evidence=[])]).rows[0].label
     res = client.put("/api/rag/r1/evidence/p1", json={"gold": True}).json()  # retrieved third, outside the context
     assert res["gold"] == ["p1"] and res["label"] == "lucky"
-    assert res["label"] == evaluate_rag([dict(RAG_RECORDS[0], gold_evidence=["p1"])]).rows[0]["label"]
+    assert res["label"] == evaluate_rag([dict(RAG_RECORDS[0], gold_evidence=["p1"])]).rows[0].label
     # kept: a fresh start reads the marks back
     again = read_rag(str(path), tmp_path / "labels.sqlite")
     assert again.samples["r1"]["gold"] == ["p1"] and again.samples["r1"]["label"] == "lucky"

@@ -24,6 +24,7 @@ import zlib
 from collections import Counter, defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -387,7 +388,7 @@ def test_verdict_counts_match_the_labels(demo):
         assert change["after"] == comparison["means"][change["stage"]][change["metric"]]
 
 
-def rows(**counts: int) -> list[dict]:
+def rows(**counts: int) -> list[SimpleNamespace]:
     reason = {
         "ok": "correct_answer",
         "lucky": "correct_without_evidence",
@@ -398,12 +399,12 @@ def rows(**counts: int) -> list[dict]:
     out = []
     for key, n in counts.items():
         label = "retrieval_failure" if key in ("not_retrieved", "ranked_too_low") else key
-        out += [{"label": label, "reason": reason[key]}] * n
+        out += [SimpleNamespace(label=label, reason=reason[key])] * n
     return out
 
 
 class Rag:
-    def __init__(self, rows_: list[dict]) -> None:
+    def __init__(self, rows_: list[SimpleNamespace]) -> None:
         self.rows = rows_
 
 

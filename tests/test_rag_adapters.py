@@ -118,8 +118,8 @@ def test_ragas_v2_with_ids() -> None:
         (("doc_7",),),
     )
     rows = evaluate_rag(records).rows
-    assert (rows[0]["label"], rows[0]["citations"], rows[0]["citation_precision"]) == ("ok", ["doc_7"], 1.0)
-    assert (rows[1]["label"], rows[1]["reason"]) == ("retrieval_failure", "not_retrieved")
+    assert (rows[0].label, rows[0].citations, rows[0].citation_precision) == ("ok", ["doc_7"], 1.0)
+    assert (rows[1].label, rows[1].reason) == ("retrieval_failure", "not_retrieved")
 
 
 def test_ragas_v1_columns_with_content_ids(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_ragas_v1_columns_with_content_ids(tmp_path: Path) -> None:
     assert record.retrieved[0] == content_id(gold_text)  # same text, same id
     assert record.passages[record.retrieved[1]] == "Unrelated text."
     row = evaluate_rag([record]).rows[0]
-    assert (row["label"], row["answer_correct"]) == ("ok", True)
+    assert (row.label, row.answer_correct) == ("ok", True)
 
 
 def test_ragas_needed_together_and_errors() -> None:
@@ -149,7 +149,7 @@ def test_ragchecker(tmp_path: Path) -> None:
     assert record.gold_answers == ("The Nile is the longest river in the world.",)
     row = evaluate_rag([record], correct="f1:0.5", evidence="answers").rows[0]
     # DPR has_answer: no passage holds the whole long gold answer, so evidence stays empty
-    assert row["answer_correct"] is True and row["gold_evidence"] == []
+    assert row.answer_correct is True and row.gold_evidence == []
 
 
 def test_kilt(tmp_path: Path) -> None:
@@ -163,8 +163,8 @@ def test_kilt(tmp_path: Path) -> None:
     assert emma.gold_evidence == (("15574",), ("14377", "15574"))
     assert emma.retrieved == ("15574", "3")
     rows = evaluate_rag(records, correct="em").rows
-    assert (rows[0]["label"], rows[0]["rprec"], rows[0]["kilt_em"]) == ("ok", 1.0, 1.0)
-    assert (rows[1]["label"], rows[1]["kilt_em"]) == ("lucky", 0.0)
+    assert (rows[0].label, rows[0].rprec, rows[0].kilt_em) == ("ok", 1.0, 1.0)
+    assert (rows[1].label, rows[1].kilt_em) == ("lucky", 0.0)
 
 
 def test_kilt_mismatched_ids() -> None:
@@ -183,10 +183,10 @@ def test_bergen(tmp_path: Path) -> None:
     assert records[1].gold_evidence == (("512553", "4510955"),)
     assert records[1].retrieved == ("4510955", "512553", "4941337")
     rows = evaluate_rag(records).rows
-    assert (rows[0]["label"], rows[0]["reason"]) == ("ok", "correct_answer")
-    assert (rows[1]["label"], rows[1]["reason"]) == ("generation_failure", "false_abstention")
+    assert (rows[0].label, rows[0].reason) == ("ok", "correct_answer")
+    assert (rows[1].label, rows[1].reason) == ("generation_failure", "false_abstention")
     without_run = evaluate_rag(from_bergen(out)).rows
-    assert without_run[0]["reason"] == "not_retrieved"
+    assert without_run[0].reason == "not_retrieved"
 
 
 def test_unknown_shape() -> None:

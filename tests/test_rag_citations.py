@@ -70,30 +70,30 @@ def test_precision_recall_and_flags() -> None:
         },
         judge="none",
     )
-    assert row["citations"] == ["p9", "p3", "p4", "p7"]
-    assert row["citation_precision"] == 0.5  # p9 and p4 are gold
-    assert row["citation_recall"] == 1.0  # the alternative p9 is wholly cited
-    assert row["cited_unseen"] == ["p4", "p7"]  # the generator never saw them
-    assert row["no_citations"] is False
+    assert row.citations == ["p9", "p3", "p4", "p7"]
+    assert row.citation_precision == 0.5  # p9 and p4 are gold
+    assert row.citation_recall == 1.0  # the alternative p9 is wholly cited
+    assert row.cited_unseen == ["p4", "p7"]  # the generator never saw them
+    assert row.no_citations is False
 
 
 def test_partial_set_recall_and_missing_citations() -> None:
     row = row_of(
         {"retrieved": ["p4"], "gold_evidence": [["p4", "p5"]], "citations": ["p4"], "answer": "x"}, judge="none"
     )
-    assert row["citation_recall"] == 0.5
+    assert row.citation_recall == 0.5
     uncited = row_of({"retrieved": ["p4"], "gold_evidence": ["p4"], "answer": "Jane Austen"}, judge="none")
-    assert uncited["no_citations"] is True and uncited["citation_precision"] is None
-    assert uncited["citation_recall"] == 0.0
+    assert uncited.no_citations is True and uncited.citation_precision is None
+    assert uncited.citation_recall == 0.0
     declined = row_of({"retrieved": ["p4"], "gold_evidence": ["p4"], "answer": "I don't know."}, judge="none")
-    assert declined["no_citations"] is False  # an abstention needs no citation
+    assert declined.no_citations is False  # an abstention needs no citation
 
 
 def test_record_citations_override_markers() -> None:
     row = row_of(
         {"retrieved": ["p1", "p2"], "gold_evidence": ["p2"], "citations": ["p2"], "answer": "Austen [p1]"}, judge="none"
     )
-    assert row["citations"] == ["p2"]
+    assert row.citations == ["p2"]
 
 
 # -- ALCE ----------------------------------------------------------------------------------------------------------
@@ -181,8 +181,8 @@ def test_sentence_scores_with_the_gold_judge() -> None:
         {"retrieved": ["p1", "p2"], "gold_evidence": ["p1"], "answer": "Jane Austen [p1]. She was English [p2]."},
         judge="gold",
     )
-    assert row["sentence_citation_recall"] == 0.5
-    assert row["sentence_citation_precision"] == 0.5
+    assert row.sentence_citation_recall == 0.5
+    assert row.sentence_citation_precision == 0.5
 
 
 def test_sentence_scores_with_the_lexical_judge() -> None:
@@ -194,7 +194,7 @@ def test_sentence_scores_with_the_lexical_judge() -> None:
             "passages": {"p1": "Emma is a novel written by Jane Austen.", "p2": "Bath is a city in Somerset."},
         }
     )
-    assert row["sentence_citation_recall"] == 0.5
+    assert row.sentence_citation_recall == 0.5
 
 
 # -- judges: protocol, counts, caching -----------------------------------------------------------------------------
@@ -227,7 +227,7 @@ def test_custom_judge_is_counted_and_cached(tmp_path: Path) -> None:
     )
     assert report.judges["support"] == {"name": "counting", "requests": 4, "calls": 1, "cache_hits": 3}
     assert judge.calls == 1
-    assert report.rows[0]["sentence_citation_recall"] == 1.0
+    assert report.rows[0].sentence_citation_recall == 1.0
     again = CountingJudge()
     report = evaluate_rag([{"id": "a", "gold_answers": ["x"], **record}], judge=again, judge_cache=cache)
     assert again.calls == 0  # answered from the file
@@ -248,7 +248,7 @@ def test_answer_judge_for_correctness() -> None:
         answer_judge=judge,
         judge="none",
     )
-    assert report.rows[0]["answer_correct"] is True  # the judge reads the answer as the passage
+    assert report.rows[0].answer_correct is True  # the judge reads the answer as the passage
     assert report.judges["answer"]["calls"] == 1
     assert report.conventions()["answer_judge"] == "counting"
 

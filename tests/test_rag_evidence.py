@@ -33,11 +33,11 @@ def test_ranking_metrics_by_hand() -> None:
     )
     row = report.rows[0]
     # qrels = every id of every alternative: {p9, p4, p5}
-    assert row["recall@2"] == pytest.approx(1 / 3)
-    assert row["recall@4"] == pytest.approx(2 / 3)
-    assert row["mrr"] == pytest.approx(0.5)
-    assert row["P@4"] == pytest.approx(0.5)
-    assert row["first_gold_rank"] == 2
+    assert row.metrics["recall@2"] == pytest.approx(1 / 3)
+    assert row.metrics["recall@4"] == pytest.approx(2 / 3)
+    assert row.metrics["mrr"] == pytest.approx(0.5)
+    assert row.metrics["P@4"] == pytest.approx(0.5)
+    assert row.first_gold_rank == 2
     assert report.retrieval_means()["samples_with_gold_evidence"] == 1
 
 
@@ -60,7 +60,7 @@ def test_engine_equals_stagewise_evaluate_on_the_same_lists() -> None:
     expected = stagewise.evaluate(qrels, run, metrics).per_query("run")
     for row in report.rows:
         for m in metrics:
-            assert row[m] == pytest.approx(expected[m][row["id"]])
+            assert row.metrics[m] == pytest.approx(expected[m][row.id])
 
 
 @settings(max_examples=150, deadline=None)
@@ -130,20 +130,20 @@ def test_rprec_and_kilt_scores_follow_kilt(retrieved: list[str], alternatives: l
         judge="none",
     ).rows[0]
     rprec = kilt_rprec(alternatives, retrieved)
-    assert row["rprec"] == pytest.approx(rprec)
-    assert row["kilt_em"] == (1.0 if rprec == 1 else 0.0)
-    assert row["kilt_correct"] is (rprec == 1)
+    assert row.rprec == pytest.approx(rprec)
+    assert row.kilt_em == (1.0 if rprec == 1 else 0.0)
+    assert row.kilt_correct is (rprec == 1)
 
 
 def test_kilt_k() -> None:
     record = {"id": "q", "retrieved": ["x", "a"], "gold_evidence": ["a"], "answer": "Emma", "gold_answers": ["emma"]}
-    assert evaluate_rag([record], judge="none").rows[0]["kilt_em"] == 0.0
-    assert evaluate_rag([record], judge="none", kilt_k=2).rows[0]["kilt_em"] == 1.0
+    assert evaluate_rag([record], judge="none").rows[0].kilt_em == 0.0
+    assert evaluate_rag([record], judge="none", kilt_k=2).rows[0].kilt_em == 1.0
 
 
 def test_no_evidence_means_no_kilt_scores() -> None:
     row = evaluate_rag([{"id": "q", "retrieved": ["a"], "answer": "", "gold_answers": []}], judge="none").rows[0]
-    assert row["rprec"] is None and row["kilt_em"] is None
+    assert row.rprec is None and row.kilt_em is None
 
 
 # -- evidence from answers (DPR has_answer) ------------------------------------------------------------------------
@@ -159,10 +159,10 @@ def test_evidence_from_answers() -> None:
     }
     by_ids = evaluate_rag([record], judge="none").rows[0]
     by_answers = evaluate_rag([record], judge="none", evidence="answers").rows[0]
-    assert (by_ids["label"], by_ids["gold_evidence"]) == ("lucky", [])
-    assert (by_answers["label"], by_answers["gold_evidence"], by_answers["first_gold_rank"]) == ("ok", [["p2"]], 2)
+    assert (by_ids.label, by_ids.gold_evidence) == ("lucky", [])
+    assert (by_answers.label, by_answers.gold_evidence, by_answers.first_gold_rank) == ("ok", [["p2"]], 2)
     given = evaluate_rag([{**record, "gold_evidence": ["p3"]}], judge="none", evidence="answers").rows[0]
-    assert given["gold_evidence"] == [["p3"]]  # a record's own evidence wins
+    assert given.gold_evidence == [["p3"]]  # a record's own evidence wins
 
 
 # -- records from a Run and an answers file ------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def test_records_from_run_and_qrels(tmp_path: Path) -> None:
     records = records_from_run(str(run), str(answers), str(qrels))
     assert [r.retrieved for r in records] == [("p1", "p9"), ("p7",), ()]
     assert [r.gold_evidence for r in records] == [(("p9",),), (("p8",),), ()]
-    labels = [(r["label"], r["reason"]) for r in evaluate_rag(records, judge="none").rows]
+    labels = [(r.label, r.reason) for r in evaluate_rag(records, judge="none").rows]
     assert labels == [("ok", "correct_answer"), ("retrieval_failure", "not_retrieved"), ("ok", "correct_abstention")]
 
 

@@ -43,12 +43,12 @@ def test_issue_example() -> None:
             "passages": {"p9": "Emma is a novel by Jane Austen."},
         }
     )
-    assert (row["label"], row["reason"]) == ("ok", "correct_answer")
-    assert row["evidence_in_context"] is True and row["answer_correct"] is True
-    assert row["first_gold_rank"] == 2
-    assert row["citation_precision"] == 1.0 and row["citation_recall"] == 1.0
-    assert row["context"] == ["p3", "p9"] and row["context_cutoff"] == 2
-    assert row["correct_by"] == "contains"
+    assert (row.label, row.reason) == ("ok", "correct_answer")
+    assert row.evidence_in_context is True and row.answer_correct is True
+    assert row.first_gold_rank == 2
+    assert row.citation_precision == 1.0 and row.citation_recall == 1.0
+    assert row.context == ["p3", "p9"] and row.context_cutoff == 2
+    assert row.correct_by == "contains"
 
 
 # -- one test per reason -----------------------------------------------------------------------------------------
@@ -80,9 +80,9 @@ CASES = {
 def test_each_reason(reason: str) -> None:
     record, label = CASES[reason]
     row = one(record)
-    assert (row["label"], row["reason"]) == (label, reason)
+    assert (row.label, row.reason) == (label, reason)
     assert reason in REASONS[label]
-    assert row["detail"]
+    assert row.detail
 
 
 @pytest.mark.parametrize(
@@ -96,13 +96,13 @@ def test_each_reason(reason: str) -> None:
 )
 def test_lucky_carries_the_retrieval_reason(record: dict, reason: str) -> None:
     row = one(record)
-    assert (row["label"], row["reason"]) == ("lucky", reason)
+    assert (row.label, row.reason) == ("lucky", reason)
 
 
 def test_abstaining_without_evidence_is_a_retrieval_failure() -> None:
     row = one(rec(retrieved=["x"], gold_evidence=["p9"], answer="I don't know."))
-    assert (row["label"], row["reason"]) == ("retrieval_failure", "not_retrieved")
-    assert row["abstained"] is True
+    assert (row.label, row.reason) == ("retrieval_failure", "not_retrieved")
+    assert row.abstained is True
 
 
 # -- evidence alternatives ---------------------------------------------------------------------------------------
@@ -110,31 +110,31 @@ def test_abstaining_without_evidence_is_a_retrieval_failure() -> None:
 
 def test_one_complete_alternative_suffices() -> None:
     row = one(rec(retrieved=["p4", "p5"], gold_evidence=["p9", ["p4", "p5"]], answer="Jane Austen"))
-    assert row["evidence_in_context"] is True
-    assert row["evidence_rank"] == 2  # the set is complete at rank 2
+    assert row.evidence_in_context is True
+    assert row.evidence_rank == 2  # the set is complete at rank 2
 
 
 def test_ids_from_different_alternatives_do_not_combine() -> None:
     row = one(rec(retrieved=["a", "c"], gold_evidence=[["a", "b"], ["c", "d"]], answer="Dickens"))
-    assert row["evidence_in_context"] is False
-    assert row["reason"] == "partial_evidence"
-    assert row["first_gold_rank"] == 1
+    assert row.evidence_in_context is False
+    assert row.reason == "partial_evidence"
+    assert row.first_gold_rank == 1
 
 
 def test_needed_together_with_part_below_cutoff() -> None:
     row = one(rec(retrieved=["p4", "x", "p5"], gold_evidence=[["p4", "p5"]], answer="Dickens"), context_k=2)
-    assert (row["reason"], row["evidence_in_context"]) == ("partial_evidence", False)
-    assert row["gold_ranks"] == {"p4": 1, "p5": 3}
+    assert (row.reason, row.evidence_in_context) == ("partial_evidence", False)
+    assert row.gold_ranks == {"p4": 1, "p5": 3}
 
 
 def test_dropped_takes_precedence_over_partial() -> None:
     record = rec(retrieved=["p9", "p4", "x"], context=["p4", "x"], gold_evidence=["p9", ["p4", "p5"]], answer="no")
-    assert one(record)["reason"] == "dropped_from_context"
+    assert one(record).reason == "dropped_from_context"
 
 
 def test_gold_in_context_but_not_retrieved_counts() -> None:
     row = one(rec(retrieved=[], context=["p9"], gold_evidence=["p9"], answer="Jane Austen"))
-    assert (row["label"], row["first_gold_rank"]) == ("ok", None)
+    assert (row.label, row.first_gold_rank) == ("ok", None)
 
 
 # -- no evidence, unanswerable, empty retrieval --------------------------------------------------------------------
@@ -146,26 +146,26 @@ def test_answerable_without_evidence_is_never_in_context() -> None:
         if evidence is not None:
             fields["gold_evidence"] = evidence
         row = one(rec(**fields))
-        assert (row["label"], row["reason"]) == ("lucky", "not_retrieved")
-        assert row["gold_evidence_given"] is (evidence is not None)
-        assert row["recall@5"] is None and row["citation_recall"] is None
+        assert (row.label, row.reason) == ("lucky", "not_retrieved")
+        assert row.gold_evidence_given is (evidence is not None)
+        assert row.metrics["recall@5"] is None and row.citation_recall is None
 
 
 def test_unanswerable_needs_no_evidence() -> None:
     declined = one(rec(retrieved=[], gold_answers=[], answer="The documents do not say."))
     answered = one(rec(retrieved=["p1"], gold_answers=[], gold_evidence=[], answer="Paris [p1]"))
-    assert (declined["label"], declined["reason"], declined["evidence_in_context"]) == (
+    assert (declined.label, declined.reason, declined.evidence_in_context) == (
         "ok",
         "correct_abstention",
         True,
     )
-    assert (answered["label"], answered["reason"]) == ("generation_failure", "hallucinated_answer")
-    assert answered["citation_precision"] == 0.0  # it cited a passage that is no evidence
+    assert (answered.label, answered.reason) == ("generation_failure", "hallucinated_answer")
+    assert answered.citation_precision == 0.0  # it cited a passage that is no evidence
 
 
 def test_unanswerable_with_evidence_uses_the_rule() -> None:
     row = one(rec(retrieved=["x"], gold_answers=[], gold_evidence=["p9"], answer="I don't know"))
-    assert (row["label"], row["reason"]) == ("lucky", "not_retrieved")
+    assert (row.label, row.reason) == ("lucky", "not_retrieved")
 
 
 def test_empty_retrieval() -> None:
@@ -174,8 +174,8 @@ def test_empty_retrieval() -> None:
         judge="none",
     )
     a, b = report.rows
-    assert (a["reason"], a["first_gold_rank"], a["recall@5"], a["mrr"]) == ("not_retrieved", None, 0.0, 0.0)
-    assert b["recall@5"] is None
+    assert (a.reason, a.first_gold_rank, a.metrics["recall@5"], a.metrics["mrr"]) == ("not_retrieved", None, 0.0, 0.0)
+    assert b.metrics["recall@5"] is None
     assert any("retrieved nothing" in note for note in report.notes())
 
 
@@ -184,10 +184,10 @@ def test_empty_retrieval() -> None:
 
 def test_duplicate_retrieved_ids_keep_first_position() -> None:
     row = one(rec(retrieved=["a", "a", "b", "a", "p9"], gold_evidence=["p9"], answer="Jane Austen"), context_k=3)
-    assert row["duplicates_dropped"] == 2
-    assert row["first_gold_rank"] == 3  # ranks count the list without copies
-    assert row["context"] == ["a", "b", "p9"]
-    assert row["label"] == "ok"
+    assert row.duplicates_dropped == 2
+    assert row.first_gold_rank == 3  # ranks count the list without copies
+    assert row.context == ["a", "b", "p9"]
+    assert row.label == "ok"
 
 
 def test_duplicates_in_context_citations_and_evidence_count_once() -> None:
@@ -200,9 +200,9 @@ def test_duplicates_in_context_citations_and_evidence_count_once() -> None:
             answer="Jane Austen",
         )
     )
-    assert row["context"] == ["p9"] and row["citations"] == ["p9"]
-    assert row["gold_evidence"] == [["p9"], ["p4"]]
-    assert row["citation_precision"] == 1.0
+    assert row.context == ["p9"] and row.citations == ["p9"]
+    assert row.gold_evidence == [["p9"], ["p4"]]
+    assert row.citation_precision == 1.0
 
 
 def test_duplicate_sample_ids_are_an_error(tmp_path: Path) -> None:
@@ -217,15 +217,15 @@ def test_duplicate_sample_ids_are_an_error(tmp_path: Path) -> None:
 
 def test_context_k_sets_default_context_and_cutoff() -> None:
     record = rec(retrieved=["a", "b", "p9"], gold_evidence=["p9"], answer="Jane Austen")
-    assert one(record, context_k=2)["reason"] == "ranked_too_low"
-    assert one(record, context_k=3)["label"] == "ok"
-    assert one(record)["context_cutoff"] == 5
+    assert one(record, context_k=2).reason == "ranked_too_low"
+    assert one(record, context_k=3).label == "ok"
+    assert one(record).context_cutoff == 5
 
 
 def test_explicit_context_with_context_k() -> None:
     record = rec(retrieved=["a", "p9", "b"], context=["a", "b"], gold_evidence=["p9"], answer="x")
-    assert one(record)["reason"] == "dropped_from_context"  # cut-off len(context) = 2, p9 at rank 2
-    assert one(record, context_k=1)["reason"] == "ranked_too_low"
+    assert one(record).reason == "dropped_from_context"  # cut-off len(context) = 2, p9 at rank 2
+    assert one(record, context_k=1).reason == "ranked_too_low"
 
 
 @pytest.mark.parametrize(
@@ -233,24 +233,24 @@ def test_explicit_context_with_context_k() -> None:
 )
 def test_criterion_decides(correct: str, expected: bool) -> None:
     row = one(rec(retrieved=["p1"], gold_evidence=["p1"], answer="Jane Austen wrote Emma"), correct=correct)
-    assert row["answer_correct"] is expected
-    assert row["correct_by"] == correct
+    assert row.answer_correct is expected
+    assert row.correct_by == correct
 
 
 def test_abstention_is_never_correct() -> None:
     row = one(rec(retrieved=["p1"], gold_evidence=["p1"], answer="I don't know, maybe Jane Austen"))
-    assert row["abstained"] and not row["answer_correct"]
-    assert row["reason"] == "false_abstention"
+    assert row.abstained and not row.answer_correct
+    assert row.reason == "false_abstention"
 
 
 def test_abstained_field_overrides_detection() -> None:
     row = one(rec(retrieved=["p1"], gold_evidence=["p1"], answer="Jane Austen", abstained=True))
-    assert row["reason"] == "false_abstention"
+    assert row.reason == "false_abstention"
 
 
 def test_citation_markers_do_not_change_answer_metrics() -> None:
     row = one(rec(retrieved=["p1"], gold_evidence=["p1"], answer="Jane Austen [p1]"), correct="em")
-    assert row["em"] == 1.0
+    assert row.em == 1.0
 
 
 # -- the lesson's diagnose ---------------------------------------------------------------------------------------
@@ -287,11 +287,11 @@ def naive_evidence_in_context(record: dict, context_k: int) -> bool:
 @given(records(), st.sampled_from([1, 2, 5]), st.sampled_from(["contains", "em", "f1:0.5"]))
 def test_label_agrees_with_lesson_diagnose(record: dict, context_k: int, correct: str) -> None:
     row = one(record, context_k=context_k, correct=correct)
-    assert row["label"] == diagnose(row["evidence_in_context"], row["answer_correct"])
-    assert row["evidence_in_context"] is naive_evidence_in_context(record, context_k)
-    assert row["reason"] in REASONS[row["label"]]
+    assert row.label == diagnose(row.evidence_in_context, row.answer_correct)
+    assert row.evidence_in_context is naive_evidence_in_context(record, context_k)
+    assert row.reason in REASONS[row.label]
     if not record["gold_answers"]:
-        assert row["answer_correct"] is row["abstained"]
+        assert row.answer_correct is row.abstained
 
 
 def test_all_four_cells_match_diagnose() -> None:
@@ -302,7 +302,7 @@ def test_all_four_cells_match_diagnose() -> None:
                 gold_evidence=["p1"],
                 answer="Jane Austen" if correct else "Dickens",
             )
-            assert one(record)["label"] == diagnose(evidence, correct)
+            assert one(record).label == diagnose(evidence, correct)
     assert set(LABELS) == {"ok", "generation_failure", "retrieval_failure", "lucky"}
 
 
@@ -388,4 +388,4 @@ def test_bad_options(kwargs: dict, match: str) -> None:
 def test_answer_metrics_do_not_depend_on_the_judge(judge: str) -> None:
     record = rec(retrieved=["p1"], gold_evidence=["p1"], answer="Jane Austen.\nI don't know the year [p1].")
     row = evaluate_rag([record], judge=judge).rows[0]
-    assert (row["abstained"], row["answer_correct"], row["em"]) == (False, True, 0.0)
+    assert (row.abstained, row.answer_correct, row.em) == (False, True, 0.0)

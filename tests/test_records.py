@@ -81,8 +81,8 @@ def test_rag_rows_are_the_samples_fields_in_order(tmp_path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     report = evaluate_rag(path, metrics=["mrr", "recall@1"])
     names = [f.name for f in dataclasses.fields(RagSample) if f.name not in ("line", "metrics")]
-    assert [list(row) for row in report.rows] == [[*names, "line", "mrr", "recall@1"]] * 2
-    assert report.rows[0]["line"] == 1 and report.rows[1]["mrr"] is None  # no gold evidence: no metric
+    assert [list(row.to_dict()) for row in report.rows] == [[*names, "line", "mrr", "recall@1"]] * 2
+    assert report.rows[0].line == 1 and report.rows[1].metrics["mrr"] is None  # no gold evidence: no metric
     bare = RagSample(**dict.fromkeys(names))  # no line, no metrics: the row has neither
     assert list(bare.to_dict()) == names
     documented = set(re.findall(r"`([a-z_@0-9]+)`", (Path(__file__).parents[1] / "docs" / "rag.md").read_text()))

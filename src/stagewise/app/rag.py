@@ -57,21 +57,21 @@ class RagSamples:
 
     def _sample(self, sid: str) -> dict[str, Any]:
         record = self._record(sid)
-        row = evaluate_rag([record]).rows[0]
-        context = list(record.context if record.context is not None else row.get("context", record.retrieved))
+        sample = evaluate_rag([record]).rows[0]
+        context = list(record.context if record.context is not None else sample.context)
         gold = sorted(_flat(record))
         # every passage a person may mark: the context, the rest retrieved, and the gold ones wherever they are
         shown = list(dict.fromkeys([*context, *record.retrieved, *sorted(_flat(self.records[sid])), *gold]))
         return {
             "id": sid,
             "key": to_segment(sid),  # the id as the page puts it in a URL
-            "label": row.get("label"),
-            "reason": f"{row.get('reason', '')}: {row.get('detail', '')}",
+            "label": sample.label,
+            "reason": f"{sample.reason}: {sample.detail}",
             "question": record.question or "",
             "answer": record.answer,
             "context": [self._passage(record, p, context) for p in shown],
             "gold": gold,
-            "cited": list(row.get("citations") or ()),
+            "cited": list(sample.citations),
         }
 
     def _passage(self, record: RagRecord, pid: str, context: list[str]) -> dict[str, Any]:

@@ -1,10 +1,18 @@
-"""``stagewise rag RECORDS.jsonl [--context-k N] [--correct ...] [--format table|json|jsonl|markdown]``"""
+"""``stagewise rag RECORDS.jsonl [--context-k N] [--correct ...] [--format table|json|jsonl|markdown]``
+
+The choices of ``--correct``, ``--judge``, ``--from`` and ``--evidence`` come from the library's registries
+(:data:`stagewise.rag.answers.CRITERIA`, :data:`stagewise.rag.judges.JUDGES`, :data:`stagewise.rag.adapters.ADAPTERS`,
+:data:`stagewise.rag.options.EVIDENCE_SOURCES`): the help lists them when shown and a value is checked against
+them when the command runs, so a criterion or a judge registered there is taken here with no edit.
+"""
 
 from __future__ import annotations
 
+import importlib
+import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -18,25 +26,35 @@ class RagFormat(StrEnum):
     markdown = "markdown"
 
 
-class Shape(StrEnum):
-    native = "native"
-    ragas = "ragas"
-    ragchecker = "ragchecker"
-    kilt = "kilt"
-    bergen = "bergen"
+_MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
-class Evidence(StrEnum):
-    ids = "ids"
-    answers = "answers"
+class _Checked:
+    """A typer ``parser=`` that checks a value with a library function when the command runs (not at start-up)
+    and gives it back as typed: the function's :class:`~stagewise.errors.ConventionError` names what there is."""
+
+    def __init__(self, module: str, attr: str, option: str, *, module_attr: bool = False) -> None:
+        self.module, self.attr, self.option, self.module_attr = module, attr, option, module_attr
+        self.__name__ = "choice"  # typer names the parameter's type after its parser
+
+    def __call__(self, value: Any) -> Any:
+        if value is None or (self.module_attr and _MODULE_ATTR.fullmatch(str(value))):
+            return value  # module:attr names a user's own judge, loaded when the command runs
+        check = getattr(importlib.import_module(self.module), self.attr)
+        if callable(check):
+            check(str(value))
+        elif str(value) not in check:
+            from stagewise.errors import parameter_error
+
+            raise parameter_error(self.option, "rag", f"one of {', '.join(check)}", value)
+        return value
 
 
-def _load_judge(spec: str):
-    """``auto|gold|lexical|none``, or ``module:attr`` naming a judge object, class or factory."""
-    if ":" not in spec:
+def _load_judge(spec: str) -> Any:
+    """A judge's name in the spec grammar (kept as typed), or ``module:attr`` naming a judge object, class or
+    factory (loaded)."""
+    if not _MODULE_ATTR.fullmatch(spec):
         return spec
-    import importlib
-
     from stagewise.errors import StagewiseError
 
     module_name, _, attr = spec.partition(":")
@@ -49,88 +67,121 @@ def _load_judge(spec: str):
     return target()
 
 
+def _records(records: str, shape: str, gold: Path | None, run: str | None, qrels: str | None) -> list[Any]:
+    """The records, read in their shape (``--from``), with ``--gold``, ``--run`` and ``--qrels`` where they apply."""
+    from stagewise.errors import StagewiseError
+    from stagewise.rag.adapters import from_bergen, from_kilt, load_records
+    from stagewise.rag.records import records_from_run
+
+    if qrels is not None and shape != "native":
+        raise StagewiseError(f"--qrels works with native records, not --from {shape}")
+    if shape == "kilt":
+        if gold is None:
+            raise StagewiseError("--from kilt needs --gold GOLD_FILE (RECORDS is the guess file)")
+        return from_kilt(gold, records)
+    if gold is not None:
+        raise StagewiseError("--gold is only for --from kilt")
+    if shape == "bergen":
+        return from_bergen(records, run)
+    if run is not None or qrels is not None:
+        if shape != "native":
+            raise StagewiseError(f"--run/--qrels work with native records, not --from {shape}")
+        return records_from_run(run, records, qrels)
+    return load_records(records, shape)
+
+
+Records = Annotated[
+    str,
+    typer.Argument(
+        help="RAG records, one JSON object a line (id, retrieved, context, gold_evidence, answer, gold_answers, "
+        "citations, passages); a JSON list also works; '-' reads stdin; .gz accepted. With --from, another tool's "
+        "output file."
+    ),
+]
+ContextK = Annotated[
+    int | None,
+    typer.Option(
+        "--context-k",
+        "-k",
+        **int_option(1),
+        help="Context of a record without 'context': retrieved[:N] (default 5); also the cut-off below which a "
+        "retrieved gold id is ranked_too_low.",
+    ),
+]
+Correct = Annotated[
+    str,
+    typer.Option(
+        "--correct",
+        "-c",
+        parser=_Checked("stagewise.rag.answers", "parse_criterion", "correct"),
+        help="What decides 'answer correct': {names:stagewise.rag.answers:CRITERIA}; a parameter in the spec "
+        "grammar (f1:0.5 is f1(threshold=0.5)).",
+    ),
+]
+Judge = Annotated[
+    str,
+    typer.Option(
+        parser=_Checked("stagewise.rag.judges", "parse_judge", "judge", module_attr=True),
+        help="Support judge for sentence-level citation scores: {names:stagewise.rag.judges:JUDGES} (auto: "
+        "lexical when records carry passage texts, else gold), parameters in the spec grammar "
+        "(lexical(threshold=0.5)), or module:attr naming your own judge (an object with supports(passages, claim)).",
+    ),
+]
+Shape = Annotated[
+    str,
+    typer.Option(
+        "--from",
+        parser=_Checked("stagewise.rag.adapters", "ADAPTERS", "from"),
+        help="Shape of RECORDS: {names:stagewise.rag.adapters:ADAPTERS} (kilt: RECORDS = guesses, needs --gold; "
+        "bergen: eval_dev_out.json, --run gives the retrieved ids).",
+    ),
+]
+Evidence = Annotated[
+    str,
+    typer.Option(
+        parser=_Checked("stagewise.rag.options", "EVIDENCE_SOURCES", "evidence"),
+        help="Gold evidence of records without any: {names:stagewise.rag.options:EVIDENCE_SOURCES} (ids: none; "
+        "answers: passages containing a gold answer, DPR's has_answer).",
+    ),
+]
+Metrics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        "-m",
+        help="Ranking metrics of the evidence (repeatable or comma-separated); default "
+        "recall@1, recall@5, recall@10, mrr, ndcg@10.",
+    ),
+]
+_PerSample = typer.Option("--per-sample", help="With --format json, include every sample.")
+_Output = typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
+_Format = typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table).")
+_JudgeCache = typer.Option(help="JSONL file that keeps a judge's answers between runs.")
+_Run = typer.Option(help="A run (TREC or any run format) giving each record's retrieved ids, in its ranked order.")
+_Qrels = typer.Option(help="Qrels giving each record's gold evidence: every relevant document is one alternative.")
+_KiltK = typer.Option(
+    **int_option(1), help="KILT-style scores need the evidence in the top N (default: R-precision = 1)."
+)
+_Digits = typer.Option(**int_option(0, 20), help="Decimals in table and markdown output.")
+
+
 def rag_command(
-    records: Annotated[
-        str,
-        typer.Argument(
-            help="RAG records, one JSON object a line (id, retrieved, context, gold_evidence, answer, "
-            "gold_answers, citations, passages); a JSON list also works; '-' reads stdin; .gz accepted. "
-            "With --from, another tool's output file."
-        ),
-    ],
-    context_k: Annotated[
-        int | None,
-        typer.Option(
-            "--context-k",
-            "-k",
-            **int_option(1),
-            help="Context of a record without 'context': retrieved[:N] (default 5); also the cut-off below which a "
-            "retrieved gold id is ranked_too_low.",
-        ),
-    ] = None,
-    correct: Annotated[
-        str,
-        typer.Option("--correct", "-c", help="What decides 'answer correct': em, f1:T (e.g. f1:0.5), contains, judge."),
-    ] = "contains",
-    fmt: Annotated[
-        RagFormat | None,
-        typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
-    ] = None,
-    per_sample: Annotated[bool, typer.Option("--per-sample", help="With --format json, include every sample.")] = False,
-    judge: Annotated[
-        str,
-        typer.Option(
-            help="Support judge for sentence-level citation scores: auto (lexical when records carry passage texts, "
-            "else gold), gold, lexical, none, or module:attr naming your own judge (an object with "
-            "supports(passages, claim))."
-        ),
-    ] = "auto",
-    judge_cache: Annotated[
-        Path | None, typer.Option(help="JSONL file that keeps a custom judge's answers between runs.")
-    ] = None,
-    shape: Annotated[
-        Shape,
-        typer.Option(
-            "--from",
-            help="Shape of RECORDS: native, ragas, ragchecker, kilt (RECORDS = guesses; "
-            "needs --gold), bergen (eval_dev_out.json; --run gives the retrieved ids).",
-        ),
-    ] = Shape.native,
+    records: Records,
+    context_k: ContextK = None,
+    correct: Correct = "contains",
+    fmt: Annotated[RagFormat | None, _Format] = None,
+    output: Annotated[Path | None, _Output] = None,
+    per_sample: Annotated[bool, _PerSample] = False,
+    judge: Judge = "auto",
+    judge_cache: Annotated[Path | None, _JudgeCache] = None,
+    shape: Shape = "native",
     gold: Annotated[Path | None, typer.Option(help="KILT gold file (with --from kilt).")] = None,
-    run: Annotated[
-        str | None,
-        typer.Option(help="A run (TREC or any run format) giving each record's retrieved ids, in its ranked order."),
-    ] = None,
-    qrels: Annotated[
-        str | None,
-        typer.Option(help="Qrels giving each record's gold evidence: every relevant document is one alternative."),
-    ] = None,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            help="Ranking metrics of the evidence (repeatable or comma-separated); default "
-            "recall@1, recall@5, recall@10, mrr, ndcg@10.",
-        ),
-    ] = None,
-    kilt_k: Annotated[
-        int | None,
-        typer.Option(
-            **int_option(1), help="KILT-style scores need the evidence in the top N (default: R-precision = 1)."
-        ),
-    ] = None,
-    evidence: Annotated[
-        Evidence,
-        typer.Option(
-            help="Gold evidence of records without any: none (ids) or passages containing a gold answer "
-            "(answers, DPR's has_answer)."
-        ),
-    ] = Evidence.ids,
-    digits: Annotated[int, typer.Option(**int_option(0, 20), help="Decimals in table and markdown output.")] = 4,
+    run: Annotated[str | None, _Run] = None,
+    qrels: Annotated[str | None, _Qrels] = None,
+    metric: Metrics = None,
+    kilt_k: Annotated[int | None, _KiltK] = None,
+    evidence: Evidence = "ids",
+    digits: Annotated[int, _Digits] = 4,
 ) -> None:
     """Diagnose RAG samples: score retrieval and answer generation separately, label every sample with the stage
     that failed (ok, generation_failure, retrieval_failure, lucky) and the reason, and check citations.
@@ -156,42 +207,19 @@ def rag_command(
         chosen_format = output_format(fmt and fmt.value, output, tuple(RagFormat))
         # The judge cache is appended to, not replaced: the same checks keep it off the inputs and the output.
         check_output(judge_cache, inputs, option="--judge-cache", others={"--output": output})
-        from stagewise.errors import StagewiseError
-        from stagewise.rag.adapters import from_bergen, from_kilt, load_records
-        from stagewise.rag.diagnose import DEFAULT_METRICS, evaluate_rag
-        from stagewise.rag.records import records_from_run
+        from stagewise.rag.diagnose import evaluate_rag
+        from stagewise.rag.options import DEFAULT_METRICS, RagOptions
+        from stagewise.report import rag as render_rag
 
-        if qrels is not None and shape is not Shape.native:
-            raise StagewiseError(f"--qrels works with native records, not --from {shape.value}")
-        if shape is Shape.kilt:
-            if gold is None:
-                raise StagewiseError("--from kilt needs --gold GOLD_FILE (RECORDS is the guess file)")
-            recs = from_kilt(gold, records)
-        elif gold is not None:
-            raise StagewiseError("--gold is only for --from kilt")
-        elif shape is Shape.bergen:
-            recs = from_bergen(records, run)
-        elif run is not None or qrels is not None:
-            if shape is not Shape.native:
-                raise StagewiseError(f"--run/--qrels work with native records, not --from {shape.value}")
-            recs = records_from_run(run, records, qrels)
-        else:
-            recs = load_records(records, shape.value)
-        report = evaluate_rag(
-            recs,
+        options = RagOptions(
             context_k=context_k,
             correct=correct,
             judge=_load_judge(judge),
             judge_cache=judge_cache,
-            metrics=split_metrics(metric) if metric else DEFAULT_METRICS,
+            metrics=tuple(split_metrics(metric)) if metric else DEFAULT_METRICS,
             kilt_k=kilt_k,
-            evidence=evidence.value,
+            evidence=evidence,
         )
-        from stagewise.report import rag as render_rag
-
-        samples = len(report.rows)
-        emit(
-            render_rag.render(report, chosen_format, per_sample=per_sample, digits=digits),
-            output,
-            f"{chosen_format}, {samples:,} samples",
-        )
+        report = evaluate_rag(_records(records, shape, gold, run, qrels), options)
+        text = render_rag.render(report, chosen_format, per_sample=per_sample, digits=digits)
+        emit(text, output, f"{chosen_format}, {len(report.rows):,} samples")

@@ -16,10 +16,10 @@ stage changes say what each retrieval stage did to the primary metric against th
 second first-stage run against the first, fusion against its best input, reranking against fusion), with the
 paired test's Holm-adjusted p-value.
 
->>> from types import SimpleNamespace
->>> rows = [{"label": "generation_failure", "reason": "hallucinated_answer"}] * 3
->>> rows += [{"label": "retrieval_failure", "reason": "ranked_too_low"}, {"label": "ok", "reason": "correct_answer"}]
->>> v = verdict(SimpleNamespace(rows=rows), None, [], primary="ndcg@10", depth=100, context_k=3)
+>>> from types import SimpleNamespace as Sample
+>>> rows = [Sample(label="generation_failure", reason="hallucinated_answer")] * 3
+>>> rows += [Sample(label="retrieval_failure", reason="ranked_too_low"), Sample(label="ok", reason="correct_answer")]
+>>> v = verdict(Sample(rows=rows), None, [], primary="ndcg@10", depth=100, context_k=3)
 >>> v.losses, v.fix_first
 ({'retrieval': 0, 'ranking': 1, 'generation': 3}, 'fix generation')
 """
@@ -28,7 +28,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.rag.diagnose import RagSample
+    from stagewise.rag.report import RagReport
 
 __all__ = ["LOSS_WHAT", "RULE", "STAGES", "StageChange", "Verdict", "verdict"]
 
@@ -128,11 +132,11 @@ class Verdict:
         return f"{self.advice[0].upper()}{self.advice[1:]}." if self.advice else ""
 
 
-def _stage_of(row: dict[str, Any]) -> str | None:
-    if row["label"] == "generation_failure":
+def _stage_of(sample: RagSample) -> str | None:
+    if sample.label == "generation_failure":
         return "generation"
-    if row["label"] == "retrieval_failure":
-        return "retrieval" if row["reason"] == "not_retrieved" else "ranking"
+    if sample.label == "retrieval_failure":
+        return "retrieval" if sample.reason == "not_retrieved" else "ranking"
     return None
 
 
@@ -166,17 +170,17 @@ def _changes(comparison: Any, stages: list[str], primary: str) -> list[StageChan
     return out
 
 
-def verdict(rag: Any, comparison: Any, stages: list[str], *, primary: str, depth: int, context_k: int) -> Verdict:
-    """The verdict on a RAG diagnosis (``rag.rows``) and the comparison of the retrieval stages (``stages`` in
-    pipeline order; ``comparison`` may be None)."""
+def verdict(rag: RagReport, comparison: Any, stages: list[str], *, primary: str, depth: int, context_k: int) -> Verdict:
+    """The verdict on a RAG diagnosis (its samples, ``rag.rows``, read by their ``label`` and ``reason``) and
+    the comparison of the retrieval stages (``stages`` in pipeline order; ``comparison`` may be None)."""
     losses = dict.fromkeys(STAGES, 0)
     reasons: dict[str, Counter[str]] = {stage: Counter() for stage in STAGES}
-    labels = Counter(row["label"] for row in rag.rows)
-    for row in rag.rows:
-        stage = _stage_of(row)
+    labels = Counter(sample.label for sample in rag.rows)
+    for sample in rag.rows:
+        stage = _stage_of(sample)
         if stage is not None:
             losses[stage] += 1
-            reasons[stage][row["reason"]] += 1
+            reasons[stage][sample.reason] += 1
     retrieval_side = losses["retrieval"] + losses["ranking"]
     if not any(losses.values()):
         worst, fix_first, advice = None, "nothing to fix", "every sample is ok or lucky"

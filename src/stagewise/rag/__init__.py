@@ -10,9 +10,11 @@ those who have an NLI model or an LLM.
 >>> report.counts()
 {'ok': 1, 'generation_failure': 0, 'retrieval_failure': 0, 'lucky': 0}
 
-This package names the stage's front door: the diagnosis, its report and records, the record readers and
-adapters, the labels, and the judge protocol with the judges that ship. The parts have their own modules:
-answer scoring (:mod:`stagewise.rag.answers`: ``token_f1``, ``parse_criterion``...), citation metrics
+This package names the stage's front door: the diagnosis, its options (:class:`RagOptions`), its report and
+typed samples, the records, the record readers and adapters, the labels, the answer criteria (:data:`CRITERIA`)
+and the judges (:data:`JUDGES`, the :class:`Judge` protocol and the judges that ship): a criterion or a judge
+registered there is taken by ``evaluate_rag`` and ``stagewise rag`` with no other edit. The parts have their own
+modules: answer scoring (:mod:`stagewise.rag.answers`: ``token_f1``, ``parse_criterion``...), citation metrics
 (:mod:`stagewise.rag.citations`), the other adapters (:mod:`stagewise.rag.adapters`). Names load lazily.
 """
 
@@ -24,8 +26,12 @@ from stagewise._lazy import lazy_exports
 
 _EXPORTS = {
     "evaluate_rag": "stagewise.rag.diagnose",
-    "DEFAULT_CONTEXT_K": "stagewise.rag.diagnose",
-    "DEFAULT_METRICS": "stagewise.rag.diagnose",
+    "RagSample": "stagewise.rag.diagnose",
+    "RagOptions": "stagewise.rag.options",
+    "DEFAULT_CONTEXT_K": "stagewise.rag.options",
+    "DEFAULT_METRICS": "stagewise.rag.options",
+    "CRITERIA": "stagewise.rag.answers",
+    "AnswerCriterion": "stagewise.rag.answers",
     "RagReport": "stagewise.rag.report",
     "RagRecord": "stagewise.rag.records",
     "read_records": "stagewise.rag.records",
@@ -36,6 +42,9 @@ _EXPORTS = {
     "LABELS": "stagewise.rag.labels",
     "REASONS": "stagewise.rag.labels",
     "SupportJudge": "stagewise.rag.judges",
+    "Judge": "stagewise.rag.judges",
+    "JUDGES": "stagewise.rag.judges",
+    "JudgeEntry": "stagewise.rag.judges",
     "Passage": "stagewise.rag.judges",
     "LexicalJudge": "stagewise.rag.judges",
     "GoldEvidenceJudge": "stagewise.rag.judges",
@@ -44,16 +53,23 @@ _EXPORTS = {
 
 __all__ = [
     "ADAPTERS",
+    "CRITERIA",
     "DEFAULT_CONTEXT_K",
     "DEFAULT_METRICS",
+    "JUDGES",
     "LABELS",
     "REASONS",
+    "AnswerCriterion",
     "CachedJudge",
     "GoldEvidenceJudge",
+    "Judge",
+    "JudgeEntry",
     "LexicalJudge",
     "Passage",
+    "RagOptions",
     "RagRecord",
     "RagReport",
+    "RagSample",
     "SupportJudge",
     "evaluate_rag",
     "load_records",
@@ -64,9 +80,20 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.rag.adapters import ADAPTERS, load_records
-    from stagewise.rag.diagnose import DEFAULT_CONTEXT_K, DEFAULT_METRICS, evaluate_rag
-    from stagewise.rag.judges import CachedJudge, GoldEvidenceJudge, LexicalJudge, Passage, SupportJudge
+    from stagewise.rag.answers import CRITERIA, AnswerCriterion
+    from stagewise.rag.diagnose import RagSample, evaluate_rag
+    from stagewise.rag.judges import (
+        JUDGES,
+        CachedJudge,
+        GoldEvidenceJudge,
+        Judge,
+        JudgeEntry,
+        LexicalJudge,
+        Passage,
+        SupportJudge,
+    )
     from stagewise.rag.labels import LABELS, REASONS
+    from stagewise.rag.options import DEFAULT_CONTEXT_K, DEFAULT_METRICS, RagOptions
     from stagewise.rag.records import RagRecord, read_records, record_from_dict, records_from_run
     from stagewise.rag.report import RagReport
 

@@ -18,18 +18,23 @@ False
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from stagewise.errors import ConventionError, parameter_error
-from stagewise.spec import Param, Registry, format_value, parse_call
+from stagewise.spec import Param, Registry, canonical, format_value, parse_call
 
 __all__ = [
     "ABSTENTION_PATTERNS",
+    "CRITERIA",
+    "AnswerCriterion",
     "AnswerScores",
+    "Attempt",
     "Criterion",
     "contains",
     "exact_match",
@@ -178,54 +183,160 @@ def is_abstention(answer: str, patterns: re.Pattern[str] | None = None) -> bool:
     return (patterns or _DEFAULT_ABSTENTION).search(first) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Criterion:
-    """Which answer metric decides "answer correct": ``em``, ``f1:T`` (F1 >= T), ``contains`` or ``judge``.
+class Attempt(NamedTuple):
+    """What an answer criterion reads for one sample: the answer without its citation markers, the gold answers,
+    the scores computed once for every criterion, and the answer judge (for a criterion with ``needs_judge``)."""
 
-    ``name`` round-trips through :func:`parse_criterion` and is printed in every output.
+    answer: str
+    gold_answers: Sequence[str]
+    scores: AnswerScores
+    judge: Any = None
+
+
+@dataclass(frozen=True)
+class AnswerCriterion:
+    """An entry of :data:`CRITERIA`: a way to decide "answer correct", with its behaviour.
+
+    ``passes(attempt, **params) -> bool`` decides one answer (an abstention is handled by the caller: it is never
+    correct for an answerable question); ``rule`` is the sentence every output prints, formatted with the
+    parameters; ``params`` are :class:`~stagewise.spec.Param` s; ``at`` names the parameter that ``name@V`` and
+    ``name:V`` set (f1's threshold); ``needs_judge`` asks for the answer judge in ``attempt.judge``.
+
+    Adding a criterion is one entry (and its test)::
+
+        CRITERIA.register(AnswerCriterion("prefix", "the normalised answer starts with some normalised gold "
+                                          "answer", lambda a: any(normalize_answer(a.answer).startswith(
+                                              normalize_answer(g)) for g in a.gold_answers)))
+
+    after which ``evaluate_rag(records, correct="prefix")`` and ``stagewise rag --correct prefix`` use it.
+    """
+
+    name: str
+    rule: str
+    passes: Callable[..., bool]
+    params: Mapping[str, Param] = field(default_factory=dict)
+    at: str | None = None
+    needs_judge: bool = False
+    aliases: tuple[str, ...] = ()
+
+
+def _judge_passes(attempt: Attempt) -> bool:
+    from stagewise.rag.judges import Passage
+
+    if attempt.judge is None:
+        raise ConventionError("the answer criterion needs an answer judge")
+    answer = [Passage("answer", attempt.answer)]
+    return any(attempt.judge.supports(answer, gold) for gold in attempt.gold_answers)
+
+
+_THRESHOLD = Param(float, 0.5, "the least token F1 that counts as correct", "a number in [0, 1]", lambda v: 0 <= v <= 1)
+
+#: The answer criteria by name: what ``--correct`` and ``evaluate_rag(correct=...)`` accept.
+CRITERIA: Registry[AnswerCriterion] = Registry(
+    "answer criterion",
+    AnswerCriterion(
+        "em", "exact match after SQuAD v1.1 normalisation, with some gold answer", lambda a: a.scores.em == 1.0
+    ),
+    AnswerCriterion(
+        "f1",
+        "SQuAD v1.1 token F1 >= {threshold:g} with some gold answer",
+        lambda a, threshold: a.scores.f1 >= threshold,
+        {"threshold": _THRESHOLD},
+        at="threshold",
+    ),
+    AnswerCriterion(
+        "contains",
+        "some normalised gold answer occurs in the normalised answer on token boundaries",
+        lambda a: a.scores.contains,
+    ),
+    AnswerCriterion(
+        "judge",
+        "the answer judge finds that the answer supports (entails) some gold answer",
+        _judge_passes,
+        needs_judge=True,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Criterion:
+    """A chosen answer criterion: an entry of :data:`CRITERIA` with its parameters (``Criterion("f1", 0.5)``).
+
+    ``name`` round-trips through :func:`parse_criterion` and is printed in every output; :meth:`passes` decides an
+    answer by the entry's behaviour.
+
+    >>> c = Criterion("f1", 0.7)
+    >>> c.name, c.threshold, c.describe()
+    ('f1:0.7', 0.7, 'SQuAD v1.1 token F1 >= 0.7 with some gold answer')
     """
 
     kind: str
-    threshold: float | None = None
+    params: tuple[tuple[str, Any], ...]
+
+    def __init__(self, kind: str, threshold: float | None = None, *, params: Iterable[tuple[str, Any]] = ()) -> None:
+        given = dict(params)
+        if threshold is not None:
+            given["threshold"] = threshold
+        entry = CRITERIA.get(kind)
+        if entry is not None:  # every parameter, defaults filled in, in the entry's order
+            kind = entry.name
+            given = {key: given.get(key, param.default) for key, param in entry.params.items()} | given
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "params", tuple(given.items()))
+
+    @property
+    def entry(self) -> AnswerCriterion:
+        """The registry entry (its behaviour)."""
+        return CRITERIA.lookup(self.kind)
+
+    @property
+    def threshold(self) -> float | None:
+        """The ``threshold`` parameter (f1's), or None."""
+        return dict(self.params).get("threshold")
+
+    @property
+    def needs_judge(self) -> bool:
+        return self.entry.needs_judge
 
     @property
     def name(self) -> str:
+        # name:V (f1:0.5, documented before the grammar) when the one parameter is the entry's "at" parameter;
         # format_value, not :g, so that f1:0.123456789 reads back to the same threshold
-        return f"f1:{format_value(self.threshold)}" if self.kind == "f1" else self.kind
+        entry = CRITERIA.get(self.kind)
+        if entry is not None and entry.at is not None and [k for k, _ in self.params] == [entry.at]:
+            return f"{self.kind}:{format_value(self.params[0][1])}"
+        return canonical(self.kind, None, self.params)
 
     def describe(self) -> str:
-        if self.kind == "f1":
-            return f"SQuAD v1.1 token F1 >= {self.threshold:g} with some gold answer"
-        return {
-            "em": "exact match after SQuAD v1.1 normalisation, with some gold answer",
-            "contains": "some normalised gold answer occurs in the normalised answer on token boundaries",
-            "judge": "the answer judge finds that the answer supports (entails) some gold answer",
-        }[self.kind]
+        """The rule, as every output states it."""
+        return self.entry.rule.format(**dict(self.params))
+
+    def checker(self) -> Callable[[Attempt], bool]:
+        """``passes`` bound to this criterion's parameters, looked up once (for a loop over samples)."""
+        return functools.partial(self.entry.passes, **dict(self.params))
+
+    def passes(self, attempt: Attempt) -> bool:
+        """Whether the answer counts as correct by this criterion (abstentions aside)."""
+        return self.checker()(attempt)
 
     def __str__(self) -> str:
         return self.name
 
 
-CRITERIA = ("em", "f1:T", "contains", "judge")
-
-_THRESHOLD = Param(float, 0.5, "the least token F1 that counts as correct", "a number in [0, 1]", lambda v: 0 <= v <= 1)
-
-
-@dataclass(frozen=True)
-class _Kind:
-    name: str
-    threshold: Param | None = None
-    aliases: tuple[str, ...] = ()
+def _choices() -> str:
+    """The accepted spellings, for the error message: built from :data:`CRITERIA`."""
+    names = [f"{e.name}:T" if e.at else e.name for e in (CRITERIA.lookup(n) for n in CRITERIA.names())]
+    notes = [f"T {e.params[e.at].description}" for e in (CRITERIA.lookup(n) for n in CRITERIA.names()) if e.at]
+    return f"one of {', '.join(names)}" + (f" ({'; '.join(dict.fromkeys(notes))})" if notes else "")
 
 
-_KINDS: Registry[_Kind] = Registry(
-    "answer criterion", _Kind("em"), _Kind("f1", _THRESHOLD), _Kind("contains"), _Kind("judge")
-)
+_NAME_COLON = re.compile(r"^\s*([^\s:@()]+)\s*:")
 
 
 def parse_criterion(spec: str | Criterion) -> Criterion:
-    """``"em"``, ``"f1"`` (= ``f1:0.5``), ``"f1:0.7"``, ``"contains"`` or ``"judge"``, read by the one grammar of
-    :mod:`stagewise.spec`, where the threshold may also be written ``f1@0.7`` or ``f1(threshold=0.7)``.
+    """``"em"``, ``"f1"`` (= ``f1:0.5``), ``"f1:0.7"``, ``"contains"``, ``"judge"`` or any registered criterion,
+    read by the one grammar of :mod:`stagewise.spec`, where the threshold may also be written ``f1@0.7`` or
+    ``f1(threshold=0.7)``.
 
     >>> parse_criterion("f1:0.7").name
     'f1:0.7'
@@ -234,25 +345,21 @@ def parse_criterion(spec: str | Criterion) -> Criterion:
     """
     if isinstance(spec, Criterion):
         return spec
-    text = str(spec).strip().lower()
-    if text.startswith("f1:"):  # the documented spelling, f1:T, is f1@T in the grammar
-        text = "f1@" + text[3:]
+    text = _NAME_COLON.sub(r"\1@", str(spec), count=1)  # the documented spelling, f1:T, is f1@T in the grammar
     try:
         call = parse_call(text, "answer criterion", "em, f1:0.5, contains or judge")
-        kind = _KINDS.lookup(call.name)
-        if kind.threshold is None:
-            if call.at is not None or call.params:
-                raise ConventionError(f"{kind.name} takes no threshold")
-            return Criterion(kind.name)
-        params = _KINDS.check_params(kind.name, {"threshold": kind.threshold}, call.params)
+        entry = CRITERIA.lookup(call.name)
+        given = dict(call.params)
         if call.at is not None:
-            if call.params:
+            if entry.at is None:
+                raise ConventionError(f"{entry.name} takes no threshold")
+            if entry.at in given:
                 raise ConventionError("the threshold is given twice")
-            params["threshold"] = kind.threshold.coerce(kind.name, "threshold", call.at)
-        return Criterion(kind.name, params["threshold"])
+            given[entry.at] = call.at
+        return Criterion(entry.name, params=CRITERIA.check_params(entry.name, entry.params, given).items())
     except ConventionError:
         # One message for every wrong spelling, in the terms of the option it comes from (--correct).
-        raise parameter_error("correct", "rag", f"one of {', '.join(CRITERIA)} (T a number in [0, 1])", spec) from None
+        raise parameter_error("correct", "rag", _choices(), spec) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,21 +6,21 @@
 ...     {"id": "q2", "retrieved": ["p2", "p7"], "gold_evidence": ["p8"], "answer": "Dickens",
 ...      "gold_answers": ["Austen"]},
 ... ])
->>> [(row["id"], row["label"], row["reason"]) for row in report.rows]
+>>> [(sample.id, sample.label, sample.reason) for sample in report.rows]
 [('q1', 'ok', 'correct_answer'), ('q2', 'retrieval_failure', 'not_retrieved')]
->>> report.rows[0]["first_gold_rank"], report.rows[0]["citation_precision"], report.rows[0]["citation_recall"]
+>>> report.rows[0].first_gold_rank, report.rows[0].citation_precision, report.rows[0].citation_recall
 (2, 1.0, 1.0)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from stagewise.errors import StagewiseError, parameter_error
-from stagewise.rag.answers import Criterion, normalize_answer, parse_criterion, score_answer
+from stagewise.errors import StagewiseError
+from stagewise.rag.answers import Attempt, Criterion, normalize_answer, score_answer
 from stagewise.rag.citations import (
     CitedSentence,
     alce_scores,
@@ -28,16 +28,13 @@ from stagewise.rag.citations import (
     citation_recall,
     split_cited_sentences,
 )
-from stagewise.rag.judges import (
-    CachedJudge,
-    GoldEvidenceJudge,
-    JudgeStats,
-    LexicalJudge,
-    Passage,
-    SupportJudge,
-)
+from stagewise.rag.judges import JUDGES, CachedJudge, JudgeStats, LexicalJudge, Passage, SupportJudge, parse_judge
 from stagewise.rag.labels import answer_reason, retrieval_reason, top_label
+from stagewise.rag.options import DEFAULT_CONTEXT_K, DEFAULT_METRICS, EVIDENCE_SOURCES, RagOptions, options_from
 from stagewise.rag.records import RagRecord, read_records
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.rag.report import RagReport
 
 __all__ = [
     "DEFAULT_CONTEXT_K",
@@ -49,78 +46,9 @@ __all__ = [
     "evaluate_rag",
 ]
 
-DEFAULT_CONTEXT_K = 5
-DEFAULT_METRICS: tuple[str, ...] = ("recall@1", "recall@5", "recall@10", "mrr", "ndcg@10")
-JUDGES: tuple[str, ...] = ("auto", "gold", "lexical", "none")
-EVIDENCE_SOURCES: tuple[str, ...] = ("ids", "answers")
-
-
-@dataclass(frozen=True)
-class RagOptions:
-    """The conventions of one diagnosis; every output prints them."""
-
-    context_k: int | None = None
-    correct: Criterion = field(default_factory=lambda: Criterion("contains"))
-    partial_recall: float = 0.5
-    kilt_k: int | None = None
-    metrics: tuple[str, ...] = DEFAULT_METRICS
-    evidence: str = "ids"
-    judge: str = "auto"
-    answer_judge: str = "lexical(threshold=0.6)"
-
-    def describe(self) -> dict[str, Any]:
-        k = self.context_k
-        return {
-            "correct": self.correct.name,
-            "correct_rule": self.correct.describe()
-            + "; an abstention is never a correct answer; for an unanswerable question (gold_answers []) the "
-            "correct answer is an abstention",
-            "normalisation": "SQuAD v1.1: lowercase, remove string.punctuation, remove the words a/an/the, "
-            "collapse whitespace; citation markers are removed from the answer first",
-            "context_k": k if k is not None else DEFAULT_CONTEXT_K,
-            "context_rule": (
-                f"context = the record's 'context', else retrieved[:{k if k is not None else DEFAULT_CONTEXT_K}]; "
-                "the cut-off for ranked_too_low/dropped_from_context is "
-                + (f"{k}" if k is not None else f"len(context) when the record gives one, else {DEFAULT_CONTEXT_K}")
-            ),
-            "evidence_in_context": "at least one alternative (an id, or a list of ids needed together) is wholly "
-            "in the context; an unanswerable question without gold evidence needs none (in context)",
-            "evidence_source": {
-                "ids": "the record's gold_evidence ids; absent gold_evidence means none",
-                "answers": "the record's gold_evidence ids; when absent, each passage whose text contains a "
-                "normalised gold answer on token boundaries (DPR's has_answer) is one alternative",
-            }[self.evidence],
-            "alternatives_as_qrels": "every id of every alternative is a relevant document (label 1) for the "
-            "metrics engine, and the retrieved list is a run scored -rank; recall@k is the share of those ids in "
-            "the top k; samples without gold evidence have no retrieval metrics",
-            "duplicates": "a repeated retrieved id keeps its first position; ranks count the list without copies",
-            "partial_answer": f"a wrong, non-abstaining answer holding >= {self.partial_recall:g} of some gold "
-            "answer's normalised tokens",
-            "abstention": "empty, 'unknown'/'none'/'n/a'/'no answer', or a decline phrase in the first sentence "
-            "(stagewise.rag.answers.ABSTENTION_PATTERNS); a record's 'abstained' field overrides",
-            "kilt": "KILT-style scores count an answer only when R-precision of some alternative is 1 (KILT)"
-            if self.kilt_k is None
-            else f"KILT-style scores count an answer only when some alternative is wholly in the top {self.kilt_k}",
-            "citations": "the record's 'citations', else [id] markers in the answer; a marker [n] that is no known "
-            "id is the n-th context passage (ALCE); precision = cited gold ids / cited ids (null when nothing is "
-            "cited); recall = the best alternative's share of cited ids (null without gold evidence)",
-            "sentence_citations": f"ALCE sentence-level citation recall/precision with the {self.judge} judge"
-            if self.judge != "none"
-            else "not computed (judge none)",
-            "answer_judge": self.answer_judge if self.correct.kind == "judge" else None,
-        }
-
-
-def _positive_int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise parameter_error(name, "evaluate_rag", "an int >= 1 or None", value)
-    return value
-
 
 class _Counted:
-    """A judge that only counts its calls into a shared :class:`JudgeStats` (for the cheap gold judge)."""
+    """A judge that only counts its calls into a shared :class:`JudgeStats` (for a cheap per-sample judge)."""
 
     def __init__(self, judge: SupportJudge, stats: JudgeStats) -> None:
         self.judge, self.stats = judge, stats
@@ -131,23 +59,71 @@ class _Counted:
         return self.judge.supports(passages, claim)
 
 
-def _resolve_judge(
-    judge: Any, records: Sequence[RagRecord], cache_path: str | Path | None
-) -> tuple[str, CachedJudge | None]:
-    if judge is None or judge == "none":
-        return "none", None
+@dataclass
+class _Judges:
+    """The judges of one diagnosis, resolved from its options: the support judge (one cached judge, or one built
+    per sample from its gold evidence), and the answer judge of a criterion that needs one."""
+
+    label: str = "none"
+    support: CachedJudge | None = None
+    per_sample: Callable[..., SupportJudge] | None = None
+    per_sample_stats: JudgeStats = field(default_factory=JudgeStats)
+    version: str | None = None
+    answer: CachedJudge | None = None
+
+    @property
+    def alce(self) -> bool:
+        """Whether sentence-level citation scores are computed (a support judge was chosen)."""
+        return self.support is not None or self.per_sample is not None
+
+    def for_sample(self, alternatives: Sequence[Sequence[str]]) -> SupportJudge | None:
+        """The support judge for one sample (None when there is none)."""
+        if self.per_sample is None:
+            return self.support
+        return _Counted(self.per_sample(alternatives), self.per_sample_stats)
+
+    def info(self) -> dict[str, Any]:
+        """The judges section of the conventions: each judge's canonical name, version and counts."""
+        out: dict[str, Any] = {}
+        if self.label != "none":
+            stats = self.support.stats if self.support is not None else self.per_sample_stats
+            out["support"] = _named(self.label, self.version) | stats.as_dict()
+        if self.answer is not None:
+            out["answer"] = _named(self.answer.name, self.answer.version) | self.answer.stats.as_dict()
+        return out
+
+
+def _named(name: str, version: str | None) -> dict[str, Any]:
+    return {"name": name} if version is None else {"name": name, "version": version}
+
+
+def _resolve_judges(opts: RagOptions, records: Sequence[RagRecord]) -> _Judges:
+    """The judges the options name, built once: ``auto`` resolved from the records, a per-sample judge (``gold``)
+    kept as its factory, any other wrapped in a :class:`CachedJudge` (with ``judge_cache`` on disk)."""
+    out = _Judges()
+    judge = opts.judge
     if isinstance(judge, str):
-        if judge not in JUDGES:
-            raise parameter_error("judge", "evaluate_rag", f"one of {', '.join(JUDGES)} or a SupportJudge", judge)
-        if judge == "auto":
-            judge = "lexical" if any(rec.passages for rec in records) else "gold"
-        if judge == "gold":
-            return "gold", None
-        return "lexical", CachedJudge(LexicalJudge(), cache_path)
-    if not callable(getattr(judge, "supports", None)):
-        raise parameter_error("judge", "evaluate_rag", f"one of {', '.join(JUDGES)} or a SupportJudge", judge)
-    cached = judge if isinstance(judge, CachedJudge) else CachedJudge(judge, cache_path)
-    return cached.name, cached
+        spec = parse_judge(judge)
+        if spec.entry.choose is not None:  # auto: the records decide
+            spec = parse_judge(spec.entry.choose(records))
+        entry = spec.entry
+        if entry.build is not None and entry.per_sample:
+            out.label, out.per_sample = spec.name, spec.build
+        elif entry.build is not None:
+            out.support = CachedJudge(spec.build(), opts.judge_cache)
+            out.label, out.version = spec.name, out.support.version
+    else:
+        out.support = judge if isinstance(judge, CachedJudge) else CachedJudge(judge, opts.judge_cache)
+        out.label, out.version = out.support.name, out.support.version
+    if opts.correct.needs_judge:  # type: ignore[union-attr]  # a Criterion once the options are built
+        answer = opts.answer_judge
+        if isinstance(answer, str):
+            spec = parse_judge(answer)
+            if spec.entry.build is None or spec.entry.per_sample or spec.entry.choose is not None:
+                raise StagewiseError(f"the answer judge must read text; {spec.name!r} does not")
+            answer = spec.build()
+        out.answer = CachedJudge(answer if answer is not None else LexicalJudge())
+    return out
 
 
 def _answer_evidence(rec: RagRecord, retrieved: Sequence[str], context: Sequence[str]) -> tuple[tuple[str, ...], ...]:
@@ -165,12 +141,13 @@ def _answer_evidence(rec: RagRecord, retrieved: Sequence[str], context: Sequence
     return tuple(out)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RagSample:
     """Everything that led to one sample's label, in the order of its row in the output (see ``docs/rag.md``).
 
-    :meth:`to_dict` gives the row: these fields, then ``line`` (when the record came from a file), then the
-    ranking metrics (``metrics``, filled by the metrics engine; None without gold evidence).
+    A frozen record: read its fields as attributes (``sample.label``, ``sample.metrics["mrr"]``).
+    :meth:`to_dict` gives the output row: these fields, then ``line`` (when the record came from a file), then
+    the ranking metrics (``metrics``, from the metrics engine; None without gold evidence).
     """
 
     id: str
@@ -215,6 +192,25 @@ class RagSample:
             row["line"] = self.line
         row.update(self.metrics)
         return row
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated: ``sample["label"]`` (rows were dicts); read ``sample.label`` or ``sample.to_dict()``."""
+        warnings.warn(
+            "RagReport.rows are RagSample records: read sample.label (or sample.to_dict()[key]), not sample[key]",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Deprecated, as :meth:`__getitem__`: ``sample.get("label")``."""
+        warnings.warn(
+            "RagReport.rows are RagSample records: read sample.label (or sample.to_dict().get(key)), not "
+            "sample.get(key)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.to_dict().get(key, default)
 
 
 _ROW_FIELDS = tuple(name for name in RagSample.__dataclass_fields__ if name not in ("line", "metrics"))
@@ -270,11 +266,21 @@ def _evidence(rec: RagRecord, opts: RagOptions) -> _Evidence:
     return _Evidence(context, ctx, cutoff, alts, gold_ids, gold_rank, complete, in_context)
 
 
-def _answer(rec: RagRecord, opts: RagOptions, ev: _Evidence, alce: bool, answer_judge: SupportJudge | None) -> _Answer:
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    """What every sample of one diagnosis shares: its options, its judges, the criterion and its check."""
+
+    opts: RagOptions
+    criterion: Criterion
+    check: Callable[[Attempt], bool]
+    judges: _Judges
+
+
+def _answer(rec: RagRecord, setup: _Setup, ev: _Evidence) -> _Answer:
     # the answer, split into sentences with their citation markers (once), and without the markers
     answer = rec.answer
     sentences: list[CitedSentence] | None = None
-    if "[" in answer or alce:
+    if "[" in answer or setup.judges.alce:
         known = set(rec.retrieved)
         known.update(ev.ctx, ev.gold_ids)
         if rec.passages:
@@ -286,28 +292,19 @@ def _answer(rec: RagRecord, opts: RagOptions, ev: _Evidence, alce: bool, answer_
         clean, marker_cites = answer, ()
     scores = score_answer(clean, rec.gold_answers, abstained=rec.abstained)
     abstained = scores.abstained
-    kind = opts.correct.kind
-    if kind == "contains":
-        passes = scores.contains
-    elif kind == "em":
-        passes = scores.em == 1.0
-    elif kind == "f1":
-        passes = scores.f1 >= (opts.correct.threshold or 0.0)
-    else:
-        assert answer_judge is not None  # set whenever the criterion is "judge"
-        passes = any(answer_judge.supports([Passage("answer", clean)], g) for g in rec.gold_answers)
+    passes = setup.check(Attempt(clean, rec.gold_answers, scores, setup.judges.answer))  # the criterion's own rule
     answerable = rec.answerable
     correct = (passes and not abstained) if answerable else abstained
-    partial = answerable and not correct and not abstained and scores.gold_recall >= opts.partial_recall
+    partial = answerable and not correct and not abstained and scores.gold_recall >= setup.opts.partial_recall
     return _Answer(sentences, marker_cites, scores, abstained, correct, partial)
 
 
-def _reason(rec: RagRecord, opts: RagOptions, ev: _Evidence, ans: _Answer) -> tuple[str, str]:
+def _reason(rec: RagRecord, criterion: Criterion, ev: _Evidence, ans: _Answer) -> tuple[str, str]:
     """The reason under the label, and the sentence that explains it."""
     if ev.in_context:
         reason = answer_reason(rec.answerable, ans.correct, ans.abstained, ans.partial)
         where = f"evidence {_fmt(ev.complete[0])} in context" if ev.complete else "no evidence needed (unanswerable)"
-        return reason, f"{where}; {_answer_detail(reason, opts.correct)}"
+        return reason, f"{where}; {_answer_detail(reason, criterion)}"
     dropped = [g for g, r in ev.gold_rank.items() if r <= ev.cutoff and g not in ev.ctx]
     partial_sets = [alt for alt in ev.alts if 0 < sum(1 for g in alt if g in ev.ctx) < len(alt)]
     anywhere = bool(ev.gold_rank) or any(g in ev.ctx for g in ev.gold_ids)
@@ -337,74 +334,63 @@ def _kilt(rec: RagRecord, opts: RagOptions, ev: _Evidence, ans: _Answer) -> tupl
 
 
 def _sentence_citations(
-    rec: RagRecord,
-    ev: _Evidence,
-    ans: _Answer,
-    alce: bool,
-    support: CachedJudge | None,
-    gold_stats: JudgeStats | None,
+    rec: RagRecord, ev: _Evidence, ans: _Answer, judges: _Judges
 ) -> tuple[float | None, float | None]:
     """ALCE's sentence-level citation recall and precision (None when not computed)."""
     sentences = ans.sentences
-    if not alce or ans.abstained or sentences is None:
+    judge = judges.for_sample(ev.alts) if judges.alce else None
+    if judge is None or ans.abstained or sentences is None:
         return None, None
     if rec.citations is not None and not ans.marker_cites:
         sentences = [CitedSentence(s.text, rec.citations) for s in sentences]
-    judge: SupportJudge = support or _Counted(GoldEvidenceJudge(ev.alts), gold_stats or JudgeStats())
     return alce_scores(sentences, ev.ctx, judge, rec.passages or {})
 
 
-def _sample(
-    rec: RagRecord,
-    opts: RagOptions,
-    support: CachedJudge | None,
-    gold_stats: JudgeStats | None,
-    answer_judge: SupportJudge | None,
-) -> tuple[RagSample, tuple[str, ...], tuple[str, ...]]:
-    """One sample's record, its gold ids and its retrieved list (for the metrics engine)."""
+def _fields(rec: RagRecord, setup: _Setup) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """One sample's fields (all but its ranking metrics) and its gold ids (for the metrics engine)."""
+    opts = setup.opts
     ev = _evidence(rec, opts)
-    alce = support is not None or gold_stats is not None
-    ans = _answer(rec, opts, ev, alce, answer_judge)
-    reason, detail = _reason(rec, opts, ev, ans)
+    ans = _answer(rec, setup, ev)
+    reason, detail = _reason(rec, setup.criterion, ev, ans)
     rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank = _kilt(rec, opts, ev, ans)
     cited = rec.citations if rec.citations is not None else ans.marker_cites
-    sentence_recall, sentence_precision = _sentence_citations(rec, ev, ans, alce, support, gold_stats)
-    sample = RagSample(
-        id=rec.id,
-        label=top_label(ev.in_context, ans.correct),
-        reason=reason,
-        detail=detail,
-        evidence_in_context=ev.in_context,
-        answer_correct=ans.correct,
-        correct_by=opts.correct.name,
-        answerable=rec.answerable,
-        abstained=ans.abstained,
-        em=ans.scores.em,
-        f1=ans.scores.f1,
-        contains=ans.scores.contains,
-        first_gold_rank=min(ev.gold_rank.values(), default=None),
-        evidence_rank=evidence_rank,
-        gold_evidence_given=rec.gold_evidence is not None,
-        gold_evidence=[list(alt) for alt in ev.alts],
-        gold_ranks=ev.gold_rank,
-        context=list(ev.context),
-        context_cutoff=ev.cutoff,
-        retrieved_count=len(rec.retrieved),
-        duplicates_dropped=rec.duplicates_dropped,
-        rprec=rprec,
-        kilt_em=kilt_em,
-        kilt_f1=kilt_f1,
-        kilt_correct=kilt_correct,
-        citations=list(cited),
-        cited_unseen=[c for c in cited if c not in ev.ctx],
-        no_citations=not cited and not ans.abstained,
-        citation_precision=citation_precision(cited, ev.gold_ids),
-        citation_recall=citation_recall(cited, ev.alts),
-        sentence_citation_recall=sentence_recall,
-        sentence_citation_precision=sentence_precision,
-        line=rec.line,
-    )
-    return sample, ev.gold_ids, rec.retrieved
+    sentence_recall, sentence_precision = _sentence_citations(rec, ev, ans, setup.judges)
+    fields = {
+        "id": rec.id,
+        "label": top_label(ev.in_context, ans.correct),
+        "reason": reason,
+        "detail": detail,
+        "evidence_in_context": ev.in_context,
+        "answer_correct": ans.correct,
+        "correct_by": setup.criterion.name,
+        "answerable": rec.answerable,
+        "abstained": ans.abstained,
+        "em": ans.scores.em,
+        "f1": ans.scores.f1,
+        "contains": ans.scores.contains,
+        "first_gold_rank": min(ev.gold_rank.values(), default=None),
+        "evidence_rank": evidence_rank,
+        "gold_evidence_given": rec.gold_evidence is not None,
+        "gold_evidence": [list(alt) for alt in ev.alts],
+        "gold_ranks": ev.gold_rank,
+        "context": list(ev.context),
+        "context_cutoff": ev.cutoff,
+        "retrieved_count": len(rec.retrieved),
+        "duplicates_dropped": rec.duplicates_dropped,
+        "rprec": rprec,
+        "kilt_em": kilt_em,
+        "kilt_f1": kilt_f1,
+        "kilt_correct": kilt_correct,
+        "citations": list(cited),
+        "cited_unseen": [c for c in cited if c not in ev.ctx],
+        "no_citations": not cited and not ans.abstained,
+        "citation_precision": citation_precision(cited, ev.gold_ids),
+        "citation_recall": citation_recall(cited, ev.alts),
+        "sentence_citation_recall": sentence_recall,
+        "sentence_citation_precision": sentence_precision,
+        "line": rec.line,
+    }
+    return fields, ev.gold_ids
 
 
 def _fmt(ids: Sequence[str]) -> str:
@@ -448,19 +434,18 @@ def _evidence_detail(
     return f"gold {where}, below the cut-off {cutoff}"
 
 
-# Metric families whose value depends only on the ranks of relevant documents (and the qrels), never on
-# non-relevant documents ranked after the last relevant one: for them the engine gets each list cut after its last
-# gold id, which gives the same numbers with far fewer rows. Any other metric gets the whole list.
-_PREFIX_SAFE = frozenset({"recall", "P", "ndcg", "mrr", "map", "success", "Rprec"})
-
-
 def _engine_metrics(
     gold: list[tuple[str, ...]],
     retrieved: list[tuple[str, ...]],
     metrics: Sequence[str],
     last_gold_rank: list[int],
 ) -> tuple[dict[int, dict[str, float]], dict[str, Any] | None]:
-    """Per-sample values of the ranking metrics (gold ids as qrels, the retrieved list as a run)."""
+    """Per-sample values of the ranking metrics (gold ids as qrels, the retrieved list as a run).
+
+    When every metric is prefix-safe (:attr:`Measure.prefix_safe`: its value depends only on the ranks of the
+    relevant documents, never on non-relevant ones ranked after the last relevant one), the engine gets each list
+    cut after its last gold id: the same numbers from far fewer rows. Any other metric gets the whole list.
+    """
     import polars as pl
 
     from stagewise.metrics.evaluate import evaluate
@@ -469,7 +454,7 @@ def _engine_metrics(
     judged = [i for i, g in enumerate(gold) if g]
     if not judged or not metrics:
         return {}, None
-    if all(Measure.parse(m).family in _PREFIX_SAFE for m in metrics):
+    if all(Measure.parse(m).prefix_safe for m in metrics):
         lists = {i: retrieved[i][: last_gold_rank[i]] for i in judged}
     else:
         lists = {i: retrieved[i] for i in judged}
@@ -491,19 +476,7 @@ def _engine_metrics(
     return out, result.conventions_report()
 
 
-def evaluate_rag(
-    records: Any,
-    *,
-    context_k: int | None = None,
-    correct: str | Criterion = "contains",
-    judge: Any = "auto",
-    answer_judge: SupportJudge | None = None,
-    judge_cache: str | Path | None = None,
-    metrics: Iterable[str] = DEFAULT_METRICS,
-    kilt_k: int | None = None,
-    partial_recall: float = 0.5,
-    evidence: str = "ids",
-):
+def evaluate_rag(records: Any, options: RagOptions | None = None, **overrides: Any) -> RagReport:
     """Diagnose RAG samples: evidence metrics, answer metrics, citations, and a label with its reason for each.
 
     Parameters
@@ -511,119 +484,64 @@ def evaluate_rag(
     records : path, or iterable of dicts or RagRecord
         JSONL records (see :mod:`stagewise.rag.records`), or the output of an adapter
         (:mod:`stagewise.rag.adapters`).
-    context_k : int, optional
-        The context a record without ``context`` gets: ``retrieved[:context_k]`` (default 5). Also the cut-off
-        below which a retrieved gold id is ``ranked_too_low``; when None, a record that gives ``context`` uses
-        ``len(context)``.
-    correct : {"contains", "em", "f1:T", "judge"}, default="contains"
-        What decides "answer correct"; printed in every output.
-    judge : {"auto", "gold", "lexical", "none"} or SupportJudge, default="auto"
-        The support judge for ALCE sentence-level citation scores: ``gold`` (cited ids wholly contain a gold
-        alternative), ``lexical`` (:class:`~stagewise.rag.judges.LexicalJudge`), ``auto`` (lexical when records
-        carry passage texts, else gold), ``none``, or any object with ``supports(passages, claim)``.
-    answer_judge : SupportJudge, optional
-        For ``correct="judge"``: the answer is correct when the judge finds it supports some gold answer
-        (default :class:`~stagewise.rag.judges.LexicalJudge`).
-    judge_cache : path, optional
-        A JSONL file where a custom judge's answers are kept between runs.
-    metrics : iterable of str, default=("recall@1", "recall@5", "recall@10", "mrr", "ndcg@10")
-        Ranking metrics computed by the metrics engine with gold evidence as qrels.
-    kilt_k : int, optional
-        KILT-style scores count an answer only when the evidence is in the top ``kilt_k``; default KILT's rule
-        (R-precision of some alternative equals 1).
-    partial_recall : float, default=0.5
-        A wrong answer holding at least this share of some gold answer's tokens is ``partial_answer``.
-    evidence : {"ids", "answers"}, default="ids"
-        Where gold evidence comes from when a record gives none: nowhere, or DPR's has_answer over the record's
-        passage texts.
+    options : RagOptions, optional
+        Every convention of the diagnosis as one value (default ``RagOptions()``): ``context_k``, ``correct``
+        (an answer criterion of :data:`stagewise.rag.answers.CRITERIA`), ``judge`` and ``answer_judge`` (judges
+        of :data:`stagewise.rag.judges.JUDGES`, or objects), ``judge_cache``, ``metrics``, ``kilt_k``,
+        ``partial_recall``, ``evidence``; see :class:`~stagewise.rag.options.RagOptions`.
+    **overrides
+        Any of those options by name, applied over ``options`` (``evaluate_rag(records, context_k=3)``); an
+        unknown name is a :class:`~stagewise.errors.ConventionError` that lists the options.
 
     Returns
     -------
     RagReport
-        ``rows`` (one dict per sample, input order), the 2x2 table, reasons, means and conventions.
+        ``rows`` (one :class:`RagSample` per sample, input order), the 2x2 table, reasons, means and conventions;
+        its ``options`` are the ones used (``auto`` resolved to the judge it chose).
     """
     import gc
 
+    opts = options_from(options, **overrides)  # the cheap checks, before any record is read
     enabled = gc.isenabled()
     gc.disable()  # the rows are many small acyclic containers; cyclic collection passes only cost time here
     try:
-        return _evaluate_rag(
-            records,
-            context_k=context_k,
-            correct=correct,
-            judge=judge,
-            answer_judge=answer_judge,
-            judge_cache=judge_cache,
-            metrics=metrics,
-            kilt_k=kilt_k,
-            partial_recall=partial_recall,
-            evidence=evidence,
-        )
+        return _evaluate_rag(records, opts)
     finally:
         if enabled:
             gc.enable()
 
 
-def _evaluate_rag(
-    records: Any,
-    *,
-    context_k: int | None,
-    correct: str | Criterion,
-    judge: Any,
-    answer_judge: SupportJudge | None,
-    judge_cache: str | Path | None,
-    metrics: Iterable[str],
-    kilt_k: int | None,
-    partial_recall: float,
-    evidence: str,
-):
+def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
+    import dataclasses
+
     from stagewise.metrics.measures import Measure
     from stagewise.rag.report import RagReport
 
-    recs = read_records(records)
-    context_k = _positive_int(context_k, "context_k")
-    kilt_k = _positive_int(kilt_k, "kilt_k")
-    criterion = parse_criterion(correct)
-    if not (isinstance(partial_recall, int | float) and 0.0 <= partial_recall <= 1.0):
-        raise parameter_error("partial_recall", "evaluate_rag", "a number in [0, 1]", partial_recall)
-    if evidence not in EVIDENCE_SOURCES:
-        raise parameter_error("evidence", "evaluate_rag", f"one of {', '.join(EVIDENCE_SOURCES)}", evidence)
-    metric_names = tuple(metrics)
+    metric_names = opts.metrics
     for name in metric_names:
         Measure.parse(name)
-    judge_label, support = _resolve_judge(judge, recs, judge_cache)
-    gold_stats = JudgeStats() if judge_label == "gold" else None
-    answer_cached: CachedJudge | None = None
-    if criterion.kind == "judge":
-        answer_cached = CachedJudge(answer_judge if answer_judge is not None else LexicalJudge())
-    opts = RagOptions(
-        context_k=context_k,
-        correct=criterion,
-        partial_recall=float(partial_recall),
-        kilt_k=kilt_k,
-        metrics=metric_names,
-        evidence=evidence,
-        judge=judge_label,
-        answer_judge=answer_cached.name if answer_cached is not None else "lexical(threshold=0.6)",
-    )
-    samples, golds, retrieved, last = [], [], [], []
+    recs = read_records(records)
+    judges = _resolve_judges(opts, recs)
+    criterion: Criterion = opts.correct  # type: ignore[assignment]  # parsed by RagOptions
+    setup = _Setup(opts, criterion, criterion.checker(), judges)
+    fields, golds, retrieved, last = [], [], [], []
     for rec in recs:
-        sample, gold_ids, ranked = _sample(rec, opts, support, gold_stats, answer_cached)
-        samples.append(sample)
+        sample, gold_ids = _fields(rec, setup)
+        fields.append(sample)
         golds.append(gold_ids)
-        retrieved.append(ranked)
-        last.append(max(sample.gold_ranks.values(), default=0))
+        retrieved.append(rec.retrieved)
+        last.append(max(sample["gold_ranks"].values(), default=0))
     values, engine_conventions = _engine_metrics(golds, retrieved, metric_names, last)
-    for i, sample in enumerate(samples):
+    none = dict.fromkeys(metric_names)
+    rows = []
+    for i, sample in enumerate(fields):
         per = values.get(i)
-        sample.metrics = {name: per[name] if per is not None else None for name in metric_names}
-    rows = [sample.to_dict() for sample in samples]
-    judges: dict[str, Any] = {}
-    if judge_label != "none":
-        stats = support.stats if support is not None else gold_stats
-        judges["support"] = {"name": judge_label, **(stats.as_dict() if stats else {})}
-    if answer_cached is not None:
-        judges["answer"] = {"name": answer_cached.name, **answer_cached.stats.as_dict()}
+        rows.append(RagSample(**sample, metrics={name: per[name] for name in metric_names} if per else dict(none)))
     if not recs:
         raise StagewiseError("no records to evaluate")
-    return RagReport(rows=rows, options=opts, engine_conventions=engine_conventions, judges=judges)
+    used = dataclasses.replace(
+        opts,
+        judge=judges.label if isinstance(opts.judge, str) else opts.judge,
+        answer_judge=judges.answer.judge if judges.answer is not None else opts.answer_judge,
+    )
+    return RagReport(rows=rows, options=used, engine_conventions=engine_conventions, judges=judges.info())

@@ -9,9 +9,13 @@ and ship here:
 - :class:`GoldEvidenceJudge`: the passages support the claim when their ids wholly contain one alternative of
   the sample's gold evidence. It reads ids, never text.
 
-A user plugs an NLI model or an LLM by writing a class with a ``supports`` method (and, optionally, a ``name``).
-:class:`CachedJudge` wraps any judge: it counts requests and real calls, and keeps each answer in memory and,
-given a path, in a JSONL file, so a slow judge is never asked the same question twice.
+A user plugs an NLI model or an LLM by writing a class with a ``supports`` method (and, optionally, a ``name``
+and a ``version``: :class:`Judge`), and names it on the command line as ``module:attr``, or registers it in
+:data:`JUDGES` under a name in the spec grammar (``nli``, ``nli(model=...)``): then ``evaluate_rag(judge="nli")``
+and ``stagewise rag --judge nli`` use it, and ``--help`` lists it. :class:`CachedJudge` wraps any judge: it counts
+requests and real calls, and keeps each answer in memory and, given a path, in a JSONL file, so a slow judge is
+never asked the same question twice. Every output that used a judge names it canonically (``lexical``,
+``lexical(threshold=0.5)``), with its version when it has one.
 
 >>> judge = LexicalJudge()
 >>> judge.supports([Passage("p1", "Jane Austen published Emma in 1815.")], "Emma was published by Austen [p1].")
@@ -27,21 +31,30 @@ import hashlib
 import json
 import re
 import string
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from stagewise.errors import ConventionError
+from stagewise.spec import Param, Registry, canonical, parse_call
 
 __all__ = [
+    "JUDGES",
     "STOPWORDS",
     "CachedJudge",
     "GoldEvidenceJudge",
+    "Judge",
+    "JudgeEntry",
+    "JudgeSpec",
     "JudgeStats",
     "LexicalJudge",
     "Passage",
     "SupportJudge",
     "agreement",
     "judge_name",
+    "judge_version",
+    "parse_judge",
 ]
 
 
@@ -60,9 +73,25 @@ class SupportJudge(Protocol):
     def supports(self, passages: Sequence[Passage], claim: str) -> bool: ...
 
 
+@runtime_checkable
+class Judge(SupportJudge, Protocol):
+    """A support judge that names itself: ``name`` (canonical, in the spec grammar when it takes parameters:
+    ``lexical(threshold=0.6)``) and ``version`` (None when the stagewise version says it all). Every output
+    that used the judge prints both; the cache keys its answers on them."""
+
+    name: str
+    version: str | None
+
+
 def judge_name(judge: object) -> str:
     """The name printed for a judge: its ``name`` attribute, else its class name."""
     return str(getattr(judge, "name", None) or type(judge).__name__)
+
+
+def judge_version(judge: object) -> str | None:
+    """A judge's ``version`` (a model's revision, a prompt's hash...), or None when it states none."""
+    version = getattr(judge, "version", None)
+    return None if version is None else str(version)
 
 
 # A short English stop list (function words only), so that content words decide lexical support.
@@ -108,10 +137,11 @@ class LexicalJudge:
     """
 
     threshold: float = 0.6
+    version = None  # the stagewise version says it all
 
     @property
     def name(self) -> str:
-        return f"lexical(threshold={self.threshold:g})"
+        return canonical("lexical", None, [("threshold", self.threshold)])
 
     def coverage(self, passages: Sequence[Passage], claim: str) -> float:
         wanted = _content_tokens(claim)
@@ -137,6 +167,7 @@ class GoldEvidenceJudge:
     """
 
     name = "gold"
+    version = None
 
     def __init__(self, alternatives: Iterable[Iterable[str]]) -> None:
         self.alternatives = [frozenset(alt) for alt in alternatives]
@@ -189,6 +220,7 @@ class CachedJudge:
             raise StagewiseError(f"a judge needs a supports(passages, claim) method; got {type(judge).__name__}")
         self.judge = judge
         self.name = judge_name(judge)
+        self.version = judge_version(judge)
         self.stats = JudgeStats()
         self._memory: dict[tuple, bool] = {}
         self._path = Path(cache_path) if cache_path is not None else None
@@ -200,7 +232,9 @@ class CachedJudge:
                     self._disk[item["key"]] = bool(item["supports"])
 
     def _disk_key(self, passages: Sequence[Passage], claim: str) -> str:
-        payload = json.dumps([self.name, [list(p) for p in passages], claim], ensure_ascii=False)
+        # a judge that states a version keys its answers on it too: a new model revision asks afresh
+        named = [self.name] if self.version is None else [self.name, self.version]
+        payload = json.dumps([*named, [list(p) for p in passages], claim], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def supports(self, passages: Sequence[Passage], claim: str) -> bool:
@@ -223,6 +257,111 @@ class CachedJudge:
                     fh.write(json.dumps({"key": disk_key, "supports": value}) + "\n")
         self._memory[key] = value
         return value
+
+
+@dataclass(frozen=True)
+class JudgeEntry:
+    """An entry of :data:`JUDGES`: a judge that a name in the spec grammar builds.
+
+    ``build(**params)`` makes the judge (anything with ``supports(passages, claim)``); with ``per_sample`` it is
+    ``build(alternatives, **params)``, bound to each sample's gold evidence (``gold``). ``build`` None means no
+    judge (``none``); ``choose(records) -> str`` names the judge to use instead, from the records (``auto``).
+    ``help`` is the line ``--help`` shows; ``params`` are :class:`~stagewise.spec.Param` s.
+
+    Adding a judge is one entry (and its test)::
+
+        JUDGES.register(JudgeEntry("nli", "an NLI model's entailment", NliJudge,
+                                   {"model": Param(str, "roberta-large-mnli", "the model")}))
+    """
+
+    name: str
+    help: str
+    build: Callable[..., Any] | None
+    params: Mapping[str, Param] = field(default_factory=dict)
+    per_sample: bool = False
+    choose: Callable[[Sequence[Any]], str] | None = None
+    aliases: tuple[str, ...] = ()
+
+
+def _auto(records: Sequence[Any]) -> str:
+    return "lexical" if any(rec.passages for rec in records) else "gold"
+
+
+_JUDGE_THRESHOLD = Param(
+    float, 0.6, "the least share of the claim's content words found in the passages", "a number in [0, 1]",
+    lambda v: 0 <= v <= 1,
+)  # fmt: skip
+
+#: The judges by name: what ``--judge`` and ``evaluate_rag(judge=...)`` accept besides a judge object.
+JUDGES: Registry[JudgeEntry] = Registry(
+    "judge",
+    JudgeEntry("auto", "lexical when the records carry passage texts, else gold", None, choose=_auto),
+    JudgeEntry(
+        "gold",
+        "the cited ids wholly contain a gold evidence alternative (reads ids)",
+        GoldEvidenceJudge,
+        per_sample=True,
+    ),
+    JudgeEntry(
+        "lexical",
+        "enough of the claim's content words occur in the cited passages' text",
+        LexicalJudge,
+        {"threshold": _JUDGE_THRESHOLD},
+    ),
+    JudgeEntry("none", "no judge: sentence-level citation scores are not computed", None),
+)
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A judge chosen by name: an entry of :data:`JUDGES` and its parameters, every one filled in.
+
+    ``name`` is canonical: parameters left at their default are left out, so it reads back to an equal value.
+
+    >>> spec = parse_judge("LEXICAL(threshold=0.50)")
+    >>> spec.name, parse_judge(spec.name) == spec, parse_judge("lexical(threshold=0.6)").name
+    ('lexical(threshold=0.5)', True, 'lexical')
+    """
+
+    kind: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def entry(self) -> JudgeEntry:
+        return JUDGES.lookup(self.kind)
+
+    @property
+    def name(self) -> str:
+        defaults = self.entry.params
+        return canonical(
+            self.kind, None, [(k, v) for k, v in self.params if k not in defaults or v != defaults[k].default]
+        )
+
+    def build(self, *alternatives: Any) -> Any:
+        """The judge (``build(alternatives)`` for a per-sample judge); None for ``none`` and ``auto``."""
+        entry = self.entry
+        return None if entry.build is None else entry.build(*alternatives, **dict(self.params))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def parse_judge(spec: str | JudgeSpec) -> JudgeSpec:
+    """A judge's name in the spec grammar (``lexical``, ``lexical(threshold=0.5)``, ``gold``...) as a
+    :class:`JudgeSpec`; an unknown name or parameter raises :class:`~stagewise.errors.ConventionError` listing
+    what there is.
+
+    >>> parse_judge("lexical(threshold=0.5)").build()
+    LexicalJudge(threshold=0.5)
+    """
+    if isinstance(spec, JudgeSpec):
+        return spec
+    call = parse_call(str(spec), "judge", "lexical, lexical(threshold=0.5), gold")
+    entry = JUDGES.lookup(call.name)
+    if call.at is not None:
+        raise ConventionError(f"judge {entry.name!r} takes no @ value; write {entry.name}(key=value)")
+    params = JUDGES.check_params(entry.name, entry.params, call.params)
+    return JudgeSpec(entry.name, tuple(params.items()))
 
 
 def agreement(predicted: Sequence[bool], reference: Sequence[bool]) -> dict[str, float | int]:

@@ -321,8 +321,6 @@ def loads(text: str, where: str | None, line: int | None, column: bool = True) -
         raise InputError(where, f"invalid JSON: {exc}", line=line) from None
 
 
-
-
 def decode(data: bytes, where: str | None) -> str:
     """``data`` as UTF-8 text, or an :class:`InputError` naming the line that is not."""
     try:

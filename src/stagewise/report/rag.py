@@ -17,7 +17,7 @@ FORMATS = ("table", "json", "jsonl", "markdown")
 def render(report: RagReport, fmt: str = "table", per_sample: bool = False, digits: int = 4) -> str:
     """Text in one of ``table, json, jsonl, markdown``. ``jsonl`` is one sample a line, input order."""
     if fmt == "jsonl":
-        return "".join(_dump_row(row) + "\n" for row in report.rows)
+        return "".join(_dump_row(sample.to_dict()) + "\n" for sample in report.rows)
     if fmt == "json":
         return report.to_json(per_sample) + "\n"
     if fmt == "markdown":

@@ -3,16 +3,19 @@ chart, answer and citation metrics, and a per-sample table filtered by label."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stagewise.report.html.page import controls, conventions, esc, figure, flat, num, pyplot, table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.rag.report import RagReport
 
 _ROW_NAMES = {"evidence_in_context": "evidence in context", "evidence_missing": "evidence missing"}
 _COL_NAMES = {"answer_correct": "answer correct", "answer_wrong": "answer wrong"}
 _LABEL_COLOURS = {"ok": "#009E73", "generation_failure": "#E69F00", "retrieval_failure": "#D55E00", "lucky": "#56B4E9"}
 
 
-def section(report: Any, digits: int = 4, answers: dict[str, str] | None = None) -> str:
+def section(report: RagReport, digits: int = 4, answers: dict[str, str] | None = None) -> str:
     """The section; ``answers`` are the samples' answer texts by id (a report's rows hold no texts)."""
     from stagewise.rag.labels import LABELS
 
@@ -64,17 +67,17 @@ def section(report: Any, digits: int = 4, answers: dict[str, str] | None = None)
                      "citation precision", "citation recall", "answer"]  # fmt: skip
     sample_rows = [
         [
-            str(r.get("id", i)),
-            r["label"],
-            r["reason"],
-            r.get("first_gold_rank"),
-            "yes" if r.get("evidence_in_context") else "no",
-            "yes" if r.get("answer_correct") else "no",
-            r.get("citation_precision"),
-            r.get("citation_recall"),
-            _short(r.get("answer", texts.get(str(r.get("id"))))),
+            sample.id,
+            sample.label,
+            sample.reason,
+            sample.first_gold_rank,
+            "yes" if sample.evidence_in_context else "no",
+            "yes" if sample.answer_correct else "no",
+            sample.citation_precision,
+            sample.citation_recall,
+            _short(texts.get(sample.id)),
         ]
-        for i, r in enumerate(report.rows)
+        for sample in report.rows
     ]
     body = table(
         sample_header,
@@ -83,7 +86,7 @@ def section(report: Any, digits: int = 4, answers: dict[str, str] | None = None)
         sortable=True,
         numeric={3, 6, 7},
         caption="Every sample",
-        row_attrs=[f'data-label="{esc(r["label"])}"' for r in report.rows],
+        row_attrs=[f'data-label="{esc(sample.label)}"' for sample in report.rows],
     )
     out.append("<h3>Samples</h3>" + controls("rag-samples", LABELS, "id, reason or answer text"))
     out.append(f'<div class="scroll">{body}</div>')
