@@ -230,57 +230,17 @@ def _run(
     folder: Path, target: Path, *, dense: str, encoder: Any, report: bool, progress: Callable[[Step], None] | None
 ) -> DemoResult:
     from stagewise.data.writers import write_run
-    from stagewise.fusion.api import fuse
     from stagewise.report import render
-    from stagewise.rerank.rerankers import make_reranker
-    from stagewise.retrieval import BM25Index
-    from stagewise.retrieval.analysis import Analyser
 
     encoder, dense_skip = _dense_encoder(dense, encoder)
     steps = _Steps(10, progress)
     data = load()
     _write_inputs(data, folder)
-    documents, queries = data.documents, data.queries
+    documents = data.documents
     if encoder is not None and progress is not None:  # said first: the dense stage is most of the demo's time
         texts = len(documents) + len(data.questions)
         progress(Step(0, steps.total, "dense", dense_notice(texts, packaged=encoder == "packaged"), 0.0))
-    runs: dict[str, Any] = {}
-    stages: dict[str, str] = {}
-    skipped: dict[str, str] = {}
-
-    for name, analyser, said in (
-        ("bm25-stem", Analyser(stemmer="english", stopwords="english"), "Snowball English stemmer, 33 stopwords"),
-        ("bm25-plain", Analyser(stemmer="none", stopwords="none"), "no stemmer, no stopwords"),
-    ):
-        index = BM25Index.build(documents, analyser=analyser)
-        runs[name] = index.search(queries, k=DEPTH, name=name)
-        stages[name] = repr(index)
-        steps.finish(name, f"BM25 (Lucene, k1=1.2, b=0.75), {said}: top {DEPTH} of {len(documents)} passages")
-
-    if encoder is None:
-        skipped["dense"] = dense_skip or "not run"
-        steps.finish("dense", f"skipped: {skipped['dense']}")
-    else:
-        from stagewise.dense.index import DenseIndex
-
-        steps.start("dense")
-        dense_index = DenseIndex.build(documents, None if encoder == "packaged" else encoder)
-        runs["dense"] = dense_index.search(
-            queries, k=DEPTH, encoder=None if encoder == "packaged" else encoder, name="dense"
-        )
-        stages["dense"] = repr(dense_index)
-        steps.finish("dense", f"{dense_index.meta['model']}, {dense_index.dimension} dims, exact search: top {DEPTH}")
-
-    first_stage = dict(runs)
-    runs["rrf"] = fuse(first_stage, "rrf", rrf_k=RRF_K, name="rrf")
-    stages["rrf"] = f"reciprocal rank fusion (rrf_k={RRF_K}) of {', '.join(first_stage)}"
-    steps.finish("rrf", stages["rrf"])
-
-    steps.start("reranked")
-    reranker = make_reranker("bm25-proximity")
-    runs["reranked"] = reranker.rerank(queries, runs["rrf"], documents, DEPTH, name="reranked")
-    stages["reranked"] = f"{reranker.name} (BM25 plus a term-proximity bonus) over the rrf top {DEPTH}"
-    steps.finish("reranked", stages["reranked"])
+    runs, stages, skipped = _retrieval_stages(data, encoder, dense_skip, steps)
     for name, run in runs.items():
         write_run(run, folder / f"{name}.run")
 
@@ -325,6 +285,67 @@ def _run(
     demo.seconds = steps.seconds
     (folder / "summary.md").write_text(demo.summary(), encoding="utf-8")
     return demo
+
+
+def _retrieval_stages(
+    data: DemoData, encoder: Any, dense_skip: str | None, steps: _Steps
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """The search stages as one :class:`~stagewise.pipeline.Pipeline` (two BM25 analysers, dense when there is
+    an encoder, RRF of them, the proximity reranker over the fused top DEPTH); each index is built when its stage
+    runs, so its progress step counts the build. Returns (runs, what each stage is, skipped stages and why)."""
+    from functools import partial
+
+    from stagewise.pipeline import Fuse, Fusion, Pipeline, Rerank, Retrieve, StageEvent
+    from stagewise.rerank.rerankers import make_reranker
+    from stagewise.retrieval import BM25Index
+    from stagewise.retrieval.analysis import Analyser
+
+    documents = data.documents
+    analysers = {
+        "bm25-stem": (Analyser(stemmer="english", stopwords="english"), "Snowball English stemmer, 33 stopwords"),
+        "bm25-plain": (Analyser(stemmer="none", stopwords="none"), "no stemmer, no stopwords"),
+    }
+    retrieve = [
+        Retrieve(name, partial(BM25Index.build, documents, analyser=analyser), k=DEPTH, run_name=name)
+        for name, (analyser, _) in analysers.items()
+    ]
+    if encoder is not None:
+        from stagewise.dense.index import DenseIndex
+
+        given = None if encoder == "packaged" else encoder
+        build = partial(DenseIndex.build, documents, given)
+        retrieve.append(Retrieve("dense", build, k=DEPTH, run_name="dense", options={"encoder": given}))
+    pipeline = Pipeline(
+        retrieve,
+        Fuse("rrf", Fusion("rrf", rrf_k=RRF_K, name="rrf")),
+        Rerank("reranked", make_reranker("bm25-proximity"), DEPTH, run_name="reranked"),
+    )
+    stages: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+
+    def told(event: StageEvent) -> None:
+        name, made = event.label, event.component
+        if not event.done:
+            if name in ("dense", "reranked"):  # the long ones: a terminal shows they are working
+                steps.start(name)
+            return
+        if name in analysers:
+            stages[name] = repr(made)
+            detail = f"BM25 (Lucene, k1=1.2, b=0.75), {analysers[name][1]}: top {DEPTH} of {len(documents)} passages"
+        elif name == "dense":
+            stages[name] = repr(made)
+            detail = f"{made.meta['model']}, {made.dimension} dims, exact search: top {DEPTH}"
+        elif name == "rrf":
+            detail = stages[name] = f"reciprocal rank fusion (rrf_k={RRF_K}) of {', '.join(pipeline.fuse_inputs())}"
+        else:
+            detail = stages[name] = f"{made.name} (BM25 plus a term-proximity bonus) over the rrf top {DEPTH}"
+        steps.finish(name, detail)
+        if name == "bm25-plain" and encoder is None:
+            skipped["dense"] = dense_skip or "not run"
+            steps.finish("dense", f"skipped: {skipped['dense']}")
+
+    result = pipeline.run(data.queries, docs=documents, progress=told)
+    return dict(result.runs), stages, skipped
 
 
 def _measure(data: DemoData, runs: dict[str, Any], steps: _Steps) -> tuple[Any, Any]:
