@@ -26,14 +26,13 @@ from stagewise.cli.common import (
     check_output,
     emit,
     engine_for,
-    engine_progress,
     int_option,
     output_format,
     read_qrels_as,
-    read_runs_with_progress,
     run_labels,
     show_table,
     split_metrics,
+    stage_progress,
     user_errors,
     warn_from_checks,
 )
@@ -47,59 +46,68 @@ class OutputFormat(StrEnum):
     latex = "latex"
 
 
+# The command's arguments and options as types, so its signature reads as a list of them.
+QrelsArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Judgements: TREC qrels (qid iter docid label), JSON, JSONL, CSV, "
+        "TSV or Parquet; '-' reads stdin; .gz accepted."
+    ),
+]
+RunsArgument = Annotated[
+    list[str],
+    typer.Argument(
+        help="One or more runs (qid Q0 docid rank score tag, or the tabular formats); each is a row of the table."
+    ),
+]
+MetricOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        "-m",
+        help="Metric, repeatable or comma-separated: "
+        "map, ndcg@10, ndcg@10(gain=exp), P@5(rel=2), recall@100, mrr@10, "
+        "Rprec, bpref, success@5, judged@10, rbp(p=0.8), err@20, and "
+        "trec_eval names (ndcg_cut_10; a list ndcg_cut.10,20 gives ndcg_cut_10 and ndcg_cut_20). "
+        f"Default: {DEFAULT_METRICS_TEXT}.",
+    ),
+]
+PerQueryOption = Annotated[
+    bool,
+    typer.Option(
+        "--per-query",
+        "-q",
+        help="Also give every query's value; tables end each run with its mean as query 'all' (trec_eval -q).",
+    ),
+]
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
+]
+EvalMissingOption = Annotated[
+    Missing,
+    typer.Option(
+        help="A judged query absent from a run: zero (scores 0, trec_eval -c), skip (left out of the mean) or error."
+    ),
+]
+DigitsOption = Annotated[int, typer.Option(**int_option(0, 20), help="Decimals in table, markdown and LaTeX output.")]
+
+
 def eval_command(
-    qrels: Annotated[
-        str,
-        typer.Argument(
-            help="Judgements: TREC qrels (qid iter docid label), JSON, JSONL, CSV, "
-            "TSV or Parquet; '-' reads stdin; .gz accepted."
-        ),
-    ],
-    runs: Annotated[
-        list[str],
-        typer.Argument(
-            help="One or more runs (qid Q0 docid rank score tag, or the tabular formats); each is a row of the table."
-        ),
-    ],
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            help="Metric, repeatable or comma-separated: "
-            "map, ndcg@10, ndcg@10(gain=exp), P@5(rel=2), recall@100, mrr@10, "
-            "Rprec, bpref, success@5, judged@10, rbp(p=0.8), err@20, and "
-            "trec_eval names (ndcg_cut_10; a list ndcg_cut.10,20 gives ndcg_cut_10 and ndcg_cut_20). "
-            f"Default: {DEFAULT_METRICS_TEXT}.",
-        ),
-    ] = None,
-    per_query: Annotated[
-        bool,
-        typer.Option(
-            "--per-query",
-            "-q",
-            help="Also give every query's value; tables end each run with its mean as query 'all' (trec_eval -q).",
-        ),
-    ] = False,
+    qrels: QrelsArgument,
+    runs: RunsArgument,
+    metric: MetricOption = None,
+    per_query: PerQueryOption = False,
     fmt: Annotated[
         OutputFormat | None,
         typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
-    ] = None,
+    output: OutputOption = None,
     relevance_level: RelevanceLevelOption = 1,
     ties: TiesOption = Ties.docid,
-    missing: Annotated[
-        Missing,
-        typer.Option(
-            help="A judged query absent from a run: zero (scores 0, "
-            "trec_eval -c), skip (left out of the mean) or error."
-        ),
-    ] = Missing.zero,
+    missing: EvalMissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
-    digits: Annotated[int, typer.Option(**int_option(0, 20), help="Decimals in table, markdown and LaTeX output.")] = 4,
+    digits: DigitsOption = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
     engine: EngineOption = EngineChoice.local,
@@ -123,40 +131,36 @@ def eval_command(
       stagewise eval qrels.txt 'runs/*.trec' --engine dask --scheduler tcp://scheduler:8786
     """
     with user_errors():
-        from stagewise.engines import expand_globs
+        from stagewise.engines import evaluate, expand_globs
+        from stagewise.metrics.context import Conventions
+        from stagewise.metrics.defaults import DEFAULT_METRICS
 
         runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
         chosen_format = output_format(fmt and fmt.value, output, tuple(OutputFormat))
-        from stagewise.metrics.evaluate import DEFAULT_METRICS, evaluate
-
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
-        conventions = dict(
+        conventions = Conventions(
             relevance_level=relevance_level,
-            ties=ties.value,
-            missing=missing.value,
+            ties=ties.value,  # type: ignore[arg-type]
+            missing=missing.value,  # type: ignore[arg-type]
             max_ret=max_ret,
             judged_only=judged_only,
         )
-        # The files are read by evaluate() once it has checked the metrics and conventions.
-        if engine is EngineChoice.local and scheduler is None:
-            seen = Loaded()
+        # The files are read by evaluate() once it has checked the metrics and conventions; the runs an engine
+        # holds whole are kept (by label, with their paths) for validate's warnings.
+        seen, whole = Loaded(), {}
+        with engine_for(engine, scheduler) as chosen, stage_progress(*chosen.progress_text) as report:
             result = evaluate(
                 seen.keep("qrels", lambda: read_qrels_as(qrels, qrels_format)),
-                seen.keep("runs", lambda: read_runs_with_progress(runs, duplicates.value)),
+                dict(zip(run_labels(runs), runs, strict=True)),
                 metrics,
-                **conventions,
+                conventions=conventions,
+                engine=chosen,
+                progress=report,
+                duplicates=duplicates.value,
+                on_run=lambda run, path: whole.__setitem__(run.name, (run, path)),
             )
-            warn_from_checks(seen.qrels, seen.runs, runs)
-        else:
-            with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
-                result = chosen.evaluate(
-                    lambda: read_qrels_as(qrels, qrels_format),
-                    dict(zip(run_labels(runs), runs, strict=True)),
-                    metrics,
-                    duplicates=duplicates.value,
-                    **conventions,
-                )
+        warn_from_checks(seen.qrels, [run for run, _ in whole.values()], [path for _, path in whole.values()])
         from stagewise.report import eval as report
 
         if chosen_format == "table" and output is None:

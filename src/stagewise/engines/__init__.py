@@ -30,7 +30,7 @@ from stagewise.metrics.context import Conventions, conventions_from
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.metrics.result import EvalResult
 
-from ._base import Engine, Progress
+from ._base import Engine, OnRun, Progress
 from ._local import LocalEngine
 from ._sources import expand_globs
 from ._stream import StreamEngine
@@ -81,6 +81,7 @@ def evaluate(
     scheduler: str | None = None,
     progress: Progress | None = None,
     duplicates: str = "error",
+    on_run: OnRun | None = None,
     **overrides: Any,
 ) -> EvalResult:
     """Measure one or more runs against judgements: the library's one front door for evaluation
@@ -115,6 +116,10 @@ def evaluate(
     duplicates : {"error", "first", "max"}, default="error"
         A document listed twice for one query of a run: an error naming the line, or keep the first or the
         best-scored listing (see :func:`stagewise.read_run`).
+    on_run : callable, optional
+        Called as ``on_run(run, source)`` with each run the engine reads whole into memory, before it is
+        measured (the local engine: every run; the stream engine: runs given as objects); the command line
+        checks a run's columns with it. An engine reading a run in parts never holds it whole and does not call it.
     **overrides
         Fields of :class:`~stagewise.metrics.context.Conventions` as keywords (``missing="skip"``,
         ``relevance_level=2``), applied over ``conventions``; an unknown one is a ``ConventionError``.
@@ -140,12 +145,12 @@ def evaluate(
     """
     base = conventions_from(conventions, **overrides)  # checked before an engine (a cluster) starts
     chosen = get_engine(engine, scheduler=scheduler)
-    before = chosen.progress
-    if progress is not None:
-        chosen.progress = progress
+    before = chosen.progress, chosen.on_run
+    chosen.progress = progress or before[0]
+    chosen.on_run = on_run or before[1]
     try:
         return chosen.evaluate(qrels, runs, metrics, base, duplicates=duplicates)
     finally:
-        chosen.progress = before
+        chosen.progress, chosen.on_run = before
         if chosen is not engine:
             chosen.close()

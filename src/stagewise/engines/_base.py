@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from stagewise.data.qrels import Qrels
-from stagewise.data.readers import read_qrels
+from stagewise.data.readers import read_qrels, read_run
+from stagewise.data.run import Run
 from stagewise.metrics.context import Conventions, conventions_from
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.metrics.evaluate import parse_metrics, resolved_scores
@@ -17,6 +18,8 @@ from ._sources import run_sources
 
 #: ``progress(done, total)``: how an engine reports its work (runs measured, or the Dask engine's tasks).
 Progress = Callable[[int, int], None]
+#: ``on_run(run, source)``: called with each run an engine holds whole in memory, before it is measured.
+OnRun = Callable[[Run, Any], None]
 
 
 class Engine:
@@ -24,11 +27,15 @@ class Engine:
     ``(name, source)`` runs becomes :class:`RunScores` (:meth:`score_runs`); the kernels are the metrics
     engine's, so every engine gives the same numbers.
 
-    ``progress``, when set, is called as ``progress(done, total)`` while the engine works (the front door sets
-    it for one call from its ``progress=``)."""
+    ``progress``, when set, is called as ``progress(done, total)`` while the engine works, and ``on_run`` as
+    ``on_run(run, source)`` with each run it reads whole (the front door sets both for one call from its
+    ``progress=`` and ``on_run=``). ``progress_text`` is what a progress display says: before the first report,
+    after it, and the unit counted."""
 
     name = "engine"
     progress: Progress | None = None
+    on_run: OnRun | None = None
+    progress_text: tuple[str, str, str] = ("reading runs", "reading runs", "runs")
 
     def evaluate(
         self,
@@ -58,6 +65,13 @@ class Engine:
         """Tell ``progress`` (if any) how far the work is."""
         if self.progress is not None:
             self.progress(done, total)
+
+    def _read_whole(self, source: Any, name: str, duplicates: str) -> Run:
+        """A run read whole into memory, shown to ``on_run`` (if any)."""
+        run = read_run(source, name=name, duplicates=duplicates)
+        if self.on_run is not None:
+            self.on_run(run, source)
+        return run
 
     def score_runs(
         self,

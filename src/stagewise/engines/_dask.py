@@ -177,6 +177,7 @@ class DaskEngine(Engine):
     """
 
     name = "dask"
+    progress_text = ("starting the Dask cluster", "Dask tasks", "tasks")
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ class LocalEngine(Engine):
         out = []
         for done, (name, source) in enumerate(sources):
             self._report(done, len(sources))
-            out.append(measure_run(qrels, read_run(source, name=name, duplicates=duplicates), parsed, base))
+            out.append(measure_run(qrels, self._read_whole(source, name, duplicates), parsed, base))
         self._report(len(sources), len(sources))
         return out
 

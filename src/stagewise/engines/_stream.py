@@ -8,7 +8,7 @@ from typing import Any
 
 from stagewise._io import display_name
 from stagewise.data.qrels import Qrels
-from stagewise.data.readers import _format_of, read_run
+from stagewise.data.readers import _format_of
 from stagewise.errors import InputError
 from stagewise.metrics.context import Conventions
 from stagewise.metrics.measures import Measure
@@ -47,7 +47,7 @@ class StreamEngine(Engine):
         for name, source in sources:
             self._report(len(out), len(sources))
             if not is_path(source):
-                run = read_run(source, name=name, duplicates=duplicates)
+                run = self._read_whole(source, name, duplicates)
                 out.append(gather(qrels, [evaluate_part(qrels, run, parsed, base)], parsed, base, name))
                 continue
             where = display_name(source)
