@@ -40,7 +40,7 @@ def stagewise(*args: str, **kwargs) -> subprocess.CompletedProcess:
         (("fuse", RUN, RUN, "--folds", "1"), "--folds must be an integer from 2 to"),
         (
             ("compare", QRELS, RUN, RUN, "-B", HUGE),
-            f"--permutations must be an integer from 1 to 1,000,000,000; got {HUGE}",
+            f"--resamples must be an integer from 1 to 1,000,000,000; got {HUGE}",
         ),
         (("eval", QRELS, RUN, "--digits", "four"), "--digits must be an integer from 0 to 20; got four"),
         (("demo", "--port", "70000"), "--port must be an integer from 1 to 65,535; got 70000"),

@@ -91,7 +91,18 @@ def test_same_seed_same_output(three_runs: list[str]) -> None:
     assert first.stdout == second.stdout
     assert "10000 random sign flips" in first.stdout
     boot = ("-t", "bootstrap", "--ci", "bootstrap", "-f", "json")
-    assert invoke(QRELS, *three_runs, *boot).stdout == invoke(QRELS, *three_runs, *boot).stdout
+    one, two = invoke(QRELS, *three_runs, *boot), invoke(QRELS, *three_runs, *boot)
+    assert (one.exit_code, two.exit_code) == (0, 0), one.output + two.output
+    assert one.stdout == two.stdout and json.loads(one.stdout)["pairs"]  # equal, and not equally empty
+
+
+def test_the_old_name_of_resamples_still_works(three_runs: list[str]) -> None:
+    args = (QRELS, *three_runs, "-m", "map", "-t", "randomization", "--exact", "never", "-f", "json")
+    new, old = invoke(*args, "--resamples", "500"), invoke(*args, "--permutations", "500")
+    assert (new.exit_code, old.exit_code) == (0, 0), new.output + old.output
+    assert new.stdout == old.stdout and "500 random sign flips" in new.stdout
+    assert "stagewise: --permutations for --resamples is deprecated; use --resamples" in old.stderr
+    assert "deprecated" not in new.stderr
 
 
 def test_baseline_by_path_or_name(three_runs: list[str]) -> None:
@@ -109,7 +120,9 @@ def test_per_query_deltas(three_runs: list[str]) -> None:
     result = invoke(QRELS, RUN, three_runs[2], "-m", "map", "--per-query")
     assert result.exit_code == 0, result.output
     assert "map: reversed.run - results.test per query (n = 3:" in result.stdout
-    data = json.loads(invoke(QRELS, RUN, three_runs[2], "-m", "map", "-q", "-f", "json").stdout)
+    as_json = invoke(QRELS, RUN, three_runs[2], "-m", "map", "-q", "-f", "json")
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.stdout)
     deltas = data["per_query"][0]["deltas"]
     assert [d["delta"] for d in deltas] == sorted((d["delta"] for d in deltas), reverse=True)
     assert {d["query_id"] for d in deltas} == {"301", "302", "303"}
@@ -130,7 +143,10 @@ def test_rich_table_marks_best_and_states_conventions(three_runs: list[str]) -> 
         ((QRELS, RUN), "compare needs at least two runs; got 1"),
         ((QRELS, RUN, TRUNC, "-m", "nonsense@x"), "nonsense"),
         ((QRELS, RUN, TRUNC, "-b", "nope"), "baseline 'nope' is not one of the runs"),
-        ((QRELS, RUN, TRUNC, "--permutations", "0"), "--permutations must be an integer from 1 to"),
+        ((QRELS, RUN, TRUNC, "--resamples", "0"), "--resamples must be an integer from 1 to"),
+        ((QRELS, RUN, TRUNC, "--permutations", "0"), "--permutations for --resamples is deprecated; use --resamples"),
+        ((QRELS, RUN, TRUNC, "-t", "anova"), "unknown statistical test 'anova'; choose one of t, wilcoxon"),
+        ((QRELS, RUN, TRUNC, "-c", "sidak"), "unknown correction 'sidak'; choose one of none, bonferroni"),
         ((QRELS, RUN, "/no/such/run"), "no such file"),
     ],
 )

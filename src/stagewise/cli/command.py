@@ -29,6 +29,7 @@ DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
     "report": {"-k": "--context-k"},
     "index": {"-f": "--input-format", "--format": "--input-format"},
     "search": {"-f": "--input-format", "--format": "--input-format"},
+    "compare": {"--permutations": "--resamples"},
 }
 DEPRECATED_SHORT = DEPRECATED_FLAGS  # its former name, when the table held short flags only
 

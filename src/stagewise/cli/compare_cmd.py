@@ -1,4 +1,10 @@
-"""``stagewise compare QRELS RUN RUN... -m METRIC... [--test t|wilcoxon|randomization|bootstrap|sign]``"""
+"""``stagewise compare QRELS RUN RUN... -m METRIC... [--test NAME] [--correction NAME]``
+
+The command builds one :class:`~stagewise.stats.CompareOptions` and one :class:`~stagewise.Conventions` from its
+options and hands them to :func:`stagewise.stats.compare`. The choices of ``--test`` and ``--correction``, their
+help and their errors come from the registries :data:`stagewise.stats.TESTS` and :data:`stagewise.stats.CORRECTIONS`
+(read when the command runs or shows help), so a test or correction registered there is offered here with no edit.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,11 @@ import contextlib
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     MAX_PERMUTATIONS,
@@ -31,6 +38,7 @@ from stagewise.cli.common import (
     emit,
     engine_for,
     engine_progress,
+    format_option,
     int_option,
     output_format,
     read_qrels_as,
@@ -43,38 +51,19 @@ from stagewise.cli.common import (
     user_errors,
     warn_from_checks,
 )
+from stagewise.stats.catalogue import ALTERNATIVES, CI_METHODS, FAMILY_SCOPES
+
+_CATALOGUE = "stagewise.stats.catalogue"
 
 
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
-    latex = "latex"
+def _choices(name: str, values: tuple[str, ...]) -> type[StrEnum]:
+    """A choice enum of the library's own tuple of values (never a copy of it)."""
+    return StrEnum(name, {value: value for value in values})  # type: ignore[return-value]
 
 
-class Test(StrEnum):
-    t = "t"
-    wilcoxon = "wilcoxon"
-    randomization = "randomization"
-    fisher = "fisher"
-    bootstrap = "bootstrap"
-    sign = "sign"
-
-    __test__ = False  # not a pytest class
-
-
-class Correction(StrEnum):
-    none = "none"
-    bonferroni = "bonferroni"
-    holm = "holm"
-    bh = "bh"
-
-
-class Alternative(StrEnum):
-    two_sided = "two-sided"
-    greater = "greater"
-    less = "less"
+Alternative = _choices("Alternative", ALTERNATIVES)
+Interval = _choices("Interval", CI_METHODS)
+Family = _choices("Family", FAMILY_SCOPES)
 
 
 class Exact(StrEnum):
@@ -83,14 +72,101 @@ class Exact(StrEnum):
     never = "never"
 
 
-class Family(StrEnum):
-    metric = "metric"
-    all = "all"
+EXACT_VALUES = {Exact.auto: None, Exact.always: True, Exact.never: False}
 
-
-class Interval(StrEnum):
-    t = "t"
-    bootstrap = "bootstrap"
+# The options of the comparison, one type each (the signature below stays a list of names).
+MetricOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        "-m",
+        help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...). "
+        f"Default: {DEFAULT_METRICS_TEXT}.",
+    ),
+]
+TestOption = Annotated[
+    str,
+    typer.Option(
+        "--test",
+        "-t",
+        parser=RegistryChoice(_CATALOGUE, "TESTS"),
+        metavar="TEST",
+        help=f"Paired test: {{names:{_CATALOGUE}:TESTS}} (aliases such as fisher and student taken too).",
+    ),
+]
+BaselineOption = Annotated[
+    str | None,
+    typer.Option("--baseline", "-b", help="Test every run against this run (its name or path) instead of all pairs."),
+]
+CorrectionOption = Annotated[
+    str,
+    typer.Option(
+        "--correction",
+        "-c",
+        parser=RegistryChoice(_CATALOGUE, "CORRECTIONS"),
+        metavar="CORRECTION",
+        help=f"Multiple-comparison correction per family: {{names:{_CATALOGUE}:CORRECTIONS}}.",
+    ),
+]
+AlphaOption = Annotated[float, typer.Option(help="Significance level for the adjusted p-values.")]
+AlternativeOption = Annotated[
+    Alternative, typer.Option(help="two-sided, or one-sided: greater (b > a) or less; a is the earlier run.")
+]
+ResamplesOption = Annotated[
+    int,
+    typer.Option(
+        "--resamples",
+        "-B",
+        "--permutations",
+        **int_option(1, MAX_PERMUTATIONS),
+        help="Random sign flips (randomization) or resamples (bootstrap); --permutations is its old name.",
+    ),
+]
+SeedOption = Annotated[
+    int, typer.Option(**int_option(0), help="Seed of the randomization and bootstrap: same seed, same p-values.")
+]
+ExactOption = Annotated[
+    Exact,
+    typer.Option(
+        help="Randomization: enumerate all 2^n sign assignments always (n <= 24), never, or auto (when 2^n <= B)."
+    ),
+]
+TieToleranceOption = Annotated[
+    float, typer.Option(help="A per-query difference within this is a tie (win/tie/loss and the sign test).")
+]
+IntervalOption = Annotated[
+    Interval, typer.Option("--ci", help="Interval of the mean difference: t (Student) or bootstrap (percentile).")
+]
+LevelOption = Annotated[float, typer.Option(help="Confidence level of the interval.")]
+FamilyOption = Annotated[
+    Family, typer.Option(help="Correct within each metric's pairs (metric) or over all metrics' pairs (all).")
+]
+PairsOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--pairs/--no-pairs",
+        help="Show every pair's difference, CI, d_z, W/T/L and p-values (default: when at most 10 pairs per metric).",
+    ),
+]
+PerQueryOption = Annotated[
+    bool, typer.Option("--per-query", "-q", help="Also show each pair's per-query deltas (b - a), sorted.")
+]
+TopOption = Annotated[
+    int | None, typer.Option(**int_option(1), help="With --per-query: only the N largest gains and N largest losses.")
+]
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
+]
+MissingOption = Annotated[
+    Missing,
+    typer.Option(
+        help="A judged query absent from a run: zero (scores 0, trec_eval -c), skip (pairs use the queries both runs "
+        "have) or error."
+    ),
+]
+DigitsOption = Annotated[
+    int, typer.Option(**int_option(0, 20), help="Decimals of the means in table, markdown and LaTeX output.")
+]
 
 
 def compare_command(
@@ -99,112 +175,32 @@ def compare_command(
         typer.Argument(help="Judgements: TREC qrels, JSON, JSONL, CSV, TSV or Parquet; '-' reads stdin; .gz accepted."),
     ],
     runs: Annotated[
-        list[str],
-        typer.Argument(help="Two or more runs (TREC or the tabular formats); each is a row of the table."),
+        list[str], typer.Argument(help="Two or more runs (TREC or the tabular formats); each is a row of the table.")
     ],
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...). "
-            f"Default: {DEFAULT_METRICS_TEXT}.",
-        ),
-    ] = None,
-    test: Annotated[
-        Test,
-        typer.Option(
-            "--test",
-            "-t",
-            help="Paired test: t (Student, scipy.stats.ttest_rel), wilcoxon (signed-rank, scipy defaults), "
-            "randomization (Fisher's sign flips; alias fisher), bootstrap (studentized) or sign (binomial).",
-        ),
-    ] = Test.t,
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--baseline", "-b", help="Test every run against this run (its name or path) instead of all pairs."
-        ),
-    ] = None,
-    correction: Annotated[
-        Correction,
-        typer.Option(
-            "--correction",
-            "-c",
-            help="Multiple-comparison correction per family: none, bonferroni, holm or bh (Benjamini-Hochberg).",
-        ),
-    ] = Correction.holm,
-    alpha: Annotated[float, typer.Option(help="Significance level for the adjusted p-values.")] = 0.05,
-    alternative: Annotated[
-        Alternative, typer.Option(help="two-sided, or one-sided: greater (b > a) or less; a is the earlier run.")
-    ] = Alternative.two_sided,
-    permutations: Annotated[
-        int,
-        typer.Option(
-            "--permutations",
-            "-B",
-            **int_option(1, MAX_PERMUTATIONS),
-            help="Sign flips (randomization) or resamples (bootstrap).",
-        ),
-    ] = 10_000,
-    seed: Annotated[
-        int,
-        typer.Option(
-            **int_option(0), help="Seed of the randomization and bootstrap: same seed, same p-values, every call."
-        ),
-    ] = 0,
-    exact: Annotated[
-        Exact,
-        typer.Option(
-            help="Randomization: enumerate all 2^n sign assignments always (n <= 24), never, or auto (when 2^n <= B)."
-        ),
-    ] = Exact.auto,
-    tie_tolerance: Annotated[
-        float, typer.Option(help="A per-query difference within this is a tie (win/tie/loss and the sign test).")
-    ] = 1e-9,
-    ci: Annotated[
-        Interval, typer.Option(help="Interval of the mean difference: t (Student) or bootstrap (percentile).")
-    ] = Interval.t,
-    ci_level: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
-    family: Annotated[
-        Family, typer.Option(help="Correct within each metric's pairs (metric) or over all metrics' pairs (all).")
-    ] = Family.metric,
-    pairs: Annotated[
-        bool | None,
-        typer.Option(
-            "--pairs/--no-pairs",
-            help="Show every pair's difference, CI, d_z, W/T/L and p-values "
-            "(default: when at most 10 pairs per metric).",
-        ),
-    ] = None,
-    per_query: Annotated[
-        bool, typer.Option("--per-query", "-q", help="Also show each pair's per-query deltas (b - a), sorted.")
-    ] = False,
-    top: Annotated[
-        int | None,
-        typer.Option(**int_option(1), help="With --per-query: only the N largest gains and N largest losses."),
-    ] = None,
-    fmt: Annotated[
-        OutputFormat | None,
-        typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
-    ] = None,
+    metric: MetricOption = None,
+    test: TestOption = "t",
+    baseline: BaselineOption = None,
+    correction: CorrectionOption = "holm",
+    alpha: AlphaOption = 0.05,
+    alternative: AlternativeOption = Alternative["two-sided"],
+    resamples: ResamplesOption = 10_000,
+    seed: SeedOption = 0,
+    exact: ExactOption = Exact.auto,
+    tie_tolerance: TieToleranceOption = 1e-9,
+    ci: IntervalOption = Interval["t"],
+    ci_level: LevelOption = 0.95,
+    family: FamilyOption = Family["metric"],
+    pairs: PairsOption = None,
+    per_query: PerQueryOption = False,
+    top: TopOption = None,
+    fmt: Annotated[str | None, format_option("Comparison")] = None,
+    output: OutputOption = None,
     relevance_level: RelevanceLevelOption = 1,
     ties: TiesOption = Ties.docid,
-    missing: Annotated[
-        Missing,
-        typer.Option(
-            help="A judged query absent from a run: zero (scores 0, trec_eval -c), skip (pairs use the queries "
-            "both runs have) or error."
-        ),
-    ] = Missing.zero,
+    missing: MissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
-    digits: Annotated[
-        int, typer.Option(**int_option(0, 20), help="Decimals of the means in table, markdown and LaTeX output.")
-    ] = 4,
+    digits: DigitsOption = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
     engine: EngineOption = EngineChoice.local,
@@ -214,7 +210,7 @@ def compare_command(
 
     The table has runs as rows and metrics as columns; the letters after a value name the runs it is
     significantly better than, and the best value is marked. Every convention is stated under it: test,
-    sidedness, family, correction, number of queries, permutations and seed, tie tolerance.
+    sidedness, family, correction, number of queries, resamples and seed, tie tolerance.
 
     JSON (--format json) keeps every pair: metric, a, b, test, statistic, p_value, p_adjusted, correction,
     mean_diff (= mean(b) - mean(a)), ci_low, ci_high, effect_size (Cohen's d_z), wins, ties, losses.
@@ -231,100 +227,133 @@ def compare_command(
     """
     with user_errors():
         from stagewise.engines import expand_globs
+        from stagewise.errors import StagewiseError
+        from stagewise.metrics.context import Conventions
+        from stagewise.metrics.defaults import DEFAULT_METRICS
+        from stagewise.report import offered
+        from stagewise.stats import CompareOptions
 
         runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
-        chosen_format = output_format(fmt and fmt.value, output, tuple(OutputFormat))
-        from stagewise.errors import StagewiseError
-        from stagewise.metrics.evaluate import DEFAULT_METRICS
-        from stagewise.stats import compare
-
+        chosen_format = output_format(fmt, output, offered("Comparison"))
         if len(runs) < 2:
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
-        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
-        tests = dict(
-            test=test.value,
-            correction=correction.value,
+        options = CompareOptions(
+            test=test,
+            baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
+            correction=correction,
             alpha=alpha,
             alternative=alternative.value,
-            permutations=permutations,
+            resamples=resamples,
             seed=seed,
-            exact={Exact.auto: None, Exact.always: True, Exact.never: False}[exact],
+            exact=EXACT_VALUES[exact],
             tie_tolerance=tie_tolerance,
             ci=ci.value,
             ci_level=ci_level,
             family=family.value,
         )
-        conventions = dict(
+        conventions = Conventions(
             relevance_level=relevance_level,
-            ties=ties.value,
-            missing=missing.value,
+            ties=ties.value,  # type: ignore[arg-type]
+            missing=missing.value,  # type: ignore[arg-type]
             max_ret=max_ret,
             judged_only=judged_only,
         )
-        resamples = test in (Test.randomization, Test.fisher, Test.bootstrap) or ci is Interval.bootstrap
-        if engine is EngineChoice.local and scheduler is None:
-            # compare() checks the metrics and options, then reads the files through these functions.
-            with contextlib.ExitStack() as stack:
-                bar: list[Callable[[float, int], None] | None] = []
+        metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
+        read = lambda: read_qrels_as(qrels, qrels_format)  # noqa: E731
+        result = _compare(read, runs, metrics, options, conventions, engine, scheduler, duplicates)
+        shown = dict(digits=digits, show_pairs=pairs, per_query=per_query, top=top)
+        _show(result, chosen_format, output, shown, f"{chosen_format}, {len(runs)} runs, {len(metrics)} metric(s)")
 
-                def read_runs() -> list:
-                    loaded = read_runs_with_progress(runs, duplicates.value)
-                    if resamples:
-                        n_pairs = len(loaded) - 1 if baseline is not None else len(loaded) * (len(loaded) - 1) // 2
-                        queries = max(run.n_queries for run in loaded)
-                        note = resampling_estimate(permutations, queries, len(metrics), n_pairs)
-                        if note is not None:
-                            typer.echo(note, err=True)
-                    # rich shows one live display at a time: the stage bar starts once the reading bar is gone
-                    bar.append(stack.enter_context(stage_progress("evaluating the runs", "testing", "comparisons")))
-                    return loaded
 
-                def report(done: float, total: int) -> None:
-                    if bar and bar[0] is not None:
-                        bar[0](done, total)
+class _Stages:
+    """One live progress display at a time: each stage's bar takes the place of the one before."""
 
-                seen = Loaded()
-                result = compare(
-                    seen.keep("qrels", lambda: read_qrels_as(qrels, qrels_format)),
-                    seen.keep("runs", read_runs),
-                    metrics,
-                    baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
-                    progress=report,
-                    **tests,
-                    **conventions,
-                )
-            warn_from_checks(seen.qrels, seen.runs, runs)
-        else:
-            from stagewise.stats import compare_scores
+    def __init__(self) -> None:
+        self.stack = contextlib.ExitStack()
 
-            labels = run_labels(runs)
-            with engine_for(engine, scheduler) as chosen, engine_progress(chosen):
-                scores = chosen.evaluate(
-                    lambda: read_qrels_as(qrels, qrels_format),
-                    dict(zip(labels, runs, strict=True)),
-                    metrics,
-                    duplicates=duplicates.value,
-                    **conventions,
-                )
-            with stage_progress("testing", "testing", "comparisons") as report:
-                result = compare_scores(
-                    scores,
-                    baseline=None if baseline is None else baseline_label(baseline, runs, labels),
-                    progress=report,
-                    **tests,
-                )
-        from stagewise.report import compare as render_compare
+    def show(self, bar: contextlib.AbstractContextManager[Any]) -> Any:
+        self.stack.close()
+        return self.stack.enter_context(bar)
 
-        options = dict(digits=digits, show_pairs=pairs, per_query=per_query, top=top)
-        if chosen_format == "table" and output is None:
-            show_table(
-                lambda _width: render_compare.rich(result, **options),
-                lambda: render_compare.render(result, "table", **options),
-            )
-            return
-        n_pairs = len(result.pairs)
-        what = f"{chosen_format}, {len(runs)} runs, {len(metrics)} metric(s)" + (
-            f", {n_pairs} pairs" if n_pairs else ""
+    def __enter__(self) -> _Stages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+
+def _compare(
+    read_qrels: Callable[[], Any],
+    paths: list[str],
+    metrics: list[str],
+    options: Any,
+    conventions: Any,
+    engine: EngineChoice,
+    scheduler: str | None,
+    duplicates: Duplicates,
+) -> Any:
+    """:func:`stagewise.stats.compare` on the engine asked for, with progress bars and the checks' warnings.
+
+    The local engine measures runs read whole, so the command reads them (a bar per file, a note when the
+    resamples will take long, the checks' warnings after); the stream and Dask engines read their files
+    themselves, in blocks or partitions. compare() checks the metrics and options before any file is read."""
+    from stagewise.stats import compare
+
+    seen = Loaded()
+    with engine_for(engine, scheduler) as chosen, _Stages() as stages:
+        stages.show(engine_progress(chosen))
+        testing: list[Callable[[float, int], None] | None] = []
+
+        def read_runs() -> list:
+            loaded = read_runs_with_progress(paths, duplicates.value)
+            _note_resampling(options, loaded, len(metrics))
+            stages.show(stage_progress("evaluating the runs", "testing", "comparisons"))
+            return loaded
+
+        def report(done: float, total: int) -> None:
+            if not testing:
+                testing.append(stages.show(stage_progress("testing", "testing", "comparisons")))
+            if testing[0] is not None:
+                testing[0](done, total)
+
+        labelled = dict(zip(run_labels(paths), paths, strict=True))
+        sources = seen.keep("runs", read_runs) if chosen.name == "local" else labelled
+        result = compare(
+            seen.keep("qrels", read_qrels),
+            sources,
+            metrics,
+            conventions=conventions,
+            options=options,
+            progress=report,
+            engine=chosen,
+            duplicates=duplicates.value,
         )
-        emit(render_compare.render(result, chosen_format, **options), output, what)
+    warn_from_checks(seen.qrels, seen.runs, paths)
+    return result
+
+
+def _note_resampling(options: Any, loaded: list, metrics: int) -> None:
+    """A note on stderr when the resamples asked for will take long (see :func:`resampling_estimate`)."""
+    from stagewise.stats import TESTS
+
+    if not (TESTS.lookup(options.test).resampling or options.ci == "bootstrap"):
+        return
+    n_pairs = len(loaded) - 1 if options.baseline is not None else len(loaded) * (len(loaded) - 1) // 2
+    note = resampling_estimate(options.resamples, max(run.n_queries for run in loaded), metrics, n_pairs)
+    if note is not None:
+        typer.echo(note, err=True)
+
+
+def _show(result: Any, chosen_format: str, output: Path | None, shown: dict[str, Any], what: str) -> None:
+    """The comparison on a terminal (a rich table), or written in ``chosen_format`` to ``output`` or stdout."""
+    from stagewise.report import compare as render_compare
+
+    if chosen_format == "table" and output is None:
+        show_table(
+            lambda _width: render_compare.rich(result, **shown),
+            lambda: render_compare.render(result, "table", **shown),
+        )
+        return
+    what += f", {len(result.pairs)} pairs" if result.pairs else ""
+    emit(render_compare.render(result, chosen_format, **shown), output, what)

@@ -43,8 +43,10 @@ from stagewise.spec import Param, Registry
 __all__ = [
     "ALTERNATIVE",
     "ALTERNATIVES",
+    "CI_METHODS",
     "CORRECTIONS",
     "EXACT",
+    "FAMILY_SCOPES",
     "RESAMPLES",
     "SEED",
     "TESTS",
@@ -55,6 +57,10 @@ __all__ = [
 
 #: The sides a test may take: ``d = b - a`` differs from 0, is above it (b better) or below it.
 ALTERNATIVES = ("two-sided", "greater", "less")
+#: The intervals of the mean difference: Student's t, or the percentile bootstrap.
+CI_METHODS = ("t", "bootstrap")
+#: What one family of the correction is: the pairs of one metric, or all pairs of all metrics.
+FAMILY_SCOPES = ("metric", "all")
 
 # The options a test may read (its ``params``): one definition each, with the values they accept.
 ALTERNATIVE = Param(str, "two-sided", "two-sided, or one-sided: greater (b > a) or less", choices=ALTERNATIVES)

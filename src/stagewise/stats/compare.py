@@ -19,12 +19,9 @@ from stagewise.errors import ConventionError, StagewiseError, parameter_error
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.stats import corrections as C
 from stagewise.stats import resampling as R
-from stagewise.stats.catalogue import CORRECTIONS, PairedTest
+from stagewise.stats.catalogue import CI_METHODS, CORRECTIONS, FAMILY_SCOPES, PairedTest
 from stagewise.stats.paired import TestOptions, check_options, deprecated_permutations, get_test, run_batched
 from stagewise.stats.result import Comparison, PairResult
-
-CI_METHODS = ("t", "bootstrap")
-FAMILY_SCOPES = ("metric", "all")
 
 
 @dataclass
