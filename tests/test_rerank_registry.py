@@ -16,11 +16,13 @@ from typer.testing import CliRunner
 
 import stagewise.rerank
 from stagewise.cli import app
+from stagewise.cli.command import undeprecated
 from stagewise.data.readers import read_run
 from stagewise.errors import ConventionError
 from stagewise.rerank import RERANKERS, PairReranker, make_reranker, reranker
 from stagewise.rerank.registry import DEFAULT_FORMS
 from stagewise.spec import Param
+from tests.dense_helpers import needs_model
 
 QUERIES = {"q1": "wing lift", "q2": "heat conduction slab"}
 DOCS = {
@@ -183,7 +185,7 @@ def test_every_entry_declares_its_parameters_once() -> None:
     bm25 = make_reranker("bm25-proximity")
     assert bm25.params == {k: p.default for k, p in RERANKERS["bm25-proximity"].params.items()}
     assert "bm25-proximity(k1=1.2,b=0.75,alpha=0.3,variant=lucene)" in DEFAULT_FORMS.names()
-    with pytest.raises(ConventionError, match="'backend' parameter of bi-encoder must be torch or onnx"):
+    with pytest.raises(ConventionError, match="'backend' parameter of bi-encoder must be one of torch, onnx"):
         make_reranker("bi-encoder(backend=tf)")
 
 
@@ -200,3 +202,39 @@ def test_listing_the_rerankers_imports_no_numpy() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert "bm25-proximity, bi-encoder, cross-encoder" in " ".join(done.stdout.split())
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+# ---------------------------------------------------------------------------------------- encoder backends
+
+
+def test_encoder_backends_are_a_registry_the_cli_reads() -> None:
+    from stagewise.dense.backends import BACKENDS
+    from stagewise.dense.encoders import load_encoder
+
+    assert BACKENDS.names() == ["torch", "onnx"]
+    with pytest.raises(ConventionError, match="unknown encoder backend 'tf'; choose one of torch, onnx"):
+        load_encoder(backend="tf")
+    runner = CliRunner()
+    help_text = " ".join(runner.invoke(app, ["encode", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "The encoder backend: torch, onnx" in help_text
+    assert "--input-format" in help_text and "--format" not in help_text.replace("--input-format", "")
+    assert undeprecated("encode", ["c.txt", "-ftsv", "--format=tsv"]) == [
+        "c.txt",
+        "--input-format",
+        "tsv",
+        "--input-format=tsv",
+    ]
+    result = runner.invoke(app, ["encode", "c.jsonl", "-o", "out", "--backend", "tf"])
+    assert result.exit_code == 2 and "unknown encoder backend 'tf'; choose one of torch, onnx" in result.output
+
+
+@needs_model
+@pytest.mark.parametrize("flag", ["--input-format", "--format"])
+def test_encode_reads_its_input_format_from_input_format_and_the_old_flag_with_a_note(tmp_path: Path, flag) -> None:
+    corpus = tmp_path / "c.txt"  # no telling extension: the format must be stated
+    corpus.write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()))
+    result = CliRunner().invoke(app, ["encode", str(corpus), "-o", str(tmp_path / "d"), flag, "tsv"])
+    assert result.exit_code == 0, result.output
+    note = f"stagewise: {flag} for --input-format is deprecated; use --input-format"
+    assert (note in result.stderr) == (flag != "--input-format")
+    assert json.loads((tmp_path / "d" / "meta.json").read_text())["documents"] == len(DOCS)

@@ -28,6 +28,7 @@ DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
     "rag": {"-k": "--context-k", "-c": "--correct"},
     "report": {"-k": "--context-k"},
     "index": {"-f": "--input-format", "--format": "--input-format"},
+    "encode": {"-f": "--input-format", "--format": "--input-format"},
     "search": {"-f": "--input-format", "--format": "--input-format"},
     "compare": {"--permutations": "--resamples"},
 }

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, int_option, user_errors
+from stagewise.cli.command import RegistryChoice
+from stagewise.cli.common import CorpusFormat, ForceOption, ParentsOption, int_option, user_errors
 
 
 class Dtype(StrEnum):
@@ -34,9 +35,13 @@ def encode_command(
         ),
     ] = None,
     backend: Annotated[
-        Backend,
-        typer.Option(help="torch (sentence-transformers) or onnx (onnxruntime; exported once, kept in DIR/onnx)."),
-    ] = Backend.torch,
+        str,
+        typer.Option(
+            parser=RegistryChoice("stagewise.dense.backends", "BACKENDS"),
+            help="The encoder backend: {names:stagewise.dense.backends:BACKENDS} (torch is sentence-transformers; "
+            "onnx is onnxruntime on an export made once and kept in DIR/onnx).",
+        ),
+    ] = "torch",
     dtype: Annotated[Dtype, typer.Option(help="Vectors on disk: float32, or float16 (half the size).")] = Dtype.float32,
     batch_size: Annotated[
         int, typer.Option(**int_option(1), help="Texts per batch (texts are length-sorted first).")
@@ -49,7 +54,9 @@ def encode_command(
     ] = False,
     force: ForceOption = False,
     parents: ParentsOption = False,
-    fmt: Annotated[CorpusFormat, typer.Option("--format", "-f", help="Corpus format.")] = CorpusFormat.auto,
+    fmt: Annotated[
+        CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")
+    ] = CorpusFormat.auto,
     id_field: Annotated[str | None, typer.Option(help="JSONL field holding the document id.")] = None,
     text_field: Annotated[
         list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
@@ -70,7 +77,6 @@ def encode_command(
       stagewise search scifact-dense queries.jsonl -k 100 -o dense.run
     """
     import shutil
-    import tempfile
     import time
 
     with user_errors():
@@ -88,7 +94,7 @@ def encode_command(
             foreign_file=foreign_meta,
         )
         from stagewise.cli.common import progress_bar
-        from stagewise.dense.encoders import ONNX_FILE, load_encoder
+        from stagewise.dense.encoders import load_encoder
         from stagewise.dense.index import DenseIndex
         from stagewise.retrieval.collections import read_corpus
 
@@ -99,19 +105,9 @@ def encode_command(
             id_field=id_field,
             text_fields=text_field or None,
         )
-        scratch = None
-        cache = None
-        if backend is Backend.onnx and not (model and (Path(model) / ONNX_FILE).is_file()):
-            if (output / "onnx" / ONNX_FILE).is_file():
-                cache = output / "onnx"
-            else:
-                scratch = Path(tempfile.mkdtemp(prefix=".stagewise-onnx-export."))
-                cache = scratch / "onnx"
-                typer.echo("exporting the model to ONNX (once; kept in DIR/onnx)", err=True)
+        scratch, cache = _onnx_cache(model, backend, output)
         try:
-            encoder = load_encoder(
-                model, backend=backend.value, onnx_cache=cache, batch_size=batch_size, threads=threads
-            )
+            encoder = load_encoder(model, backend=backend, onnx_cache=cache, batch_size=batch_size, threads=threads)
             progress, update = progress_bar("encoding")
             with progress:
                 index = DenseIndex.build(documents, encoder, dtype=dtype.value, progress=update)
@@ -128,3 +124,21 @@ def encode_command(
             typer.echo(f"hnsw: {approx.report}", err=True)
         elapsed = time.perf_counter() - started
         typer.echo(f"encoded {index!r} in {elapsed:.2f} s -> {output}", err=True)
+
+
+def _onnx_cache(model: str | None, backend: str, output: Path) -> tuple[Path | None, Path | None]:
+    """``(scratch folder, ONNX export folder)`` for an encode with ``backend``: none for torch or a model that is
+    an ONNX folder already; the index's own DIR/onnx when an earlier encode left one; else a scratch folder the
+    export is made in (removed after the encode), announced on stderr."""
+    import tempfile
+
+    from stagewise.dense.backends import BACKENDS
+    from stagewise.dense.encoders import ONNX_FILE
+
+    if BACKENDS.lookup(backend).name != "onnx" or (model and (Path(model) / ONNX_FILE).is_file()):
+        return None, None
+    if (output / "onnx" / ONNX_FILE).is_file():
+        return None, output / "onnx"
+    scratch = Path(tempfile.mkdtemp(prefix=".stagewise-onnx-export."))
+    typer.echo("exporting the model to ONNX (once; kept in DIR/onnx)", err=True)
+    return scratch, scratch / "onnx"

@@ -35,10 +35,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from stagewise.dense._deps import require, resolve_model
+from stagewise.dense.backends import BACKENDS
 from stagewise.errors import ConventionError, InputError
 
 Progress = Callable[[int, int], None]
-BACKENDS = ("torch", "onnx")
 ONNX_FILE = "model.onnx"
 
 
@@ -521,8 +521,7 @@ def load_encoder(
     ``backend="torch"`` runs sentence-transformers; ``backend="onnx"`` runs onnxruntime on ``model`` itself
     when it is an ONNX folder, else on an export of it kept in ``onnx_cache`` (made once, with torch).
     """
-    if backend not in BACKENDS:
-        raise ConventionError(f"unknown encoder backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    backend = BACKENDS.lookup(backend).name  # a name of stagewise.dense.backends (case-insensitive), or its error
     if backend == "torch":
         return SentenceTransformerEncoder(model, batch_size=batch_size, threads=threads)
     if model is not None and (Path(model) / ONNX_FILE).is_file():

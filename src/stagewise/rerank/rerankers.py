@@ -22,6 +22,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from stagewise.dense.backends import BACKENDS
 from stagewise.errors import ConventionError, InputError
 from stagewise.rerank.base import PairReranker, ScoreCache
 from stagewise.rerank.registry import RERANKERS, RerankerEntry, make_reranker, reranker
@@ -177,18 +178,14 @@ def _positive(value: int) -> bool:
     return value >= 1
 
 
-def _backend(value: str) -> bool:
-    from stagewise.dense.encoders import BACKENDS
-
-    return value in BACKENDS
-
-
 @reranker(
     "bi-encoder",
     help="the cosine of the query's and the document's vectors (the packaged MiniLM; model='DIR' for another)",
     params={
         "model": Param(str, None, "a local sentence-transformers (or ONNX) folder; default the packaged MiniLM"),
-        "backend": Param(str, "torch", "the encoder's backend", "torch or onnx", _backend),
+        "backend": Param(
+            str, "torch", "the encoder's backend (stagewise.dense.backends)", choices=tuple(BACKENDS.names())
+        ),
     },
 )
 class BiEncoderReranker(PairReranker):
