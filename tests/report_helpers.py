@@ -10,6 +10,15 @@ import numpy as np
 QUERIES = [f"q{i}" for i in range(1, 9)]
 
 
+def report_page(*args: Any, title: str | None = None, digits: int = 4, lead: Any = (), **options: Any) -> str:
+    """The HTML report as the library makes it: ``stagewise.study(*args, **options)``, then
+    ``stagewise.report.html.render`` (which computes nothing) with ``title``, ``digits`` and ``lead``."""
+    import stagewise
+    from stagewise.report.html import render
+
+    return render(stagewise.study(*args, **options), title=title, digits=digits, lead=lead)
+
+
 def small_inputs(seed: int = 3) -> tuple[dict, dict]:
     """Qrels for 8 queries and three runs of 30 documents each, random but fixed by ``seed``."""
     rng = np.random.default_rng(seed)

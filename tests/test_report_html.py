@@ -14,9 +14,8 @@ from typer.testing import CliRunner
 
 import stagewise
 from stagewise.cli import app
-from stagewise.report.html import build
 from stagewise.report.html.curves import FAMILIES
-from tests.report_helpers import QUERIES, RAG_RECORDS, attr, header, parse, rows, small_inputs
+from tests.report_helpers import QUERIES, RAG_RECORDS, attr, header, parse, report_page, rows, small_inputs
 
 pytest.importorskip("matplotlib", reason="the HTML report's plots need matplotlib: pip install 'stagewise[report]'")
 CUTS = (1, 5, 10, 30)
@@ -26,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def small() -> tuple[dict, dict, str]:
     qrels, runs = small_inputs()
-    page = build(qrels, runs, ["map", "ndcg@10"], cutoffs=CUTS, baseline="bm25", rag=RAG_RECORDS)
+    page = report_page(qrels, runs, ["map", "ndcg@10"], cutoffs=CUTS, baseline="bm25", rag=RAG_RECORDS)
     return qrels, runs, page
 
 
@@ -163,7 +162,7 @@ def test_judgement_health(small) -> None:
 def test_a_run_missing_queries_is_reported() -> None:
     qrels, runs = small_inputs()
     runs["dense"] = {q: v for q, v in runs["dense"].items() if q not in ("q2", "q5")}
-    root = parse(build(qrels, runs, ["map"], cutoffs=CUTS))
+    root = parse(report_page(qrels, runs, ["map"], cutoffs=CUTS))
     missing = {r[0]: r for r in rows(root.by_id("missing-table"))}
     assert missing["dense"][1] == "2" and missing["dense"][2] == "q2, q5"
     assert missing["bm25"][1] == "0"
@@ -200,7 +199,7 @@ def test_fused_runs_state_their_fusion(tmp_path: Path) -> None:
         path = tmp_path / f"{name}.trec"
         stagewise.write_run(stagewise.read_run(runs[name], name=name), path)
         paths.append(str(path))
-    page = build(qrels, [*paths, str(target)], ["map"], cutoffs=CUTS)
+    page = report_page(qrels, [*paths, str(target)], ["map"], cutoffs=CUTS)
     section = parse(page).by_id("fusion")
     text = section.content()
     assert "fused.trec" in text and "rrf" in text
@@ -209,9 +208,9 @@ def test_fused_runs_state_their_fusion(tmp_path: Path) -> None:
 
 def test_one_run_and_rag_only() -> None:
     qrels, runs = small_inputs()
-    root = parse(build(qrels, {"bm25": runs["bm25"]}, ["map"], cutoffs=CUTS))
+    root = parse(report_page(qrels, {"bm25": runs["bm25"]}, ["map"], cutoffs=CUTS))
     assert [attr(s, "id") for s in root.all("section")] == ["curves", "per-query", "judgements"]
-    root = parse(build(rag=RAG_RECORDS))
+    root = parse(report_page(rag=RAG_RECORDS))
     assert [attr(s, "id") for s in root.all("section")] == ["rag"]
 
 
@@ -321,21 +320,21 @@ def test_cli_checks_metrics_and_options_before_reading(tmp_path: Path) -> None:
 def test_a_comparison_given_is_shown_as_it_is_and_must_be_of_these_runs() -> None:
     qrels, runs = small_inputs()
     comp = stagewise.compare(qrels, runs, ["map"], test="randomization", seed=7, permutations=500)
-    page = build(qrels, runs, ["map"], cutoffs=CUTS, comparison=comp)
+    page = report_page(qrels, runs, ["map"], cutoffs=CUTS, comparison=comp)
     shown = [float(r[-2]) for r in rows(parse(page).by_id("pairs-table"))]  # p adj., as the comparison has it
     assert shown == pytest.approx([p.p_adjusted for p in comp.pairs], abs=5e-5)
     assert "seed 7" in page and "exact (all 2^8 sign assignments)" in page
     with pytest.raises(stagewise.StagewiseError, match="comparison given is of runs"):
-        build(qrels, runs, ["ndcg@10"], cutoffs=CUTS, comparison=comp)
+        report_page(qrels, runs, ["ndcg@10"], cutoffs=CUTS, comparison=comp)
     with pytest.raises(stagewise.StagewiseError, match="comparison given is of runs"):
-        build(qrels, dict(list(runs.items())[:2]), ["map"], cutoffs=CUTS, comparison=comp)
+        report_page(qrels, dict(list(runs.items())[:2]), ["map"], cutoffs=CUTS, comparison=comp)
 
 
 def test_conventions_other_than_the_defaults_are_the_ones_stated() -> None:
     """relevance level 2, missing queries left out, judged-only scoring: the curves state them, and the unjudged
     share is measured on the runs as given (a judged-only evaluation would show 0 everywhere)."""
     qrels, runs = small_inputs()
-    page = build(qrels, runs, ["map"], cutoffs=CUTS, relevance_level=2, missing="skip", judged_only=True)
+    page = report_page(qrels, runs, ["map"], cutoffs=CUTS, relevance_level=2, missing="skip", judged_only=True)
     root = parse(page)
     curves_text = root.by_id("curves").content()
     assert "relevance level 2" in curves_text and "judged only" in curves_text

@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from stagewise.report.html import build
 from stagewise.report.html.page import PALETTE, conventions, plain, term
-from tests.report_helpers import RAG_RECORDS, header, parse, rows, small_inputs
+from tests.report_helpers import RAG_RECORDS, header, parse, report_page, rows, small_inputs
 
 pytest.importorskip("matplotlib", reason="the HTML report's plots need matplotlib: pip install 'stagewise[report]'")
 CUTS = (1, 5, 10)
@@ -27,8 +26,8 @@ def test_rag_samples_show_each_answer_from_records_and_from_a_report_made_before
 
     answers = {r["id"]: r["answer"] for r in RAG_RECORDS}
     for page in (
-        build(rag=RAG_RECORDS),
-        build(rag=evaluate_rag(RAG_RECORDS), rag_answers=answers),
+        report_page(rag=RAG_RECORDS),
+        report_page(rag=evaluate_rag(RAG_RECORDS), rag_answers=answers),
     ):
         table = parse(page).by_id("rag-samples")
         col = header(table).index("answer")
@@ -42,7 +41,7 @@ def test_conventions_are_said_in_words() -> None:
     assert term("evaluation.judged_only") == "judged only (evaluation)"
     assert plain("evaluation.judged_only", False) == "no"
     qrels, runs = small_inputs()
-    root = parse(build(qrels, runs, ["map"], cutoffs=CUTS))
+    root = parse(report_page(qrels, runs, ["map"], cutoffs=CUTS))
     for dl in root.all("dl"):
         text = dl.content()
         assert not re.search(r"\bNone\b|\bFalse\b|\bTrue\b|=None", text), text[:300]
@@ -56,7 +55,7 @@ def test_fusion_statement_in_words(tmp_path) -> None:
 
     qrels, runs = small_inputs()
     fused = stagewise.fuse({"bm25": runs["bm25"], "dense": runs["dense"]}, "rrf", name="rrf")
-    root = parse(build(qrels, {"bm25": runs["bm25"], "rrf": fused}, ["map"], cutoffs=CUTS))
+    root = parse(report_page(qrels, {"bm25": runs["bm25"], "rrf": fused}, ["map"], cutoffs=CUTS))
     said = _dl(root.by_id("fusion"))
     assert said["depth"] == "all"
     assert "weights: equal" in said["parameters"] and "None" not in said["parameters"]
@@ -64,7 +63,7 @@ def test_fusion_statement_in_words(tmp_path) -> None:
 
 def test_each_convention_is_said_once() -> None:
     qrels, runs = small_inputs()
-    section = parse(build(qrels, runs, ["map"], cutoffs=CUTS)).by_id("comparison")
+    section = parse(report_page(qrels, runs, ["map"], cutoffs=CUTS)).by_id("comparison")
     values = [dd.content() for dd in section.all("dd")]
     notes = [li.content() for li in section.first("ul").all("li")]
     for value in values:
@@ -83,7 +82,7 @@ def test_best_mark_follows_the_metric_and_counts_are_integers() -> None:
     import stagewise
 
     means = stagewise.evaluate(qrels, runs, metrics).means
-    table = parse(build(qrels, runs, metrics, cutoffs=CUTS)).by_id("comparison-table")
+    table = parse(report_page(qrels, runs, metrics, cutoffs=CUTS)).by_id("comparison-table")
     head = header(table)
     body = table.first("tbody").all("tr")
     cells = {tr.all("td")[1].content(): tr.all("td") for tr in body}
@@ -122,7 +121,7 @@ def test_no_pale_line_colours_and_a_readable_legend_with_17_runs() -> None:
     assert all(_contrast(c) >= 3.0 for c in PALETTE), [(c, round(_contrast(c), 2)) for c in PALETTE]
     qrels, base = small_inputs()
     runs = {f"run-{i:02d}": base[list(base)[i % 3]] for i in range(17)}
-    root = parse(build(qrels, runs, ["map"], cutoffs=CUTS, baseline="run-00"))
+    root = parse(report_page(qrels, runs, ["map"], cutoffs=CUTS, baseline="run-00"))
     svg = next(s for s in root.by_id("curves").all("svg"))
     page_svg = "".join(t.content() for t in svg.all("text"))
     assert all(f"run-{i:02d}" in page_svg for i in range(17))

@@ -39,9 +39,10 @@ _EXPORTS = {
     "ConventionError": "stagewise.errors",
     "ExpansionLimits": "stagewise._io",
     "set_expansion_limits": "stagewise._io",
+    "Study": "stagewise.study.value",
 }
 
-__all__ = [*_EXPORTS, "__version__", "report"]
+__all__ = [*_EXPORTS, "__version__", "report", "study"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise._io import ExpansionLimits, set_expansion_limits
@@ -59,15 +60,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.rag.diagnose import evaluate_rag
     from stagewise.retrieval.index import BM25Index
     from stagewise.stats import compare
+    from stagewise.study.value import Study
 
 _lazy_getattr, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 def __getattr__(name: str) -> object:
     # ``stagewise.report`` is the report package, callable as the HTML report (``stagewise.report(qrels, runs)``);
-    # importing it sets the attribute, so this runs once.
-    if name == "report":
+    # ``stagewise.study`` likewise is the study package, callable as ``stagewise.study(qrels, runs)``; importing
+    # it sets the attribute, so this runs once.
+    if name in ("report", "study"):
         import importlib
 
-        return importlib.import_module("stagewise.report")
+        return importlib.import_module(f"stagewise.{name}")
     return _lazy_getattr(name)

@@ -13,7 +13,6 @@ import dataclasses
 import hmac
 import json
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +111,6 @@ class _Served:
     rag: RagSamples | None
     who: str
     refresher: _Refresher
-    report_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
 def _served(request: Request) -> _Served:
@@ -286,8 +284,9 @@ async def _report_page(request: Request) -> Response:
     ws = _need_workspace(request)
     if not ws.runs:
         raise _Reject(404, "no runs loaded (stagewise serve --run R)")
-    from stagewise.report.html import build
+    from stagewise.report.html import render
     from stagewise.report.html.page import pyplot
+    from stagewise.study import study
 
     try:
         pyplot()  # the report's own check, with its install hint
@@ -295,11 +294,9 @@ async def _report_page(request: Request) -> Response:
         raise _Reject(501, str(exc)) from None
 
     labels = ws.store.labels()
-    lock = _served(request).report_lock
 
-    def built() -> str:
-        with lock:  # a report is drawn with pyplot and numbered ids, both global: one at a time
-            return build(labels, ws.runs, title="stagewise report (current labels)")
+    def built() -> str:  # no lock: a page numbers its own ids and draws on figures of its own
+        return render(study(labels, ws.runs), title="stagewise report (current labels)")
 
     # the HTML report's own sections (plots and tables), over the labels as they are now
     return HTMLResponse(await run_in_threadpool(built))

@@ -26,7 +26,7 @@ DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
     "fuse": {"-m": "--method"},
     "serve": {"-q": "--qrels"},
     "rag": {"-k": "--context-k", "-c": "--correct"},
-    "report": {"-k": "--context-k"},
+    "report": {"-k": "--context-k", "--permutations": "--resamples"},
     "index": {"-f": "--input-format", "--format": "--input-format"},
     "encode": {"-f": "--input-format", "--format": "--input-format"},
     "search": {"-f": "--input-format", "--format": "--input-format"},

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import Backend, CorpusFormat, ForceOption, ParentsOption, int_option, score_cache, user_errors
 
 HYBRID_FILES = frozenset({"bm25.run", "dense.run", "fused.run", "reranked.run", "stages.json"})
@@ -91,7 +92,12 @@ def hybrid_command(
         int | None, typer.Option(**int_option(1), help="Results per run that fusion reads (default all).")
     ] = None,
     reranker: Annotated[
-        str | None, typer.Option(help="Rerank the fused run: bm25-proximity, bi-encoder, cross-encoder(path='DIR').")
+        str | None,
+        typer.Option(
+            parser=RegistryChoice("stagewise.rerank.registry", "RERANKERS"),
+            help="Rerank the fused run: {names:stagewise.rerank.registry:RERANKERS}, parameters in parentheses "
+            "(stagewise rerank --help lists them).",
+        ),
     ] = None,
     depth: Annotated[
         int, typer.Option(**int_option(1), help="Fused results per query to rerank (the rest are dropped).")

@@ -1,15 +1,18 @@
-"""``stagewise report QRELS RUN... [-m METRIC...] [--baseline RUN] [--test ...] [--rag RECORDS] -o report.html``"""
+"""``stagewise report QRELS RUN... [-m METRIC...] [--baseline RUN] [--test ...] [--rag RECORDS] -o report.html``
+
+The command reads its options into values (a :class:`~stagewise.Conventions`, a
+:class:`~stagewise.stats.compare.CompareOptions`), asks the library for the :func:`~stagewise.study` of its
+inputs and writes the page :func:`stagewise.report.html.render` makes of it."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
-    MAX_PERMUTATIONS,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
@@ -25,7 +28,27 @@ from stagewise.cli.common import (
     split_metrics,
     user_errors,
 )
-from stagewise.cli.compare_cmd import Correction, Test
+from stagewise.cli.compare_options import (
+    AlphaOption,
+    Alternative,
+    AlternativeOption,
+    CiLevelOption,
+    CorrectionOption,
+    Exact,
+    ExactOption,
+    Family,
+    FamilyOption,
+    Interval,
+    IntervalOption,
+    ResamplesOption,
+    SeedOption,
+    TestOption,
+    TieToleranceOption,
+    compare_options,
+)
+
+if TYPE_CHECKING:
+    from stagewise.study import Study
 
 
 def report_command(
@@ -58,21 +81,17 @@ def report_command(
             "are tested and the first run is the plots' baseline.",
         ),
     ] = None,
-    test: Annotated[Test, typer.Option("--test", "-t", help="Paired test, as in stagewise compare.")] = Test.t,
-    correction: Annotated[
-        Correction, typer.Option("--correction", "-c", help="Multiple-comparison correction, as in stagewise compare.")
-    ] = Correction.holm,
-    alpha: Annotated[float, typer.Option(help="Significance level for the adjusted p-values.")] = 0.05,
-    permutations: Annotated[
-        int,
-        typer.Option(
-            "--permutations",
-            "-B",
-            **int_option(1, MAX_PERMUTATIONS),
-            help="Sign flips (randomization) or resamples (bootstrap).",
-        ),
-    ] = 10_000,
-    seed: Annotated[int, typer.Option(**int_option(0), help="Seed of the randomization and bootstrap.")] = 0,
+    test: TestOption = "t",
+    correction: CorrectionOption = "holm",
+    alpha: AlphaOption = 0.05,
+    alternative: AlternativeOption = Alternative.two_sided,
+    resamples: ResamplesOption = 10_000,
+    seed: SeedOption = 0,
+    exact: ExactOption = Exact.auto,
+    tie_tolerance: TieToleranceOption = 1e-9,
+    ci: IntervalOption = Interval.t,
+    ci_level: CiLevelOption = 0.95,
+    family: FamilyOption = Family.metric,
     rag: Annotated[
         str | None,
         typer.Option(help="RAG records (JSONL, as stagewise rag reads them): adds the RAG diagnosis section."),
@@ -113,56 +132,98 @@ def report_command(
       stagewise report --rag answers.jsonl --rag-run bm25.trec --correct f1:0.5 -o rag.html
     """
     with user_errors():
-        from stagewise.errors import StagewiseError
-
-        runs = list(runs or [])
-        if runs:
-            from stagewise.engines import expand_globs
-
-            runs = expand_globs(runs)
-        check_output(output, [qrels, *runs, rag, rag_run])
-        if qrels is not None and not runs and rag is None:
-            raise StagewiseError("a report needs runs after the qrels (or RAG records with --rag)")
-        if rag_run is not None and rag is None:
-            raise StagewiseError("--rag-run gives the retrieved ids of RAG records: give --rag RECORDS too")
+        runs = _inputs(qrels, runs, output, rag, rag_run)
+        from stagewise.metrics.context import Conventions
         from stagewise.report.html import write
+        from stagewise.report.html.page import pyplot
 
-        records = None
-        if rag is not None:
-            if rag_run is not None:
-                from stagewise.rag.records import records_from_run
-
-                records = records_from_run(rag_run, rag)
-            else:
-                from stagewise.rag.adapters import load_records
-
-                records = load_records(rag, "native")
         labels = run_labels(runs) if runs else []
-        named = dict(zip(labels, runs, strict=True)) if runs else None
-        write(
-            output,
-            (lambda: read_qrels_as(qrels, qrels_format)) if qrels is not None else None,
-            named,
-            split_metrics(metric) if metric else None,
+        options = compare_options(
+            test=test,
             baseline=None if baseline is None or not runs else baseline_label(baseline, runs, labels),
-            test=test.value,
-            correction=correction.value,
+            correction=correction,
             alpha=alpha,
-            permutations=permutations,
+            alternative=alternative,
+            resamples=resamples,
             seed=seed,
-            rag=records,
-            rag_options={"context_k": context_k, "correct": correct},
+            exact=exact,
+            tie_tolerance=tie_tolerance,
+            ci=ci,
+            ci_level=ci_level,
+            family=family,
+        )
+        conventions = Conventions(
             relevance_level=relevance_level,
             ties=ties.value,
             missing=missing.value,
             max_ret=max_ret,
             judged_only=judged_only,
-            title=title,
-            digits=digits,
-            sources=[s for s in (qrels, *runs, rag, rag_run) if s is not None],
         )
+        pyplot()  # matplotlib missing: said before any file is read
+        made = _study(
+            qrels, qrels_format, dict(zip(labels, runs, strict=True)) if runs else None, metric, conventions, options,
+            _records(rag, rag_run), {"context_k": context_k, "correct": correct},
+            [s for s in (qrels, *runs, rag, rag_run) if s is not None],
+        )  # fmt: skip
+        write(output, made, title=title, digits=digits)
         parts = [f"{len(runs)} run{'s' * (len(runs) != 1)}" + (", compared with tests" if len(runs) > 1 else "")]
         parts = parts if runs else []
         if rag is not None:
             parts.append("the RAG diagnosis")
         typer.echo(f"wrote {output} (HTML report: {', '.join(parts)})", err=True)
+
+
+def _inputs(qrels: str | None, runs: list[str] | None, output: Path, rag: str | None, rag_run: str | None) -> list[str]:
+    """The run paths (globs expanded), once the output and the combination of inputs are checked."""
+    from stagewise.errors import StagewiseError
+
+    runs = list(runs or [])
+    if runs:
+        from stagewise.engines import expand_globs
+
+        runs = expand_globs(runs)
+    check_output(output, [qrels, *runs, rag, rag_run])
+    if qrels is not None and not runs and rag is None:
+        raise StagewiseError("a report needs runs after the qrels (or RAG records with --rag)")
+    if rag_run is not None and rag is None:
+        raise StagewiseError("--rag-run gives the retrieved ids of RAG records: give --rag RECORDS too")
+    return runs
+
+
+def _records(rag: str | None, rag_run: str | None) -> Any:
+    """The RAG records of ``--rag`` (their retrieved ids from ``--rag-run`` when given), or None."""
+    if rag is None:
+        return None
+    if rag_run is not None:
+        from stagewise.rag.records import records_from_run
+
+        return records_from_run(rag_run, rag)
+    from stagewise.rag.adapters import load_records
+
+    return load_records(rag, "native")
+
+
+def _study(
+    qrels: str | None,
+    qrels_format: Any,
+    runs: dict[str, str] | None,
+    metric: list[str] | None,
+    conventions: Any,
+    options: Any,
+    records: Any,
+    rag_options: dict[str, Any],
+    sources: list[str],
+) -> Study:
+    """The library's study of the inputs: the qrels read when the cheap checks have passed."""
+    from stagewise.study import study
+
+    return study(
+        (lambda: read_qrels_as(qrels, qrels_format)) if qrels is not None else None,
+        runs,
+        split_metrics(metric) if metric else None,
+        conventions=conventions,
+        compare=options,
+        rag=records,
+        rag_options=rag_options,
+        sources=sources,
+    )

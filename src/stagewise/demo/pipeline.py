@@ -423,8 +423,9 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
     from stagewise.demo.report import verdict_section
     from stagewise.demo.summary import gain_note
     from stagewise.errors import StagewiseError
-    from stagewise.report.html import build
+    from stagewise.report.html import render
     from stagewise.report.html.page import pyplot
+    from stagewise.study import study
 
     try:
         pyplot()  # the report's own check of its extra
@@ -434,7 +435,7 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
         return None
 
     steps.start("report")
-    page = build(
+    made = study(
         data.qrels_path,
         demo.runs,
         list(METRICS),
@@ -443,6 +444,9 @@ def _report(data: DemoData, demo: DemoResult, folder: Path, report: bool, steps:
         rag_answers=demo.answers,
         title="stagewise demo: CLAP NQ dev, every stage measured",
         sources=[f"bundled {SOURCE}"],
+    )
+    page = render(
+        made,
         lead=[
             verdict_section(
                 demo.verdict,

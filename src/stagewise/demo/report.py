@@ -11,7 +11,7 @@ from stagewise.report.html.page import esc, table
 
 
 def verdict_section(verdict: Verdict, comparison: Any, *, notes: Sequence[str] = ()) -> tuple[str, str, str]:
-    """``(id, title, inner HTML)`` for :func:`stagewise.report.html.build`'s ``lead``; ``notes`` are sentences
+    """``(id, title, inner HTML)`` for :func:`stagewise.report.html.render`'s ``lead``; ``notes`` are sentences
     stated under the tables (what was skipped, the gain convention)."""
     losses = table(
         ["stage", "questions lost", "what happened", "reasons"],

@@ -15,13 +15,18 @@ run,1.0
 Nothing heavy is imported until a result is rendered, so the CLI's ``--help`` stays instant.
 
 The package is also callable: ``stagewise.report(qrels, runs, metrics, output="report.html")`` writes the
-self-contained HTML report (see :func:`stagewise.report.html.build` for every option) and returns its text.
+self-contained HTML report and returns its text. It is a convenience for ``stagewise.study(...)`` (the library
+computes what the page shows; see :func:`stagewise.study.build.study` for every option) then
+:func:`stagewise.report.html.render`: this package renders and computes nothing, so the call is forwarded, by
+name, to :func:`stagewise.study.html_report`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import types
+from collections.abc import Sequence
 from importlib import import_module
 from typing import Any
 
@@ -77,13 +82,35 @@ def rich(result: Any, **options: Any) -> Any:
     return module.rich(result, **options)
 
 
-def html_report(*args: Any, output: Any = None, **options: Any) -> str:
-    """The HTML report (:func:`stagewise.report.html.build`), also written atomically to ``output`` when given."""
-    from stagewise.report.html import build, written
+def html_report(
+    *args: Any,
+    output: Any = None,
+    title: str | None = None,
+    digits: int = 4,
+    lead: Sequence[tuple[str, str, str]] = (),
+    **options: Any,
+) -> str:
+    """The HTML report of ``stagewise.study(*args, **options)`` (:func:`stagewise.report.html.render` with
+    ``title``, ``digits`` and ``lead``), also written atomically to ``output`` when given (the path checked
+    before any work).
 
+    The study is the library's, found by name when called: this package renders results and never imports the
+    computations that make them (pyproject.toml's ``report-renders`` contract)."""
+    from stagewise.report.html import render, written
+    from stagewise.report.html.page import pyplot
+    from stagewise.study.value import input_paths
+
+    pyplot()  # matplotlib missing fails before any file is read
+    if output is not None:
+        from stagewise._io import check_output
+
+        given = {**dict(zip(("qrels", "runs"), args, strict=False)), **options}
+        paths = input_paths(given.get("qrels"), given.get("runs"), given.get("rag")) + list(given.get("sources") or [])
+        check_output(output, inputs=[p for p in paths if isinstance(p, str | os.PathLike)])
+    study = import_module("stagewise.study").study(*args, title=title, **options)  # by name: computed below report
     if output is None:
-        return build(*args, **options)
-    return written(output, *args, **options)[1]
+        return render(study, digits=digits, lead=lead)
+    return written(output, study, digits=digits, lead=lead)[1]
 
 
 class _CallableModule(types.ModuleType):

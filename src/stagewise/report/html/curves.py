@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from stagewise.report.html.page import esc, figure, legend, pyplot, style
+from stagewise.study.value import CURVE_FAMILIES, CUTOFFS
 
-#: The cutoffs of the curves: 1 to 1000, about evenly spaced on a log axis (every k would be 3,000 columns).
-CUTOFFS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
-FAMILIES = (("P", "Precision"), ("recall", "Recall"), ("ndcg", "nDCG (linear gain, ideal from the qrels)"))
+_LABELS = {"P": "Precision", "recall": "Recall", "ndcg": "nDCG (linear gain, ideal from the qrels)"}
+#: Each curve's measure (the study measured it at every cutoff) and how the plot names it.
+FAMILIES = tuple((fam, _LABELS[fam]) for fam in CURVE_FAMILIES)
 
-
-def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> list[str]:
-    return [f"{fam}@{k}" for fam, _ in FAMILIES for k in cutoffs] + [f"judged@{k}" for k in cutoffs]
+__all__ = ["CUTOFFS", "FAMILIES", "section"]
 
 
 def _plot(means: dict[str, dict[str, float]], runs: list[str], fam: str, label: str, cutoffs: Sequence[int]) -> str:

@@ -10,10 +10,11 @@ from stagewise.report.html.page import esc, figure, legend, pyplot, style, table
 
 
 def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: int, policy: str = "zero") -> str:
-    """``curves`` holds judged@k for each cutoff, measured on the runs as given (never judged-only); ``policy``
-    is the evaluation's missing-query policy."""
+    """``qrels`` is the study's :class:`~stagewise.study.value.QrelsSummary` (label counts, judged queries);
+    ``curves`` holds judged@k for each cutoff, measured on the runs as given (never judged-only); ``policy`` is
+    the evaluation's missing-query policy."""
     plt = pyplot()
-    hist = qrels.label_histogram()
+    hist = dict(qrels.labels)
     labels = sorted(hist)
     fig, ax = plt.subplots(figsize=(5.0, 2.8))
     colours = ["#D55E00" if lab < relevance_level else "#0072B2" for lab in labels]

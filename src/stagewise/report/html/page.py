@@ -4,12 +4,14 @@ from elsewhere, so the file opens from disk, offline, and can be mailed."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 #: The lines' colours: Okabe & Ito's palette (2008, distinguishable with the common colour-vision deficiencies)
@@ -22,13 +24,38 @@ OKABE_ITO = PALETTE  # the old name
 LINESTYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
-_counter = itertools.count(1)
+#: The figure numbers of the page being rendered. Each render opens its own numbering (:func:`numbering`), so
+#: the same study gives the same page byte for byte, and two pages drawn at once (the web app's threads) never
+#: share a counter: a context variable is one value per thread and task, not one for the process.
+_ids: ContextVar[Iterator[int] | None] = ContextVar("stagewise_report_ids", default=None)
 
 
-def reset_ids() -> None:
-    """Number the figures' ids from 1 again, so the same inputs give the same page, byte for byte."""
-    global _counter
-    _counter = itertools.count(1)
+@contextlib.contextmanager
+def numbering() -> Iterator[None]:
+    """Number the figures drawn inside from 1: one page's ids, unique within it.
+
+    >>> with numbering():
+    ...     first, second = next_id(), next_id()
+    >>> with numbering():
+    ...     again = next_id()
+    >>> first, second, again
+    (1, 2, 1)
+    """
+    token = _ids.set(itertools.count(1))
+    try:
+        yield
+    finally:
+        _ids.reset(token)
+
+
+def next_id() -> int:
+    """The next figure number of the page being rendered (outside :func:`numbering`, a section drawn on its own
+    numbers its figures from 1)."""
+    counter = _ids.get()
+    if counter is None:
+        counter = itertools.count(1)
+        _ids.set(counter)
+    return next(counter)
 
 
 def esc(value: Any) -> str:
@@ -166,9 +193,26 @@ def conventions(items: dict[str, Any] | Iterable[tuple[str, Any]], notes: Iterab
 
 
 # ------------------------------------------------------------------------------------------------- figures
-def pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (no display), SVG text kept as text, and a fixed hash salt so the
-    same report gives the same bytes; imported here, on first use, with an install hint when absent."""
+class Figures:
+    """What the sections draw with: ``subplots(figsize=...)`` as pyplot's, but each figure a plain
+    ``matplotlib.figure.Figure`` that pyplot's global registry never holds, so pages drawn at once in two threads
+    share nothing (no figure numbers, no current figure); ``close`` is kept for pyplot's callers."""
+
+    def subplots(self, *args: Any, figsize: tuple[float, float] | None = None, **kwargs: Any) -> tuple[Any, Any]:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=figsize)
+        return fig, fig.subplots(*args, **kwargs)
+
+    def close(self, fig: Any) -> None:
+        """Nothing to release: the figure is garbage once its SVG is written."""
+
+
+def pyplot() -> Figures:
+    """The figure maker (:class:`Figures`), with matplotlib set as the report draws: SVG text kept as text, a
+    fixed hash salt so the same report gives the same bytes, the palette (set again on each call, to the same
+    values, so whatever else changed them the report looks the same); imported here, on first use, with an
+    install hint when absent."""
     try:
         import matplotlib
     except ImportError as exc:
@@ -177,9 +221,11 @@ def pyplot() -> Any:
         raise StagewiseError(
             "the HTML report draws its plots with matplotlib, which is not installed: pip install 'stagewise[report]'"
         ) from exc
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    _configure(matplotlib)
+    return _FIGURES
 
+
+def _configure(matplotlib: Any) -> None:
     matplotlib.rcParams.update(
         {
             "svg.fonttype": "none",  # text stays <text>: smaller, searchable, read by screen readers
@@ -191,7 +237,9 @@ def pyplot() -> Any:
             "figure.dpi": 72,
         }
     )
-    return plt
+
+
+_FIGURES = Figures()
 
 
 def style(i: int) -> dict[str, Any]:
@@ -235,7 +283,7 @@ def svg(fig: Any, title: str, desc: str) -> str:
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
-    prefix = f"f{next(_counter)}-"
+    prefix = f"f{next_id()}-"
     ids = set(_ID.findall(text))
     for old in sorted(ids, key=len, reverse=True):
         text = text.replace(f'id="{old}"', f'id="{prefix}{old}"').replace(f"#{old})", f"#{prefix}{old})")
