@@ -18,49 +18,51 @@ class Dtype(StrEnum):
     float16 = "float16"
 
 
+CorpusArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Documents: a BEIR folder (corpus.jsonl), JSONL (_id/id + title/text/contents), "
+        "TSV (id<TAB>text) or a SMART file (.I records); .gz accepted."
+    ),
+]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        help="A local sentence-transformers (or ONNX) model folder; default the packaged all-MiniLM-L6-v2. "
+        "Nothing is downloaded."
+    ),
+]
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        parser=RegistryChoice("stagewise.dense.backends", "BACKENDS"),
+        help="The encoder backend: {names:stagewise.dense.backends:BACKENDS} (torch is sentence-transformers; "
+        "onnx is onnxruntime on an export made once and kept in DIR/onnx).",
+    ),
+]
+InputFormatOption = Annotated[CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")]
+BatchOption = Annotated[int, typer.Option(**int_option(1), help="Texts per batch (texts are length-sorted first).")]
+ThreadsOption = Annotated[int | None, typer.Option(**int_option(1), help="CPU threads for the model (default: all).")]
+HnswOption = Annotated[
+    bool, typer.Option("--hnsw", help="Also build an approximate HNSW index (faiss) and report its recall@k.")
+]
+TextFieldOption = Annotated[list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")]
+
+
 def encode_command(
-    corpus: Annotated[
-        Path,
-        typer.Argument(
-            help="Documents: a BEIR folder (corpus.jsonl), JSONL (_id/id + title/text/contents), "
-            "TSV (id<TAB>text) or a SMART file (.I records); .gz accepted."
-        ),
-    ],
+    corpus: CorpusArgument,
     output: Annotated[Path, typer.Option("--output", "-o", help="Dense index directory to write (replaced whole).")],
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="A local sentence-transformers (or ONNX) model folder; default the packaged all-MiniLM-L6-v2. "
-            "Nothing is downloaded."
-        ),
-    ] = None,
-    backend: Annotated[
-        str,
-        typer.Option(
-            parser=RegistryChoice("stagewise.dense.backends", "BACKENDS"),
-            help="The encoder backend: {names:stagewise.dense.backends:BACKENDS} (torch is sentence-transformers; "
-            "onnx is onnxruntime on an export made once and kept in DIR/onnx).",
-        ),
-    ] = "torch",
+    model: ModelOption = None,
+    backend: BackendOption = "torch",
     dtype: Annotated[Dtype, typer.Option(help="Vectors on disk: float32, or float16 (half the size).")] = Dtype.float32,
-    batch_size: Annotated[
-        int, typer.Option(**int_option(1), help="Texts per batch (texts are length-sorted first).")
-    ] = 64,
-    threads: Annotated[
-        int | None, typer.Option(**int_option(1), help="CPU threads for the model (default: all).")
-    ] = None,
-    hnsw: Annotated[
-        bool, typer.Option("--hnsw", help="Also build an approximate HNSW index (faiss) and report its recall@k.")
-    ] = False,
+    batch_size: BatchOption = 64,
+    threads: ThreadsOption = None,
+    hnsw: HnswOption = False,
     force: ForceOption = False,
     parents: ParentsOption = False,
-    fmt: Annotated[
-        CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")
-    ] = CorpusFormat.auto,
+    fmt: InputFormatOption = CorpusFormat.auto,
     id_field: Annotated[str | None, typer.Option(help="JSONL field holding the document id.")] = None,
-    text_field: Annotated[
-        list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
-    ] = None,
+    text_field: TextFieldOption = None,
 ) -> None:
     """Encode a corpus into a dense index: vectors memory-mapped by `stagewise search`, with the model, its
     dimension, normalisation and a corpus checksum in DIR/meta.json.

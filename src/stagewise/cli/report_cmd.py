@@ -28,11 +28,11 @@ from stagewise.cli.common import (
     split_metrics,
     user_errors,
 )
-from stagewise.cli.compare_options import (
+from stagewise.cli.compare_cmd import (
+    EXACT_VALUES,
     AlphaOption,
     Alternative,
     AlternativeOption,
-    CiLevelOption,
     CorrectionOption,
     Exact,
     ExactOption,
@@ -40,94 +40,110 @@ from stagewise.cli.compare_options import (
     FamilyOption,
     Interval,
     IntervalOption,
+    LevelOption,
     ResamplesOption,
     SeedOption,
     TestOption,
     TieToleranceOption,
-    compare_options,
 )
 
 if TYPE_CHECKING:
     from stagewise.study import Study
 
 
-def report_command(
-    qrels: Annotated[
-        str | None,
-        typer.Argument(help="Judgements: TREC qrels, JSON, JSONL, CSV, TSV or Parquet; .gz accepted."),
-    ] = None,
-    runs: Annotated[
-        list[str] | None,
-        typer.Argument(help="Runs (TREC or the tabular formats); with two or more, a comparison with tests."),
-    ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (atomically).")] = Path(
-        "report.html"
+# The command's own options, one type each (the signature below stays a list of names); the comparison's are
+# compare's own (stagewise.cli.compare_cmd), so the two commands offer the same test options.
+QrelsArgument = Annotated[
+    str | None, typer.Argument(help="Judgements: TREC qrels, JSON, JSONL, CSV, TSV or Parquet; .gz accepted.")
+]
+RunsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(help="Runs (TREC or the tabular formats); with two or more, a comparison with tests."),
+]
+OutputOption = Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (atomically).")]
+MetricOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        "-m",
+        help="Metrics of the comparison and the per-query views, repeatable or comma-separated; the first is "
+        f"the metric of the per-query difference plots. Default: {DEFAULT_METRICS_TEXT}.",
     ),
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            "-m",
-            help="Metrics of the comparison and the per-query views, repeatable or comma-separated; the first is "
-            f"the metric of the per-query difference plots. Default: {DEFAULT_METRICS_TEXT}.",
-        ),
-    ] = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--baseline",
-            "-b",
-            help="Test and plot every run against this run (name or path); default: all pairs "
-            "are tested and the first run is the plots' baseline.",
-        ),
-    ] = None,
+]
+BaselineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        "-b",
+        help="Test and plot every run against this run (name or path); default: all pairs "
+        "are tested and the first run is the plots' baseline.",
+    ),
+]
+RagOption = Annotated[
+    str | None,
+    typer.Option(help="RAG records (JSONL, as stagewise rag reads them): adds the RAG diagnosis section."),
+]
+RagRunOption = Annotated[
+    str | None,
+    typer.Option(help="A run giving each RAG record's retrieved ids in ranked order (as stagewise rag --run)."),
+]
+ContextKOption = Annotated[
+    int | None,
+    typer.Option("--context-k", "-k", **int_option(1), help="RAG: the context of a record without 'context'."),
+]
+CorrectOption = Annotated[
+    str, typer.Option("--correct", help="RAG: what decides 'answer correct': em, f1:T, contains, judge.")
+]
+TitleOption = Annotated[str | None, typer.Option(help="The page's title.")]
+MissingOption = Annotated[
+    Missing, typer.Option(help="A judged query absent from a run: zero (scores 0, trec_eval -c), skip or error.")
+]
+DigitsOption = Annotated[int, typer.Option(**int_option(0, 20), help="Decimals of the means in the tables.")]
+
+
+def report_command(
+    qrels: QrelsArgument = None,
+    runs: RunsArgument = None,
+    output: OutputOption = Path("report.html"),
+    metric: MetricOption = None,
+    baseline: BaselineOption = None,
     test: TestOption = "t",
     correction: CorrectionOption = "holm",
     alpha: AlphaOption = 0.05,
-    alternative: AlternativeOption = Alternative.two_sided,
+    alternative: AlternativeOption = Alternative["two-sided"],
     resamples: ResamplesOption = 10_000,
     seed: SeedOption = 0,
     exact: ExactOption = Exact.auto,
     tie_tolerance: TieToleranceOption = 1e-9,
-    ci: IntervalOption = Interval.t,
-    ci_level: CiLevelOption = 0.95,
-    family: FamilyOption = Family.metric,
-    rag: Annotated[
-        str | None,
-        typer.Option(help="RAG records (JSONL, as stagewise rag reads them): adds the RAG diagnosis section."),
-    ] = None,
-    rag_run: Annotated[
-        str | None,
-        typer.Option(help="A run giving each RAG record's retrieved ids in ranked order (as stagewise rag --run)."),
-    ] = None,
-    context_k: Annotated[
-        int | None,
-        typer.Option("--context-k", "-k", **int_option(1), help="RAG: the context of a record without 'context'."),
-    ] = None,
-    correct: Annotated[
-        str, typer.Option("--correct", help="RAG: what decides 'answer correct': em, f1:T, contains, judge.")
-    ] = "contains",
-    title: Annotated[str | None, typer.Option(help="The page's title.")] = None,
+    ci: IntervalOption = Interval["t"],
+    ci_level: LevelOption = 0.95,
+    family: FamilyOption = Family["metric"],
+    rag: RagOption = None,
+    rag_run: RagRunOption = None,
+    context_k: ContextKOption = None,
+    correct: CorrectOption = "contains",
+    title: TitleOption = None,
     relevance_level: RelevanceLevelOption = 1,
     ties: TiesOption = Ties.docid,
-    missing: Annotated[
-        Missing,
-        typer.Option(help="A judged query absent from a run: zero (scores 0, trec_eval -c), skip or error."),
-    ] = Missing.zero,
+    missing: MissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
-    digits: Annotated[int, typer.Option(**int_option(0, 20), help="Decimals of the means in the tables.")] = 4,
+    digits: DigitsOption = 4,
     qrels_format: QrelsFormatOption = None,
 ) -> None:
     """Write one self-contained HTML report: the comparison table with significance letters, effect sizes and
     conventions; precision, recall and nDCG at k = 1..1000; per-query differences against the baseline and a
     sortable, filterable per-query table; judgement health; with --rag, the RAG diagnosis.
 
-    The file has everything inline (plots as SVG, a little JavaScript for sorting): it opens from disk, offline.
+    The test options are compare's (a one-sided test, the interval, a correction across metrics); the page
+    states what the comparison used. The file has everything inline (plots as SVG, a little JavaScript for
+    sorting): it opens from disk, offline.
 
     Examples:
 
       stagewise report qrels.txt bm25.run dense.run hybrid.run -m ndcg@10 -m map --baseline bm25.run -o report.html
+
+      stagewise report qrels.txt bm25.run tuned.run -b bm25.run -t randomization --alternative greater --ci bootstrap
 
       stagewise report --rag answers.jsonl --rag-run bm25.trec --correct f1:0.5 -o rag.html
     """
@@ -138,19 +154,21 @@ def report_command(
         from stagewise.report.html.page import pyplot
 
         labels = run_labels(runs) if runs else []
-        options = compare_options(
+        from stagewise.stats.compare import CompareOptions
+
+        options = CompareOptions(  # the whole value, as compare's: a one-sided test, an interval, a family
             test=test,
             baseline=None if baseline is None or not runs else baseline_label(baseline, runs, labels),
             correction=correction,
             alpha=alpha,
-            alternative=alternative,
+            alternative=alternative.value,
             resamples=resamples,
             seed=seed,
-            exact=exact,
+            exact=EXACT_VALUES[exact],
             tie_tolerance=tie_tolerance,
-            ci=ci,
+            ci=ci.value,
             ci_level=ci_level,
-            family=family,
+            family=family.value,
         )
         conventions = Conventions(
             relevance_level=relevance_level,
