@@ -46,8 +46,8 @@ def test_compare_checks_its_options_before_reading(tmp_path: Path) -> None:
     absent = str(tmp_path / "absent.run")
     with pytest.raises(StagewiseError, match="alpha"):
         stagewise.compare(absent, [absent, absent], ["map"], alpha=2.0)
-    with pytest.raises(StagewiseError, match="permutations"):
-        stagewise.compare(_never, _never, ["map"], permutations=0)
+    with pytest.raises(StagewiseError, match="resamples"):
+        stagewise.compare(_never, _never, ["map"], resamples=0)
     with pytest.raises(MetricError, match="nosuch"):
         stagewise.compare(_never, _never, ["nosuch"])
     with pytest.raises(StagewiseError, match="at least two runs"):

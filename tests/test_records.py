@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stagewise.errors import StagewiseError
+from stagewise.errors import ConventionError, StagewiseError
 from stagewise.stats import CompareOptions, compare, compare_scores
 
 
@@ -33,7 +33,7 @@ def _scores(seed: int, runs: int = 3, n: int = 12) -> dict:
 )
 def test_options_value_equals_keywords(seed: int, test: str, correction: str, family: str) -> None:
     scores = _scores(seed)
-    keywords = dict(test=test, correction=correction, family=family, permutations=500, seed=seed)
+    keywords = dict(test=test, correction=correction, family=family, resamples=500, seed=seed)
     by_keywords = compare_scores(scores, **keywords)
     by_value = compare_scores(scores, options=CompareOptions(**keywords))
     assert by_value.pairs == by_keywords.pairs
@@ -49,8 +49,8 @@ def test_keyword_overrides_the_options_field() -> None:
     assert opts.alpha == 0.5  # frozen: the caller's value is untouched
 
 
-def test_unknown_option_is_a_type_error_naming_the_function() -> None:
-    with pytest.raises(TypeError, match=r"compare_scores\(\) got unexpected keyword argument\(s\): tets"):
+def test_unknown_option_is_an_error_naming_the_function_and_the_options() -> None:
+    with pytest.raises(ConventionError, match=r"compare_scores\(\) got unknown keyword\(s\) 'tets'; the options are"):
         compare_scores(_scores(0), tets="t")
     with pytest.raises(dataclasses.FrozenInstanceError):
         CompareOptions().test = "sign"  # type: ignore[misc]
@@ -58,7 +58,7 @@ def test_unknown_option_is_a_type_error_naming_the_function() -> None:
 
 def test_bad_option_fails_before_files_are_read(tmp_path) -> None:
     """compare checks its cheap arguments first: a misspelt test is named, not the missing file."""
-    with pytest.raises(StagewiseError, match="'test' parameter"):
+    with pytest.raises(StagewiseError, match="unknown statistical test 'studnet'"):
         compare(tmp_path / "absent.qrels", [tmp_path / "a.run", tmp_path / "b.run"], ["map"], test="studnet")
 
 
