@@ -103,7 +103,7 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
         f"letters after a value: the runs it is significantly better than; best value per metric "
         f"{best}{_best_exceptions(comp)}; {n_text} ({conv['pairing']})",
     ]
-    if len(conv["test_method"]) > 1 or conv["test"] == "randomization":
+    if len(conv["test_method"]) > 1 or _may_enumerate(conv["test"]):
         out.append(f"p-values from: {'; '.join(conv['test_method'])}")
     if with_pairs:
         out.append(
@@ -114,6 +114,13 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
         out.append(conv["note"])
     out.extend(comp.eval_notes)
     return out
+
+
+def _may_enumerate(test: str) -> bool:
+    """Whether ``test`` enumerates or samples as it sees fit (it takes ``exact``), so the notes say which it did."""
+    from stagewise.stats.catalogue import TESTS
+
+    return test in TESTS and "exact" in TESTS[test].params
 
 
 def _aggregate(metric: str) -> str:
