@@ -212,6 +212,10 @@ class PairReranker:
     def configure(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """Check ``given`` against the entry's parameters (``None`` meaning "the default"), keep the values as
         ``params`` and name the reranker from them (:meth:`RerankerEntry.canonical`); the values are returned."""
+        if self.entry is None:
+            raise ConventionError(
+                f"{type(self).__name__} has no registry entry: decorate it with @reranker(name, help=..., params=...)"
+            )
         self.params = self.entry.values(given)
         self.name = self.entry.canonical(self.params)
         return self.params
