@@ -558,9 +558,9 @@ def test_the_exchange_swaps_two_folders_in_one_step(tmp_path: Path) -> None:
 def test_crc_blocks_are_checked_in_parallel_and_each_counts(
     built: tuple[Path, list], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stagewise.retrieval import index as index_module
+    from stagewise.retrieval import storage
 
-    monkeypatch.setattr(index_module, "CRC_BLOCK", 4096)  # many blocks per array, so the thread pool runs
+    monkeypatch.setattr(storage, "CRC_BLOCK", 4096)  # many blocks per array, so the thread pool runs
     target = tmp_path / "index"
     ids, texts = _documents()
     BM25Index.build(texts, ids).save(target)

@@ -33,16 +33,13 @@ import numpy as np
 from stagewise.errors import InputError, StagewiseError
 from stagewise.retrieval import _kernels
 from stagewise.retrieval.analysis import Analyser
-from stagewise.retrieval.index import (
+from stagewise.retrieval.index import BM25Index, _check_ids, _checksum_terms, _documents
+from stagewise.retrieval.storage import (
     _ARRAYS,
     CRC_BLOCK,
     INDEX_FILES,
-    BM25Index,
-    _check_ids,
-    _checksum_terms,
     _column_values,
     _crc32,
-    _documents,
     _strings_to_column,
     foreign_meta,
     index_metadata,
@@ -53,7 +50,6 @@ RUNS = "stagewise-index-runs"
 RUN_FILES = frozenset(
     f"{name}.npy" for name in ("vocab_offsets", "vocab_data", "term_ptr", "docs", "tf", "max_tf", "min_dl", "gmap")
 )
-BATCH_DOCUMENTS = 250_000
 MERGE_POSTINGS = 1 << 24
 
 Progress = Callable[[int, int], None]
