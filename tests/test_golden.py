@@ -73,13 +73,13 @@ CASES: dict[str, tuple[list[str], int, tuple[str, ...]]] = {
     "validate_json": (["validate", "qrels.test", "results.test", "results.trunc", "a.run", "--format", "json"], 1, ()),
     "validate_small": (["validate", "small.qrels", "a.run", "b.run"], 0, ()),
     # fuse --optimize: the report in each format (spelled text, the old name, and table), on stdout and stderr
-    "fuse_opt_text": ([*FUSE, "-o", "fused.run", "--report-format", "text"], 0, ("fused.run", "fused.run.meta.json")),
+    "fuse_opt_text": ([*FUSE, "-o", "fused.run", "--format", "text"], 0, ("fused.run", "fused.run.meta.json")),
     "fuse_opt_default": ([*FUSE, "-o", "fused.run"], 0, ()),
-    "fuse_opt_markdown": ([*FUSE, "-o", "fused.run", "--report-format", "markdown"], 0, ()),
-    "fuse_opt_json": ([*FUSE, "-o", "fused.run", "--report-format", "json"], 0, ()),
+    "fuse_opt_markdown": ([*FUSE, "-o", "fused.run", "--format", "markdown"], 0, ()),
+    "fuse_opt_json": ([*FUSE, "-o", "fused.run", "--format", "json"], 0, ()),
     "fuse_opt_folds": ([*FUSE, "-o", "fused.run", "--folds", "2"], 0, ("fused.run", "fused.run.meta.json")),
-    "fuse_opt_folds_markdown": ([*FUSE, "-o", "fused.run", "--folds", "2", "--report-format", "markdown"], 0, ()),
-    "fuse_opt_folds_json": ([*FUSE, "-o", "fused.run", "--folds", "2", "--report-format", "json"], 0, ()),
+    "fuse_opt_folds_markdown": ([*FUSE, "-o", "fused.run", "--folds", "2", "--format", "markdown"], 0, ()),
+    "fuse_opt_folds_json": ([*FUSE, "-o", "fused.run", "--folds", "2", "--format", "json"], 0, ()),
     "fuse_opt_stdout": ([*FUSE, "--folds", "2", "--no-meta"], 0, ()),
     "fuse_opt_supervised": (
         [
@@ -213,11 +213,11 @@ def test_cli_format_choices_are_reports() -> None:
     """Each command's --format choices are the formats its renderer offers, in report's vocabulary (fuse also
     keeps ``text``, the old name of ``table``)."""
     from stagewise import report
-    from stagewise.cli import eval_cmd, fuse_cmd, rag_cmd
+    from stagewise.cli import eval_cmd, rag_cmd
     from stagewise.report import compare, fusion, rag
     from stagewise.report import eval as evaluation
 
     assert [f.value for f in eval_cmd.OutputFormat] == list(evaluation.FORMATS)
     assert report.offered("Comparison") == compare.FORMATS  # compare's --format reads the registry too
     assert [f.value for f in rag_cmd.RagFormat] == list(rag.FORMATS)
-    assert {f.value for f in fuse_cmd.ReportFormat} == {*fusion.FORMATS, *report.ALIASES}
+    assert set(report.offered("FusionReport")) == set(fusion.FORMATS)  # fuse's --format reads the registry too

@@ -23,7 +23,7 @@ import typer.core
 # typer.Option and keep the old ones after it (typer.Option("--input-format", "-f", "--format")), then add the
 # old -> new pairs here; help then shows only the new spelling, and the old one is spelt new before parsing.
 DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
-    "fuse": {"-m": "--method"},
+    "fuse": {"-m": "--method", "--report-format": "--format"},
     "serve": {"-q": "--qrels"},
     "rag": {"-k": "--context-k", "-c": "--correct"},
     "report": {"-k": "--context-k", "--permutations": "--resamples"},

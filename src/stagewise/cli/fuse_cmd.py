@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     INT64_MAX,
     EngineChoice,
@@ -16,41 +16,12 @@ from stagewise.cli.common import (
     Ties,
     check_output,
     engine_for,
+    format_option,
     int_option,
     progress_bar,
     run_labels,
     user_errors,
 )
-
-
-class Queries(StrEnum):
-    union = "union"
-    intersection = "intersection"
-    error = "error"
-
-
-class MissingDocs(StrEnum):
-    """What a run that did not return a document contributes (stagewise.fusion's missing-document policies)."""
-
-    zero = "zero"
-    min = "min"
-    ignore = "ignore"
-    native = "native"
-
-
-class Search(StrEnum):
-    auto = "auto"
-    grid = "grid"
-    coordinate = "coordinate"
-
-
-class ReportFormat(StrEnum):
-    """The --optimize report's formats, in report/'s vocabulary; ``text`` is the old name of ``table``."""
-
-    table = "table"
-    text = "text"
-    markdown = "markdown"
-    json = "json"
 
 
 def _parse_params(values: list[str]) -> dict[str, Any]:
@@ -84,117 +55,156 @@ def _list_methods() -> str:
     return "\n".join(lines) + "\n"
 
 
+# The options of `stagewise fuse`, one type each; choices and their help come from the library's catalogues
+# ({names:...} is filled in when help is shown; a value is checked by the library, whose error lists the names).
+RunsArgument = Annotated[
+    list[str] | None, typer.Argument(help="Runs to fuse (TREC, or the tabular formats); weights follow this order.")
+]
+MethodOption = Annotated[
+    str,
+    typer.Option(
+        "--method",
+        "-m",
+        help="Fusion method, optionally with parameters ('rrf(rrf_k=20)', 'wsum(weights=(0.7,0.3))'): "
+        "{names:stagewise.fusion.methods:METHODS}. --list-methods says what each computes.",
+    ),
+]
+RrfKOption = Annotated[
+    float | None, typer.Option("--rrf-k", help="RRF's constant (default 60); not the cutoff k of recall@k.")
+]
+WeightsOption = Annotated[
+    str | None, typer.Option("--weights", "-w", help="One weight per run, comma-separated: 0.7,0.3.")
+]
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", help="Method parameter NAME=VALUE, repeatable: gamma=0.5, phi=0.9, window=3."),
+]
+NormOption = Annotated[
+    str | None,
+    typer.Option(
+        "--norm",
+        "-n",
+        parser=RegistryChoice("stagewise.fusion.normalize", "NORMALIZATIONS"),
+        metavar="NORM",
+        help="Score normalisation: {names:stagewise.fusion.normalize:NORMALIZATIONS} (default: minmax for score "
+        "methods, none for rank methods).",
+    ),
+]
+DepthOption = Annotated[
+    int | None,
+    typer.Option("--depth", "-d", **int_option(1), help="Each run contributes its first N results per query."),
+]
+OutputDepthOption = Annotated[
+    int | None,
+    typer.Option(
+        "--output-depth",
+        "-k",
+        **int_option(1),
+        help="Keep the first N fused results per query (default: all of them; the fused run can be deeper than "
+        "any input, as each run adds documents the others did not return).",
+    ),
+]
+QueriesOption = Annotated[
+    str,
+    typer.Option(
+        metavar="POLICY",
+        help="Queries only some runs have: {names:stagewise.fusion.options:QUERY_POLICIES} (union fuses what "
+        "there is).",
+    ),
+]
+MissingOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="POLICY",
+        help="What a run contributes for a document it did not return: "
+        "{names:stagewise.fusion.options:MISSING_DOCUMENT_POLICIES} (min: its last result's; native: the "
+        "method's own value). Default: the method's.",
+    ),
+]
+OutputOption = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the fused run here (atomically); else stdout.")
+]
+NameOption = Annotated[str | None, typer.Option(help="Name of the fused run, written as its TREC tag.")]
+MetaOption = Annotated[
+    Path | None, typer.Option(help="Write the fusion metadata (JSON) here; default OUTPUT.meta.json when -o is given.")
+]
+NoMetaOption = Annotated[bool, typer.Option("--no-meta", help="Do not write the metadata file.")]
+QrelsOption = Annotated[
+    str | None, typer.Option("--qrels", help="Training judgements: for --optimize and the supervised methods.")
+]
+OptimizeOption = Annotated[bool, typer.Option("--optimize", help="Tune the weights (or train the method) on --qrels.")]
+MetricOption = Annotated[str, typer.Option(help="Objective for --optimize: any metric, e.g. ndcg@10, map.")]
+StepOption = Annotated[float, typer.Option(help="Spacing of the weight grid; must divide 1.")]
+SearchOption = Annotated[
+    str,
+    typer.Option(
+        metavar="SEARCH",
+        help="Weight search: {names:stagewise.fusion.options:SEARCHES} (grid: exact, every point; coordinate: "
+        "ascent; auto: the grid up to 1001 points).",
+    ),
+]
+FoldsOption = Annotated[
+    int | None, typer.Option(**int_option(2), help="Cross-validate over K folds of the judged queries.")
+]
+SeedOption = Annotated[int, typer.Option(**int_option(0), help="Seed of the fold assignment.")]
+TrainingLevelOption = Annotated[
+    int,
+    typer.Option(
+        "--relevance-level", "-l", **int_option(-INT64_MAX - 1), help="A label >= this is relevant when training."
+    ),
+]
+OptimizeTiesOption = Annotated[
+    Ties,
+    typer.Option(
+        help="Tie convention of the evaluation during --optimize (see stagewise eval --help); the fused run "
+        "itself is always in trec_eval's order."
+    ),
+]
+ReportFormatOption = Annotated[
+    str | None,
+    format_option("FusionReport", "--format", "-f", "--report-format", default="table", from_output=False),
+]
+ListMethodsOption = Annotated[
+    bool, typer.Option("--list-methods", help="List every method and normalisation, then exit.")
+]
+FuseEngineOption = Annotated[
+    EngineChoice,
+    typer.Option(
+        "--engine",
+        help="local (runs read whole into memory), stream (runs read side by side a group of queries at a time, "
+        "in bounded memory) or dask (groups of queries on a Dask cluster; needs stagewise[dask]). stream and dask "
+        "need each run sorted by query id (LC_ALL=C sort -k1,1 -s) and write TREC; the fused run is the same.",
+    ),
+]
+
+
 def fuse_command(
-    runs: Annotated[
-        list[str] | None,
-        typer.Argument(help="Runs to fuse (TREC, or the tabular formats); weights follow this order."),
-    ] = None,
-    method: Annotated[
-        str,
-        typer.Option(
-            "--method",
-            "-m",
-            help="Fusion method, optionally with parameters: rrf, combsum, combmnz, wsum, bordafuse, condorcet, "
-            "posfuse, 'rrf(rrf_k=20)'... (--list-methods shows all).",
-        ),
-    ] = "rrf",
-    rrf_k: Annotated[
-        float | None,
-        typer.Option("--rrf-k", help="RRF's constant (default 60); not the cutoff k of recall@k."),
-    ] = None,
-    weights: Annotated[
-        str | None, typer.Option("--weights", "-w", help="One weight per run, comma-separated: 0.7,0.3.")
-    ] = None,
-    param: Annotated[
-        list[str] | None,
-        typer.Option("--param", "-p", help="Method parameter NAME=VALUE, repeatable: gamma=0.5, phi=0.9, window=3."),
-    ] = None,
-    norm: Annotated[
-        str | None,
-        typer.Option(
-            "--norm",
-            "-n",
-            help="Score normalisation: none, minmax, minmax_inverted, max, sum, zscore, rank, borda "
-            "(default: minmax for score methods, none for rank methods).",
-        ),
-    ] = None,
-    depth: Annotated[
-        int | None,
-        typer.Option("--depth", "-d", **int_option(1), help="Each run contributes its first N results per query."),
-    ] = None,
-    output_depth: Annotated[
-        int | None,
-        typer.Option(
-            "--output-depth",
-            "-k",
-            **int_option(1),
-            help="Keep the first N fused results per query (default: all of them; the fused run can be deeper than "
-            "any input, as each run adds documents the others did not return).",
-        ),
-    ] = None,
-    queries: Annotated[
-        Queries, typer.Option(help="Queries only some runs have: union (fuse what there is), intersection, error.")
-    ] = Queries.union,
-    missing: Annotated[
-        MissingDocs | None,
-        typer.Option(
-            help="What a run contributes for a document it did not return: zero, min (its last result's), "
-            "ignore, native (the method's own value). Default: the method's."
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the fused run here (atomically); else stdout.")
-    ] = None,
-    name: Annotated[str | None, typer.Option(help="Name of the fused run, written as its TREC tag.")] = None,
-    meta: Annotated[
-        Path | None,
-        typer.Option(help="Write the fusion metadata (JSON) here; default OUTPUT.meta.json when -o is given."),
-    ] = None,
-    no_meta: Annotated[bool, typer.Option("--no-meta", help="Do not write the metadata file.")] = False,
-    qrels: Annotated[
-        str | None, typer.Option("--qrels", help="Training judgements: for --optimize and the supervised methods.")
-    ] = None,
-    optimize: Annotated[
-        bool, typer.Option("--optimize", help="Tune the weights (or train the method) on --qrels.")
-    ] = False,
-    metric: Annotated[str, typer.Option(help="Objective for --optimize: any metric, e.g. ndcg@10, map.")] = "ndcg@10",
-    step: Annotated[float, typer.Option(help="Spacing of the weight grid; must divide 1.")] = 0.1,
-    search: Annotated[
-        Search, typer.Option(help="Weight search: grid (exact, every point), coordinate (ascent), auto.")
-    ] = Search.auto,
-    folds: Annotated[
-        int | None, typer.Option(**int_option(2), help="Cross-validate over K folds of the judged queries.")
-    ] = None,
-    seed: Annotated[int, typer.Option(**int_option(0), help="Seed of the fold assignment.")] = 0,
-    relevance_level: Annotated[
-        int,
-        typer.Option(
-            "--relevance-level", "-l", **int_option(-INT64_MAX - 1), help="A label >= this is relevant when training."
-        ),
-    ] = 1,
-    ties: Annotated[
-        Ties,
-        typer.Option(
-            help="Tie convention of the evaluation during --optimize (see stagewise eval --help); the fused run "
-            "itself is always in trec_eval's order."
-        ),
-    ] = Ties.docid,
-    report_format: Annotated[
-        ReportFormat,
-        typer.Option("--report-format", help="Format of the --optimize report (text: the old name of table)."),
-    ] = ReportFormat.table,
-    list_methods: Annotated[
-        bool, typer.Option("--list-methods", help="List every method and normalisation, then exit.")
-    ] = False,
-    engine: Annotated[
-        EngineChoice,
-        typer.Option(
-            "--engine",
-            help="local (runs read whole into memory), stream (runs read side by side a group of queries at a time, "
-            "in bounded memory) or dask (groups of queries on a Dask cluster; needs stagewise[dask]). stream and dask "
-            "need each run sorted by query id (LC_ALL=C sort -k1,1 -s) and write TREC; the fused run is the same.",
-        ),
-    ] = EngineChoice.local,
+    runs: RunsArgument = None,
+    method: MethodOption = "rrf",
+    rrf_k: RrfKOption = None,
+    weights: WeightsOption = None,
+    param: ParamOption = None,
+    norm: NormOption = None,
+    depth: DepthOption = None,
+    output_depth: OutputDepthOption = None,
+    queries: QueriesOption = "union",
+    missing: MissingOption = None,
+    output: OutputOption = None,
+    name: NameOption = None,
+    meta: MetaOption = None,
+    no_meta: NoMetaOption = False,
+    qrels: QrelsOption = None,
+    optimize: OptimizeOption = False,
+    metric: MetricOption = "ndcg@10",
+    step: StepOption = 0.1,
+    search: SearchOption = "auto",
+    folds: FoldsOption = None,
+    seed: SeedOption = 0,
+    relevance_level: TrainingLevelOption = 1,
+    ties: OptimizeTiesOption = Ties.docid,
+    report_format: ReportFormatOption = None,
+    list_methods: ListMethodsOption = False,
+    engine: FuseEngineOption = EngineChoice.local,
     scheduler: SchedulerOption = None,
 ) -> None:
     """Fuse runs into one: RRF, the CombSUM family, Borda, Condorcet and the supervised methods.
@@ -229,71 +239,68 @@ def fuse_command(
         meta_path = None if no_meta else meta if meta is not None else _default_meta(output)
         check_output(meta_path, [*runs, qrels], option="--meta", others={"--output": output})
         named = dict(zip(run_labels(runs), runs, strict=True))  # a/run.trec and b/run.trec keep their folders
-        params = _parse_params(param or [])
-        if rrf_k is not None:
-            params["rrf_k"] = rrf_k
-        if weights is not None:
-            params["weights"] = weights
-        common = dict(
-            norm=norm,
-            depth=depth,
-            queries=queries.value,
-            missing=missing.value if missing is not None else None,
-            relevance_level=relevance_level,
-            name=name,
-            **params,
-        )
+        options = _options(method, rrf_k, weights, param, norm, depth, queries, missing)
         if engine is not EngineChoice.local or scheduler is not None:
-            if optimize:
-                raise StagewiseError("--optimize fits on every query at once: run it with --engine local")
-            if output_depth is not None:
-                raise StagewiseError("--output-depth cuts the fused run in memory: run it with --engine local")
-            _fuse_on_engine(named, method, engine_for(engine, scheduler), common, output, meta_path)
+            if optimize or output_depth is not None:
+                flag = "--optimize fits on every query at once" if optimize else "--output-depth cuts in memory"
+                raise StagewiseError(f"{flag}: run it with --engine local")
+            _fuse_on_engine(named, options, name, engine_for(engine, scheduler), output, meta_path)
             return
         report = None
         if optimize:
             if qrels is None:
                 raise StagewiseError("--optimize needs training judgements: give --qrels")
-            report = _optimize(named, qrels, method, metric, step, search.value, folds, seed, ties.value, common)
+            tuning = dict(metric=metric, step=step, search=search, folds=folds, seed=seed, ties=ties.value)
+            report = _optimize(named, qrels, options, name, relevance_level, tuning)
             fused = report.run
         else:
             from stagewise.fusion import fuse
 
-            fused = fuse(named, method, qrels=qrels, **common)
+            fused = fuse(named, options=options, qrels=qrels, relevance_level=relevance_level, name=name)
         if output_depth is not None:
             fused = _cut(fused, output_depth)
         _write(fused, output, False if no_meta else (meta if meta is not None else True), report)
         if report is not None:
-            from stagewise.report import render
-
-            text = render(report, report_format.value)
-            if output is None:
-                typer.echo(text, err=True, nl=False)
-            else:
-                sys.stdout.write(text)
+            _show_report(report, report_format or "table", output)
 
 
-def _optimize(runs, qrels, method, metric, step, search, folds, seed, ties, common):
+def _options(
+    method: str, rrf_k: float | None, weights: str | None, param: list[str] | None, norm: str | None,
+    depth: int | None, queries: str, missing: str | None,
+) -> Any:  # fmt: skip
+    """The one :class:`~stagewise.fusion.FusionOptions` the command passes down (every choice checked now)."""
+    from stagewise.fusion import FusionOptions
+
+    params = _parse_params(param or [])
+    if rrf_k is not None:
+        params["rrf_k"] = rrf_k
+    return FusionOptions(
+        method, norm=norm, depth=depth, queries=queries, missing=missing, weights=weights, params=params
+    )
+
+
+def _optimize(runs: dict, qrels: str, options: Any, name: str | None, relevance_level: int, tuning: dict) -> Any:
     from stagewise.fusion import optimize
 
-    bar, progress = progress_bar(f"optimising {method}")
+    bar, progress = progress_bar(f"optimising {options.method}")
     with bar:
         return optimize(
-            runs,
-            qrels,
-            method,
-            metric=metric,
-            step=step,
-            search=search,
-            folds=folds,
-            seed=seed,
-            ties=ties,
-            progress=progress,
-            **common,
+            runs, qrels, options=options, name=name, relevance_level=relevance_level, progress=progress, **tuning
         )
 
 
-def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path: Path | None) -> None:
+def _show_report(report: Any, fmt: str, output: Path | None) -> None:
+    """The --optimize report: to stdout when the run went to a file, else to stderr (stdout holds the run)."""
+    from stagewise.report import render
+
+    text = render(report, fmt)
+    if output is None:
+        typer.echo(text, err=True, nl=False)
+    else:
+        sys.stdout.write(text)
+
+
+def _fuse_on_engine(runs, options, name, chosen, output: Path | None, meta_path: Path | None) -> None:
     """Fuse group by group on the engine, streaming TREC lines to ``output`` (atomically, with the metadata) or
     stdout, with the summary line the local path prints."""
     from stagewise._io import write_errors
@@ -302,14 +309,13 @@ def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path
     from stagewise.fusion.engine import fuse_to
     from stagewise.fusion.writer import fuse_to_file, write_metadata
 
-    options = {k: v for k, v in common.items() if k != "relevance_level"}
     if output is not None and format_for(output, None) != "trec":
         raise StagewiseError(f"--engine {chosen.name} writes TREC runs; write {output} with --engine local")
     from stagewise.cli.common import engine_progress
 
     with chosen, engine_progress(chosen):
         if output is None:
-            info = fuse_to(runs, sys.stdout.buffer, method, engine=chosen, **options)
+            info = fuse_to(runs, sys.stdout.buffer, options=options, engine=chosen, name=name)
             sys.stdout.flush()
             if meta_path is not None:
                 with write_errors(meta_path):
@@ -317,7 +323,7 @@ def _fuse_on_engine(runs, method, chosen, common, output: Path | None, meta_path
             typer.echo(_summary(info), err=True)
             return
         with write_errors(output):
-            info = fuse_to_file(runs, output, meta_path, method, engine=chosen, **options)
+            info = fuse_to_file(runs, output, meta_path, options=options, engine=chosen, name=name)
     typer.echo(f"{_summary(info)} -> {output}" + (f" (metadata: {meta_path})" if meta_path else ""), err=True)
 
 

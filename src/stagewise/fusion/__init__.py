@@ -7,7 +7,9 @@
 
 Methods live in :data:`METHODS` and normalisations in :data:`NORMALIZATIONS`, each a small pure function
 chosen by name; :class:`FusionMethod` and :class:`Normalization` are the values that name them (``str`` parses
-back). Every fused run records how it was made in ``.fusion``. :func:`fuse_to` fuses run files on the stream or
+back), and :class:`FusionOptions` says how to fuse as one value (method, normalisation, depth, policies,
+weights), which :func:`fuse`, :func:`optimize` and :func:`fuse_to` take as ``options=``. Every fused run records
+how it was made in ``.fusion``. :func:`fuse_to` fuses run files on the stream or
 Dask engine (:mod:`stagewise.engines`), a group of queries at a time, straight to a file.
 """
 
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 from stagewise.fusion.api import FusedRun, fuse
 from stagewise.fusion.engine import fuse_to
-from stagewise.fusion.methods import METHODS, MISSING_DOCUMENT_POLICIES, FusionMethod, method_names
+from stagewise.fusion.methods import METHODS, FusionMethod, method_names
 from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names
 from stagewise.fusion.optimize import FoldResult, FusionReport, grid_weights, optimize
-from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table
+from stagewise.fusion.options import MISSING_DOCUMENT_POLICIES, QUERY_POLICIES, FusionOptions
+from stagewise.fusion.table import FusionTable, build_table
 from stagewise.fusion.writer import write_fused
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "FoldResult",
     "FusedRun",
     "FusionMethod",
+    "FusionOptions",
     "FusionReport",
     "FusionTable",
     "Normalization",

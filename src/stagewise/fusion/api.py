@@ -1,8 +1,7 @@
-"""``fuse(runs, method=...)``: the library's front door for rank fusion."""
+"""``fuse(runs, method, options=...)``: the library's front door for rank fusion."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.fusion.methods import MISSING_DOCUMENT_POLICIES, FusionMethod, MethodInfo
 from stagewise.fusion.normalize import Normalization
+from stagewise.fusion.options import FusionOptions, resolve_options
 from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table, load_runs
 
 TIES = (
@@ -42,30 +42,19 @@ def resolve_norm(info: MethodInfo, norm: Any) -> Normalization:
 
 def resolve_missing(info: MethodInfo, normalization: Normalization, missing: str | None) -> str:
     """The missing-document policy: the one given, else the normalisation's own value for an unranked
-    document (Borda) for methods that use scores, else the method's default."""
-    if info.name in ("condorcet", "weighted_condorcet"):
+    document (Borda) for methods that use scores, else the method's default. A method with its own rule
+    (:attr:`MethodInfo.missing_rule`, Condorcet's) takes none."""
+    if info.missing_rule is not None:
         if missing not in (None, "native"):
             raise ConventionError(
-                f"{info.name} has its own rule for unranked documents (they lose to ranked ones; a run that "
-                "returned neither abstains); leave missing unset"
+                f"{info.name} has its own rule for unranked documents ({info.missing_rule}); leave missing unset"
             )
         return "native"
     if missing is None:
         if info.uses_scores and normalization.info.unranked is not None:
             return "native"
         return info.missing
-    if missing not in MISSING_DOCUMENT_POLICIES:
-        raise ConventionError(
-            f"unknown missing-document policy {missing!r}; choose one of {', '.join(MISSING_DOCUMENT_POLICIES)}"
-        )
     return missing
-
-
-def split_params(info: MethodInfo, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(hyperparameters, trained parameters) from keyword arguments."""
-    trained = {k: v for k, v in params.items() if k in info.trained and v is not None}
-    rest = {k: v for k, v in params.items() if k not in info.trained}
-    return rest, trained
 
 
 def apply(method: FusionMethod, table: FusionTable, missing: str, trained: dict[str, Any] | None = None) -> np.ndarray:
@@ -116,8 +105,8 @@ def describe(
         "n_results": len(table),
         "stagewise_version": __version__,
     }
-    if info.name in ("condorcet", "weighted_condorcet"):
-        out["missing_rule"] = "an unranked document loses to a ranked one; a run that returned neither abstains"
+    if info.missing_rule is not None:
+        out["missing_rule"] = info.missing_rule
     if trained is not None:
         out["trained"] = {**(training or {}), "parameters": describe_trained(trained)}
     return out
@@ -125,17 +114,13 @@ def describe(
 
 def fuse(
     runs: Any,
-    method: str | FusionMethod = "rrf",
+    method: str | FusionMethod | None = None,
     *,
-    norm: str | Normalization | None = None,
-    depth: int | None = None,
-    queries: str = "union",
-    missing: str | None = None,
-    weights: Sequence[float] | None = None,
+    options: FusionOptions | None = None,
     qrels: Any = None,
     relevance_level: int = 1,
     name: str | None = None,
-    **params: Any,
+    **overrides: Any,
 ) -> FusedRun:
     """Fuse several runs into one.
 
@@ -143,34 +128,26 @@ def fuse(
     ----------
     runs : list of Run, paths, DataFrames or dicts, or a ``{name: run}`` mapping
         The runs to fuse (anything :func:`stagewise.read_run` takes), in the order weights refer to.
-    method : str or FusionMethod, default="rrf"
+    method : str or FusionMethod, optional
         A name from :data:`stagewise.fusion.METHODS`, optionally with parameters: ``rrf``,
-        ``rrf(rrf_k=20)``, ``combmnz``, ``wsum(weights=(0.7,0.3))``, ``posfuse``...
-    norm : str, optional
-        Score normalisation per run and query: none, minmax, minmax_inverted, max, sum, zscore, rank,
-        borda. Default: minmax for methods that use scores, none for rank-based methods.
-    depth : int, optional
-        Each run contributes its first ``depth`` results per query (default: all of them).
-    queries : {"union", "intersection", "error"}, default="union"
-        Queries only some runs have: fused from the runs that have them, dropped, or an error.
-    missing : {"zero", "min", "ignore", "native"}, optional
-        What a run contributes for a document it did not return; default: the method's own (zero for sums,
-        ignore for CombMAX/MIN/MED, the method's value for BordaFuse and BayesFuse, Borda's value under the
-        borda normalisation).
-    weights : sequence of float, optional
-        One weight per run for weighted methods (rrf, wsum, wmnz, mixed, weighted_bordafuse,
-        weighted_condorcet); default all equal.
+        ``rrf(rrf_k=20)``, ``combmnz``, ``wsum(weights=(0.7,0.3))``, ``posfuse``... Default: ``options``'
+        method, else ``rrf``.
+    options : FusionOptions, optional
+        How to fuse, as one value (method, normalisation, depth, query and missing-document policies, weights,
+        method parameters); see :class:`~stagewise.fusion.options.FusionOptions` for each field.
     qrels : Qrels, path or dict, optional
         Training judgements for the supervised methods (posfuse, probfuse, segfuse, slidefuse, mapfuse,
-        bayesfuse). They are fitted on every judged query, so scores measured on the same qrels are
-        in-sample; use :func:`stagewise.fusion.optimize` with ``folds`` for held-out numbers.
+        bayesfuse: those with a ``fit``). They are fitted on every judged query, so scores measured on the same
+        qrels are in-sample; use :func:`stagewise.fusion.optimize` with ``folds`` for held-out numbers.
     relevance_level : int, default=1
         A label >= this counts as relevant when training.
     name : str, optional
         The fused run's name (and TREC tag); default the method's name.
-    **params
-        Method parameters (``rrf_k=60``, ``gamma``, ``phi``, ``sigma``, ``window``, ``segments``) or trained
-        parameters (``probs``, ``map_scores``, ``log_odds``).
+    **overrides
+        Fields of :class:`~stagewise.fusion.options.FusionOptions` (``norm``, ``depth``, ``queries``,
+        ``missing``, ``weights``) and method parameters (``rrf_k=60``, ``gamma``, ``phi``, ``sigma``,
+        ``window``, ``segments``) or trained parameters (``probs``, ``map_scores``, ``log_odds``), applied over
+        ``options``.
 
     Returns
     -------
@@ -187,46 +164,58 @@ def fuse(
     [('B', 0.0325225), ('A', 0.0322665), ('C', 0.016129)]
     >>> fused.fusion["method"], fused.fusion["missing"]
     ('rrf(rrf_k=60)', 'zero')
-    """
-    loaded = load_runs(runs)
-    base = FusionMethod.parse(method) if isinstance(method, str | FusionMethod) else None
-    if base is None:
-        raise ConventionError(f"method must be a name such as 'rrf' or a FusionMethod, not {type(method).__name__}")
-    hyper, trained = split_params(base.info, params)
-    chosen = FusionMethod.parse(base, weights=weights, **hyper)
-    info = chosen.info
-    normalization = resolve_norm(info, norm)
-    policy = resolve_missing(info, normalization, missing)
-    table = build_table(loaded, norm=normalization, depth=depth, queries=queries)
-    training = None
-    if info.supervised and len(trained) < len(info.trained):
-        if qrels is None:
-            raise StagewiseError(
-                f"{info.name} learns from judgements: give qrels (--qrels) or its trained parameters "
-                f"({', '.join(info.trained)})"
-            )
-        from stagewise.fusion.train import fit
 
-        judgements: Qrels = read_qrels(qrels)
-        trained = fit(chosen, table, judgements, relevance_level=relevance_level)
-        training = {
-            "qrels": judgements.name,
-            "relevance_level": relevance_level,
-            "queries": int(np.isin(table.query_ids, judgements.query_ids).sum()),
-            "in_sample": True,
-        }
+    The same options as one value, with an override:
+
+    >>> runs = [{"q": {"A": 3.0, "B": 2.0}}, {"q": {"B": 3.0, "C": 2.0, "A": 1.0}}]
+    >>> fuse(runs, options=FusionOptions("rrf", depth=2), rrf_k=0).doc_ids.to_list()
+    ['B', 'A', 'C']
+    """
+    chosen = resolve_options(options, method, **overrides)
+    loaded = load_runs(runs)
+    info = chosen.info
+    normalization = resolve_norm(info, chosen.norm)
+    policy = resolve_missing(info, normalization, chosen.missing)
+    table = build_table(loaded, norm=normalization, depth=chosen.depth, queries=chosen.queries)
+    trained, training = train_on(chosen, table, qrels, relevance_level)
     statement = describe(
-        chosen,
+        chosen.fusion_method,
         normalization,
-        depth=depth,
-        queries=queries,
+        depth=chosen.depth,
+        queries=chosen.queries,
         missing=policy,
         table=table,
         trained=trained if info.supervised else None,
         training=training,
     )
-    scores, rows = apply(chosen, table, policy, trained), table.output_rows()
+    scores, rows = apply(chosen.fusion_method, table, policy, trained), table.output_rows()
     del table  # its per-run columns go before the run is built: a lower peak of memory
     fused = rows.to_run(scores, name=name or info.name, cls=FusedRun, consume=True)
     fused.fusion = statement
     return fused
+
+
+def train_on(
+    options: FusionOptions, table: FusionTable, qrels: Any, relevance_level: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(trained parameters, how they were trained) for a supervised method: those given in ``options``, else
+    fitted on ``qrels`` (every judged query of ``table``) by the method's ``fit``; ``({}, None)`` otherwise."""
+    info, trained = options.info, options.trained
+    if not info.supervised or len(trained) == len(info.trained):
+        return trained, None
+    if qrels is None:
+        raise StagewiseError(
+            f"{info.name} learns from judgements: give qrels (--qrels) or its trained parameters "
+            f"({', '.join(info.trained)})"
+        )
+    from stagewise.fusion.train import fit
+
+    judgements: Qrels = read_qrels(qrels)
+    fitted = fit(options.fusion_method, table, judgements, relevance_level=relevance_level)
+    training = {
+        "qrels": judgements.name,
+        "relevance_level": relevance_level,
+        "queries": int(np.isin(table.query_ids, judgements.query_ids).sum()),
+        "in_sample": True,
+    }
+    return fitted, training

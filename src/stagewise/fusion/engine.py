@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import functools
 import io
-from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 
 from stagewise.errors import StagewiseError
-from stagewise.fusion.api import fuse, split_params
+from stagewise.fusion.api import fuse
 from stagewise.fusion.methods import FusionMethod
+from stagewise.fusion.options import FusionOptions, resolve_options
 
 
-def _fuse_group(group: list[Any], names: list[str], method: str, options: dict[str, Any]) -> tuple[bytes, dict]:
+def _fuse_group(group: list[Any], names: list[str], options: FusionOptions, name: str | None) -> tuple[bytes, dict]:
     """One group's fused lines (TREC) and its fusion statement."""
     from stagewise.data.writers import write_trec_run
 
-    if options.get("queries") == "intersection":
+    if options.queries == "intersection":
         common = group[0].query_ids
         for run in group[1:]:
             common = np.intersect1d(common, run.query_ids)
         if len(common) == 0:
             return b"", {}
-    fused = fuse(dict(zip(names, group, strict=True)), method, **options)
+    fused = fuse(dict(zip(names, group, strict=True)), options=options, name=name)
     sink = io.BytesIO()
     if len(fused):
         write_trec_run(fused, sink)
@@ -40,50 +40,44 @@ def _fuse_group(group: list[Any], names: list[str], method: str, options: dict[s
 def fuse_to(
     runs: Any,
     sink: IO[bytes],
-    method: str | FusionMethod = "rrf",
+    method: str | FusionMethod | None = None,
     *,
+    options: FusionOptions | None = None,
     engine: Any = "stream",
     scheduler: str | None = None,
-    norm: str | None = None,
-    depth: int | None = None,
-    queries: str = "union",
-    missing: str | None = None,
-    weights: Sequence[float] | None = None,
     name: str | None = None,
     duplicates: str = "error",
-    **params: Any,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Fuse run files on an engine, writing the fused run to ``sink`` (a binary stream) as TREC lines; returns
-    the fusion statement (:attr:`FusedRun.fusion`). Arguments are :func:`fuse`'s; ``engine`` is ``"stream"``
-    (files sorted by query id, byte order: ``LC_ALL=C sort -k1,1 -s``), ``"dask"`` (with ``scheduler``) or an
-    engine object. The bytes written are those :func:`fuse` and :func:`stagewise.write_run` give."""
+    the fusion statement (:attr:`FusedRun.fusion`). ``method``, ``options``, ``name`` and the ``overrides`` are
+    :func:`fuse`'s; ``engine`` is ``"stream"`` (files sorted by query id, byte order: ``LC_ALL=C sort -k1,1 -s``),
+    ``"dask"`` (with ``scheduler``) or an engine object. The bytes written are those :func:`fuse` and
+    :func:`stagewise.write_run` give."""
     from stagewise.engines import get_engine
     from stagewise.engines._sources import run_sources
 
-    base = FusionMethod.parse(method) if isinstance(method, str | FusionMethod) else None
-    if base is None:
-        raise StagewiseError(f"method must be a name such as 'rrf' or a FusionMethod, not {type(method).__name__}")
-    _, trained = split_params(base.info, params)
-    if base.info.supervised and len(trained) < len(base.info.trained):
+    chosen_options = resolve_options(options, method, **overrides)
+    info = chosen_options.info
+    if info.supervised and len(chosen_options.trained) < len(info.trained):
         raise StagewiseError(
-            f"{base.info.name} learns from judgements over all queries at once: fuse it with --engine local, or "
-            f"give its trained parameters ({', '.join(base.info.trained)})"
+            f"{info.name} learns from judgements over all queries at once: fuse it with --engine local, or "
+            f"give its trained parameters ({', '.join(info.trained)})"
         )
     sources = run_sources(runs)
     names = [n for n, _ in sources]
-    options = dict(norm=norm, depth=depth, queries=queries, missing=missing, weights=weights, name=name, **params)
-    task = functools.partial(_fuse_group, names=names, method=str(base), options=options)
+    task = functools.partial(_fuse_group, names=names, options=chosen_options, name=name)
     chosen = get_engine(engine, scheduler=scheduler)
     statement: dict[str, Any] | None = None
     n_queries = n_results = 0
     try:
-        for text, info in chosen.map_groups(dict(sources), task, duplicates=duplicates):
-            if not info:
+        for text, described in chosen.map_groups(dict(sources), task, duplicates=duplicates):
+            if not described:
                 continue
             sink.write(text)
-            statement = statement or info
-            n_queries += info["n_queries"]
-            n_results += info["n_results"]
+            statement = statement or described
+            n_queries += described["n_queries"]
+            n_results += described["n_results"]
     finally:
         if chosen is not engine:
             chosen.close()

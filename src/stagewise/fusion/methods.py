@@ -28,6 +28,7 @@ before they are added, so a symmetric method gives bit-identical scores whatever
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from collections.abc import Callable
@@ -38,15 +39,9 @@ from typing import Any
 import numpy as np
 
 from stagewise.errors import ConventionError
+from stagewise.fusion.options import MISSING_DOCUMENT_POLICIES
 from stagewise.fusion.table import FusionTable
 from stagewise.spec import Param, Registry, canonical, parse_call
-
-MISSING_DOCUMENT_POLICIES: dict[str, str] = {
-    "zero": "a run that did not return the document contributes 0",
-    "min": "a run that did not return the document contributes its smallest contribution for the query",
-    "ignore": "a run that did not return the document is left out of its reduction",
-    "native": "a run that did not return the document contributes the value the method or normalisation defines",
-}
 
 # BayesFuse's floor: the log-odds of a probability of relevance of 0.001 (Aslam and Montague; ranx).
 MIN_LOG_ODDS = math.log(0.001 / 0.999)
@@ -541,11 +536,29 @@ PHI = Param(
 SIGMA = Param(float, 0.01, "smoothing added to the count before the log", "a number in [0, 1]", lambda v: 0 <= v <= 1)
 WINDOW = Param(int, 5, "half-width of the window of ranks averaged", "an int >= 0", lambda v: v >= 0)
 SEGMENTS = Param(int, 25, "segments per result list", "an int >= 1", lambda v: v >= 1)
+CONDORCET_MISSING = "an unranked document loses to a ranked one; a run that returned neither abstains"
 
 
 @dataclass(frozen=True)
 class MethodInfo:
-    """A registered fusion method."""
+    """A registered fusion method: its function and what the front doors need to know about it.
+
+    ``function(table, *, missing, **params)`` gives every candidate's fused score; ``uses_scores`` says whether
+    it reads scores (then min-max is the default normalisation) or ranks; ``missing`` is its default
+    missing-document policy; ``params`` its hyperparameters (:class:`stagewise.spec.Param`).
+
+    A supervised method names its learned parameters in ``trained`` and gives ``fit``:
+    ``fit(method, table, judged, train)`` -> ``{name: value}`` for each of ``trained``, estimated on the table
+    queries of the boolean mask ``train`` (``judged``: :class:`stagewise.fusion.train.Judged`, the candidates
+    against the qrels); a callable, or a ``"module:function"`` string imported on first use.
+
+    ``missing_rule``: the method's own rule for a document a run did not return (Condorcet's); the
+    missing-document policy cannot then be chosen, and the fusion statement states this rule.
+
+    A new method is a function and one entry, :meth:`stagewise.spec.Registry.register`-ed in :data:`METHODS`;
+    ``fuse``, ``optimize`` and ``stagewise fuse`` (its ``--method`` check, ``--help``, ``--list-methods``)
+    read the registry.
+    """
 
     name: str
     function: Callable[..., np.ndarray]
@@ -556,6 +569,8 @@ class MethodInfo:
     trained: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     ranx: str | None = None  # ranx's name for the same method, for the cross-check
+    fit: Callable[..., dict[str, Any]] | str | None = None
+    missing_rule: str | None = None
 
     @property
     def weighted(self) -> bool:
@@ -564,6 +579,15 @@ class MethodInfo:
     @property
     def supervised(self) -> bool:
         return bool(self.trained)
+
+    def fitter(self) -> Callable[..., dict[str, Any]]:
+        """The ``fit`` hook as a function (a ``"module:function"`` string imported now)."""
+        if self.fit is None:
+            raise ConventionError(f"fusion method {self.name!r} learns nothing from judgements")
+        if isinstance(self.fit, str):
+            module, _, attr = self.fit.partition(":")
+            return getattr(importlib.import_module(module), attr)
+        return self.fit
 
 
 METHODS: Registry[MethodInfo] = Registry(
@@ -681,6 +705,7 @@ METHODS: Registry[MethodInfo] = Registry(
         False,
         "native",
         aliases=("condorcetfuse",),
+        missing_rule=CONDORCET_MISSING,
         ranx="condorcet",
     ),
     MethodInfo(
@@ -691,6 +716,7 @@ METHODS: Registry[MethodInfo] = Registry(
         "native",
         {"weights": WEIGHTS},
         aliases=("w_condorcet", "wcondorcet"),
+        missing_rule=CONDORCET_MISSING,
         ranx="w_condorcet",
     ),
     MethodInfo(
@@ -700,6 +726,7 @@ METHODS: Registry[MethodInfo] = Registry(
         False,
         "zero",
         trained=("probs",),
+        fit="stagewise.fusion.train:fit_position_probs",
         ranx="posfuse",
     ),
     MethodInfo(
@@ -710,6 +737,7 @@ METHODS: Registry[MethodInfo] = Registry(
         "zero",
         {"segments": SEGMENTS},
         trained=("probs",),
+        fit="stagewise.fusion.train:fit_segment_probs",
         ranx="probfuse",
     ),
     MethodInfo(
@@ -719,6 +747,7 @@ METHODS: Registry[MethodInfo] = Registry(
         True,
         "zero",
         trained=("probs",),
+        fit="stagewise.fusion.train:fit_segfuse_probs",
         ranx="segfuse",
     ),
     MethodInfo(
@@ -729,6 +758,7 @@ METHODS: Registry[MethodInfo] = Registry(
         "zero",
         {"window": WINDOW},
         trained=("probs",),
+        fit="stagewise.fusion.train:fit_position_probs",
         ranx="slidefuse",
     ),
     MethodInfo(
@@ -738,6 +768,7 @@ METHODS: Registry[MethodInfo] = Registry(
         False,
         "zero",
         trained=("map_scores",),
+        fit="stagewise.fusion.train:fit_map_scores",
         ranx="mapfuse",
     ),
     MethodInfo(
@@ -747,6 +778,7 @@ METHODS: Registry[MethodInfo] = Registry(
         False,
         "native",
         trained=("log_odds",),
+        fit="stagewise.fusion.train:fit_log_odds",
         ranx="bayesfuse",
     ),
 )
@@ -758,6 +790,12 @@ def method_names() -> list[str]:
 
 
 _EXAMPLES = "rrf, rrf(rrf_k=60), wsum(weights=(0.7,0.3)) or combmnz"
+
+
+def not_k(info: MethodInfo, keys: Any) -> None:
+    """RRF's constant is ``rrf_k``: a ``k`` among ``keys`` is refused with a note, since k is a metric's cutoff."""
+    if "k" in keys and "rrf_k" in info.params:
+        raise ConventionError("RRF's constant is called rrf_k, not k: k is the cutoff of metrics such as recall@k")
 
 
 @dataclass(frozen=True)
@@ -790,8 +828,7 @@ class FusionMethod:
             name, given = call.name, call.params
         info = METHODS.lookup(name)
         given.update({k: v for k, v in overrides.items() if v is not None})
-        if "k" in given and "rrf_k" in info.params:
-            raise ConventionError("RRF's constant is called rrf_k, not k: k is the cutoff of metrics such as recall@k")
+        not_k(info, given)
         return cls(info.name, tuple(METHODS.check_params(info.name, info.params, given).items()))
 
     @property

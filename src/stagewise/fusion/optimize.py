@@ -20,19 +20,11 @@ import numpy as np
 from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_qrels
 from stagewise.errors import ConventionError, StagewiseError
-from stagewise.fusion.api import (
-    FusedRun,
-    apply,
-    describe,
-    load_runs,
-    resolve_missing,
-    resolve_norm,
-    split_params,
-)
-from stagewise.fusion.methods import FusionMethod
+from stagewise.fusion.api import FusedRun, apply, describe, load_runs, resolve_missing, resolve_norm
+from stagewise.fusion.methods import METHODS, FusionMethod
+from stagewise.fusion.options import SEARCHES, FusionOptions, resolve_options
 from stagewise.fusion.table import FusionTable, build_table
 
-SEARCHES = ("auto", "grid", "coordinate")
 GRID_LIMIT = 1001  # auto: the grid up to this many points (5 runs at step 0.1), coordinate ascent beyond
 Progress = Callable[[int, int], None]
 
@@ -292,13 +284,10 @@ def _choose(
 def optimize(
     runs: Any,
     qrels: Any,
-    method: str | FusionMethod = "wsum",
+    method: str | FusionMethod | None = None,
     *,
+    options: FusionOptions | None = None,
     metric: str = "ndcg@10",
-    norm: Any = None,
-    depth: int | None = None,
-    queries: str = "union",
-    missing: str | None = None,
     step: float = 0.1,
     search: str = "auto",
     folds: int | None = None,
@@ -308,7 +297,7 @@ def optimize(
     ties: str = "docid",
     name: str | None = None,
     progress: Progress | None = None,
-    **params: Any,
+    **overrides: Any,
 ) -> FusionReport:
     """Tune a fusion on training judgements and report how well the choice holds up.
 
@@ -323,6 +312,11 @@ def optimize(
     was chosen on the others, and the report gives every fold's choice, its training score and its held-out
     score, and the held-out mean over all queries.
 
+    How to fuse is ``options`` (:class:`~stagewise.fusion.options.FusionOptions`: method, normalisation, depth,
+    query and missing-document policies, method parameters), ``method`` and the keyword ``overrides`` applied
+    over it (``norm=``, ``depth=``, ``rrf_k=``...), as for :func:`stagewise.fusion.fuse`; the method defaults to
+    ``wsum``.
+
     Examples
     --------
     >>> runs = [{"q1": {"a": 3.0, "b": 2.0, "c": 1.0}}, {"q1": {"c": 3.0, "a": 2.0, "b": 1.0}}]
@@ -330,7 +324,8 @@ def optimize(
     >>> str(report.method), report.train_score, [score for _, score in report.trials]
     ('wsum(weights=(0,1))', 1.0, [0.3333333333333333, 0.5, 1.0])
     """
-    setup = _prepare(runs, qrels, method, metric, norm, depth, queries, missing, step, search, max_rounds, params)
+    chosen_options = resolve_options(options, method, default_method="wsum", **overrides)
+    setup = _prepare(runs, qrels, chosen_options, metric, step, search, max_rounds)
     table, info = setup.table, setup.base.info
     objective = _Objective(table, setup.judgements, metric, setup.missing, relevance_level, ties)
     choose = dict(search=setup.search, step=step, max_rounds=max_rounds)
@@ -353,7 +348,7 @@ def optimize(
         seed=seed if folds is not None else None,
         ties=ties,
     )
-    run.fusion = _metadata(setup, report, trained, depth=depth, queries=queries, relevance_level=relevance_level)
+    run.fusion = _metadata(setup, report, trained, relevance_level=relevance_level)
     return report
 
 
@@ -363,6 +358,7 @@ class _Setup:
     missing-document policy, the table of runs, the judgements and which table queries they cover, and the
     search resolved from ``auto`` (with its description for the report)."""
 
+    options: FusionOptions
     base: FusionMethod
     normalization: Any
     missing: str
@@ -374,39 +370,27 @@ class _Setup:
 
 
 def _prepare(
-    runs: Any,
-    qrels: Any,
-    method: str | FusionMethod,
-    metric: str,
-    norm: Any,
-    depth: int | None,
-    queries: str,
-    missing: str | None,
-    step: float,
-    search: str,
-    max_rounds: int,
-    params: dict[str, Any],
+    runs: Any, qrels: Any, options: FusionOptions, metric: str, step: float, search: str, max_rounds: int
 ) -> _Setup:
     loaded = load_runs(runs)
     judgements = read_qrels(qrels)
     if search not in SEARCHES:
         raise ConventionError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
-    base = FusionMethod.parse(method)
-    hyper, _ = split_params(base.info, params)
-    base = FusionMethod.parse(base, **hyper)
+    base = options.fusion_method
     info = base.info
     if not (info.weighted or info.supervised):
+        weighted = ", ".join(name for name in METHODS.names() if METHODS[name].weighted)
+        supervised = ", ".join(name for name in METHODS.names() if METHODS[name].supervised)
         raise StagewiseError(
             f"{info.name} has no weights to tune and learns nothing from judgements; optimise a weighted method "
-            "(wsum, rrf, wmnz, mixed, weighted_bordafuse, weighted_condorcet) or a supervised one "
-            "(posfuse, probfuse, segfuse, slidefuse, mapfuse, bayesfuse)"
+            f"({weighted}) or a supervised one ({supervised})"
         )
     from stagewise.metrics.measures import Measure
 
     Measure.parse(metric)  # an unknown metric fails before any work
-    normalization = resolve_norm(info, norm)
-    policy = resolve_missing(info, normalization, missing)
-    table = build_table(loaded, norm=normalization, depth=depth, queries=queries)
+    normalization = resolve_norm(info, options.norm)
+    policy = resolve_missing(info, normalization, options.missing)
+    table = build_table(loaded, norm=normalization, depth=options.depth, queries=options.queries)
     if info.weighted and search == "auto":
         points = math.comb(_divisions(step) + table.n_runs - 1, table.n_runs - 1)
         search = "grid" if points <= GRID_LIMIT else "coordinate"
@@ -419,7 +403,7 @@ def _prepare(
     judged = np.isin(table.query_ids, judgements.query_ids)
     if not judged.any():
         raise StagewiseError("no fused query has judgements; check that the qrels and the runs use the same query ids")
-    return _Setup(base, normalization, policy, table, judgements, judged, search, described)
+    return _Setup(options, base, normalization, policy, table, judgements, judged, search, described)
 
 
 def _cross_validate(
@@ -450,17 +434,15 @@ def _cross_validate(
     return scores, results
 
 
-def _metadata(
-    setup: _Setup, report: FusionReport, trained: dict | None, *, depth: int | None, queries: str, relevance_level: int
-) -> dict[str, Any]:
+def _metadata(setup: _Setup, report: FusionReport, trained: dict | None, *, relevance_level: int) -> dict[str, Any]:
     """The fused run's statement: how it was fused (:func:`describe`), how the choice was made, on what."""
     info = setup.base.info
     judged = int(setup.judged.sum())
     out = describe(
         report.method,
         setup.normalization,
-        depth=depth,
-        queries=queries,
+        depth=setup.options.depth,
+        queries=setup.options.queries,
         missing=setup.missing,
         table=setup.table,
         trained=trained,

@@ -34,12 +34,7 @@ from stagewise.data.strings import StringColumn, StringSources
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.fusion.join import Part, cut, join, ranks
 from stagewise.fusion.normalize import Lists, Normalization
-
-QUERY_POLICIES: dict[str, str] = {
-    "union": "a query is fused when at least one run has it; runs without it contribute nothing",
-    "intersection": "only queries that every run has are fused",
-    "error": "every run must have the same queries (an error names the differences)",
-}
+from stagewise.fusion.options import QUERY_POLICIES
 
 # The most cells (candidates x runs) a dense block holds: 2M float64 cells are 16 MB a matrix, so a method that
 # needs whole rows (a median, a fill for documents a run did not return) stays near 100 MB whatever the size.

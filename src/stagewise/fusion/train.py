@@ -156,6 +156,31 @@ def mean_average_precision(table: FusionTable, judged: Judged, train: np.ndarray
     return out
 
 
+def fit_position_probs(method: FusionMethod, table: FusionTable, judged: Judged, train: np.ndarray) -> dict[str, Any]:
+    """PosFuse's and SlideFuse's ``fit``: P_r(relevant | rank)."""
+    return {"probs": position_probs(table, judged, train)}
+
+
+def fit_segment_probs(method: FusionMethod, table: FusionTable, judged: Judged, train: np.ndarray) -> dict[str, Any]:
+    """ProbFuse's ``fit``: P_r(relevant | segment), with the method's number of segments."""
+    return {"probs": segment_probs(table, judged, train, method.param("segments"))}
+
+
+def fit_segfuse_probs(method: FusionMethod, table: FusionTable, judged: Judged, train: np.ndarray) -> dict[str, Any]:
+    """SegFuse's ``fit``: P_r(relevant | segment) over its growing segments."""
+    return {"probs": segfuse_probs(table, judged, train)}
+
+
+def fit_map_scores(method: FusionMethod, table: FusionTable, judged: Judged, train: np.ndarray) -> dict[str, Any]:
+    """MAPFuse's ``fit``: each run's MAP."""
+    return {"map_scores": mean_average_precision(table, judged, train)}
+
+
+def fit_log_odds(method: FusionMethod, table: FusionTable, judged: Judged, train: np.ndarray) -> dict[str, Any]:
+    """BayesFuse's ``fit``: log-odds of relevance per rank bucket."""
+    return {"log_odds": bayes_log_odds(table, judged, train)}
+
+
 def fit(
     method: FusionMethod,
     table: FusionTable,
@@ -166,21 +191,11 @@ def fit(
     judged: Judged | None = None,
 ) -> dict[str, Any]:
     """The trained parameters of a supervised ``method`` from ``qrels``, on the table's judged queries (or
-    those of the boolean mask ``queries``)."""
+    those of the boolean mask ``queries``): the method's own ``fit`` hook
+    (:attr:`stagewise.fusion.methods.MethodInfo.fit`)."""
+    fitter = method.info.fitter()  # a method that learns nothing fails before the join
     judged = judged or judge(table, qrels, relevance_level)
-    train = _training(table, judged, queries)
-    name = method.name
-    if name in ("posfuse", "slidefuse"):
-        return {"probs": position_probs(table, judged, train)}
-    if name == "probfuse":
-        return {"probs": segment_probs(table, judged, train, method.param("segments"))}
-    if name == "segfuse":
-        return {"probs": segfuse_probs(table, judged, train)}
-    if name == "mapfuse":
-        return {"map_scores": mean_average_precision(table, judged, train)}
-    if name == "bayesfuse":
-        return {"log_odds": bayes_log_odds(table, judged, train)}
-    raise StagewiseError(f"fusion method {name!r} learns nothing from judgements")
+    return fitter(method, table, judged, _training(table, judged, queries))
 
 
 def describe_trained(trained: dict[str, Any]) -> dict[str, Any]:

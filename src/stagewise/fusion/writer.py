@@ -50,7 +50,7 @@ def dump_metadata(info: dict[str, Any], fh: IO[str]) -> None:
 
 
 def fuse_to_file(
-    runs: Any, path: PathLike, meta_path: PathLike | None, method: str, *, engine: Any, **options: Any
+    runs: Any, path: PathLike, meta_path: PathLike | None, method: Any = None, *, engine: Any, **options: Any
 ) -> dict[str, Any]:
     """Fuse on ``engine`` group by group (:func:`stagewise.fusion.engine.fuse_to`), streaming TREC lines into
     ``path`` and the fusion metadata into ``meta_path`` (when given): both land together or not at all.

@@ -1,6 +1,6 @@
 """The outcome of tuning a fusion (:class:`~stagewise.fusion.optimize.FusionReport`) as a table, markdown or
-JSON. ``text``, the name ``fuse --report-format`` used for the table, is still accepted (see
-:data:`stagewise.report.ALIASES`)."""
+JSON (``stagewise fuse --optimize --format``). ``text``, the name ``fuse --report-format`` used for the table, is
+still accepted (see :data:`stagewise.report.ALIASES`)."""
 
 from __future__ import annotations
 

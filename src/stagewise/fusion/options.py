@@ -1,0 +1,180 @@
+"""How to fuse, as one value: :class:`FusionOptions`, which :func:`~stagewise.fusion.fuse`,
+:func:`~stagewise.fusion.optimize`, :func:`~stagewise.fusion.fuse_to` and ``stagewise fuse`` all take.
+
+A front door takes ``options=`` plus keyword overrides; the overrides are checked, then applied with
+:func:`dataclasses.replace`, so a value is built once (by the CLI, a pipeline, a notebook) and passed down,
+never re-listed keyword by keyword.
+
+>>> options = FusionOptions("rrf", depth=100)
+>>> options.replace(rrf_k=20).fusion_method
+FusionMethod(name='rrf', params=(('rrf_k', 20.0), ('weights', None)))
+>>> options.replace(depht=10)
+Traceback (most recent call last):
+...
+stagewise.errors.ConventionError: unknown fusion option 'depht'; the options are method, norm, depth, queries, \
+missing, weights, params, and the parameters of rrf: rrf_k, weights
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from stagewise.errors import ConventionError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.fusion.methods import FusionMethod, MethodInfo
+    from stagewise.fusion.normalize import Normalization
+
+# The vocabularies of the options, here (no numpy) so that the command line offers them at start-up.
+QUERY_POLICIES: dict[str, str] = {
+    "union": "a query is fused when at least one run has it; runs without it contribute nothing",
+    "intersection": "only queries that every run has are fused",
+    "error": "every run must have the same queries (an error names the differences)",
+}
+MISSING_DOCUMENT_POLICIES: dict[str, str] = {
+    "zero": "a run that did not return the document contributes 0",
+    "min": "a run that did not return the document contributes its smallest contribution for the query",
+    "ignore": "a run that did not return the document is left out of its reduction",
+    "native": "a run that did not return the document contributes the value the method or normalisation defines",
+}
+#: How :func:`~stagewise.fusion.optimize` searches weights: every point of the grid, coordinate ascent, or the
+#: grid up to GRID_LIMIT points and coordinate ascent beyond.
+SEARCHES = ("auto", "grid", "coordinate")
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """How runs are fused: the method and every policy, checked when the value is made.
+
+    Parameters
+    ----------
+    method : str or FusionMethod, default="rrf"
+        A name from :data:`stagewise.fusion.METHODS`, optionally with parameters: ``rrf``, ``rrf(rrf_k=20)``,
+        ``wsum(weights=(0.7,0.3))``.
+    norm : str or Normalization, optional
+        Score normalisation per run and query (:data:`stagewise.fusion.NORMALIZATIONS`). Default: minmax for
+        methods that use scores, none for rank-based methods.
+    depth : int, optional
+        Each run contributes its first ``depth`` results per query (default: all of them).
+    queries : {"union", "intersection", "error"}, default="union"
+        Queries only some runs have (:data:`stagewise.fusion.QUERY_POLICIES`).
+    missing : {"zero", "min", "ignore", "native"}, optional
+        What a run contributes for a document it did not return
+        (:data:`stagewise.fusion.MISSING_DOCUMENT_POLICIES`); default: the method's own.
+    weights : sequence of float, optional
+        One weight per run, in run order, for the weighted methods; default all equal.
+    params : mapping, optional
+        The method's hyperparameters (``rrf_k``, ``gamma``, ``phi``...) and trained parameters (``probs``,
+        ``map_scores``, ``log_odds``).
+
+    Examples
+    --------
+    >>> FusionOptions("wsum", weights=[0.7, 0.3]).fusion_method.params
+    (('weights', (0.7, 0.3)),)
+    >>> FusionOptions(queries="some")
+    Traceback (most recent call last):
+    ...
+    stagewise.errors.ConventionError: unknown query policy 'some'; choose one of union, intersection, error
+    """
+
+    method: str | FusionMethod = "rrf"
+    norm: str | Normalization | None = None
+    depth: int | None = None
+    queries: str = "union"
+    missing: str | None = None
+    weights: Any = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    _method: FusionMethod = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        from stagewise.fusion.methods import FusionMethod
+        from stagewise.fusion.normalize import Normalization
+
+        if not isinstance(self.method, str | FusionMethod):
+            raise ConventionError(
+                f"method must be a name such as 'rrf' or a FusionMethod, not {type(self.method).__name__}"
+            )
+        base = FusionMethod.parse(self.method)
+        params = dict(self.params)
+        hyper = {k: v for k, v in params.items() if k not in base.info.trained}
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "_method", FusionMethod.parse(base, weights=self.weights, **hyper))
+        if self.norm is not None:
+            object.__setattr__(self, "norm", Normalization.parse(self.norm))
+        depth = self.depth
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+            raise ConventionError(
+                f"The 'depth' parameter of fuse must be an int >= 1 or None. Got {self.depth!r} instead."
+            )
+        queries = str(self.queries)
+        if queries not in QUERY_POLICIES:
+            raise ConventionError(f"unknown query policy {queries!r}; choose one of {', '.join(QUERY_POLICIES)}")
+        object.__setattr__(self, "queries", queries)
+        if self.missing is not None:
+            missing = str(self.missing)
+            if missing not in MISSING_DOCUMENT_POLICIES:
+                choices = ", ".join(MISSING_DOCUMENT_POLICIES)
+                raise ConventionError(f"unknown missing-document policy {missing!r}; choose one of {choices}")
+            object.__setattr__(self, "missing", missing)
+
+    @property
+    def fusion_method(self) -> FusionMethod:
+        """The method with its hyperparameters and weights folded in (its trained parameters are in
+        :attr:`trained`)."""
+        return self._method
+
+    @property
+    def info(self) -> MethodInfo:
+        """The method's registry entry."""
+        return self._method.info
+
+    @property
+    def trained(self) -> dict[str, Any]:
+        """The trained parameters given (``probs``, ``map_scores``, ``log_odds``), those set to None left out."""
+        return {k: v for k, v in self.params.items() if k in self.info.trained and v is not None}
+
+    @classmethod
+    def fields(cls) -> list[str]:
+        """The names of the options, in order."""
+        return [f.name for f in dataclasses.fields(cls) if f.init]
+
+    def replace(self, **overrides: Any) -> FusionOptions:
+        """A copy with ``overrides`` applied (:func:`dataclasses.replace`): a field by its name, a parameter of the
+        method (``rrf_k=20``, ``probs=...``) into :attr:`params`. Any other key is an error that lists the
+        fields and the method's parameters."""
+        if not overrides:
+            return self
+        names = self.fields()
+        given = {k: v for k, v in overrides.items() if k in names}
+        extra = {k: v for k, v in overrides.items() if k not in names}
+        if extra:
+            from stagewise.fusion.methods import FusionMethod, not_k
+
+            info = FusionMethod.parse(given.get("method", self.method)).info
+            known = [*info.params, *info.trained]
+            unknown = [k for k in extra if k not in known]
+            if unknown:
+                not_k(info, unknown)
+                raise ConventionError(
+                    f"unknown fusion option {unknown[0]!r}; the options are {', '.join(names)}, and the parameters "
+                    f"of {info.name}: {', '.join(known) or 'none'}"
+                )
+            given["params"] = {**given.get("params", self.params), **extra}
+        return dataclasses.replace(self, **given)
+
+
+def resolve_options(
+    options: FusionOptions | None, method: Any = None, default_method: str = "rrf", **overrides: Any
+) -> FusionOptions:
+    """The options a front door works with: ``options`` (else the defaults, with ``default_method``), the
+    ``method`` given positionally and the keyword ``overrides`` applied."""
+    if options is not None and not isinstance(options, FusionOptions):
+        raise ConventionError(f"options must be a FusionOptions, not {type(options).__name__}")
+    if method is not None:
+        overrides["method"] = method
+    if options is None:
+        options = FusionOptions(overrides.pop("method", default_method))
+    return options.replace(**overrides)
