@@ -46,3 +46,82 @@ def test_the_format_catalogue_is_light() -> None:
     code = "import sys, stagewise.data.formats; print(sorted({'numpy', 'polars', 'scipy'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------------------- output formats
+
+
+def render_toy(result, **options) -> str:
+    """A new output format in a few lines: one 'run metric=value' line per run and metric."""
+    return "".join(
+        f"{run} {metric}={value:.3f}\n" for run, means in result.means.items() for metric, value in means.items()
+    )
+
+
+@pytest.fixture
+def toy():
+    """The toy format, registered the way docs/architecture.md says, and taken out again after the test."""
+    from stagewise.report import FORMATS, OutputFormat
+
+    entry = FORMATS.register(
+        OutputFormat("toy", "one line a run and metric", ("toy",), renderers={"EvalResult": render_toy})
+    )
+    yield entry
+    FORMATS.unregister("toy")
+
+
+def _sample(name: str) -> str:
+    from stagewise._bundled import sample_path
+
+    return str(sample_path(name))
+
+
+def test_a_registered_format_renders_through_the_library(toy) -> None:
+    from stagewise import evaluate, report
+
+    result = evaluate(_sample("qrels.test"), _sample("results.test"), ["map", "P@5"])
+    assert "toy" in report.formats(result) and report.offered("EvalResult")[-1] == "toy"
+    assert report.render(result, "TOY") == render_toy(result)
+    assert report.render(result, "csv").startswith("run,map,P@5")  # the built-in formats are untouched
+
+
+def test_a_registered_format_is_a_cli_choice_with_no_cli_edit(toy, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from stagewise.cli import app
+
+    runner = CliRunner()
+    args = ["eval", _sample("qrels.test"), _sample("results.test"), "-m", "map"]
+    done = runner.invoke(app, [*args, "--format", "toy"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("results.test map=0.")
+    written = runner.invoke(app, [*args, "-o", str(tmp_path / "scores.toy")])  # the extension asks for it
+    assert written.exit_code == 0, written.output
+    assert (tmp_path / "scores.toy").read_text() == done.stdout
+    help_text = runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "250"}).stdout
+    assert "table, json, csv, markdown, latex, toy" in help_text
+    refused = runner.invoke(app, ["validate", _sample("qrels.test"), _sample("results.test"), "--format", "toy"])
+    assert (
+        refused.exit_code == 2
+        and refused.stderr == "stagewise: error: unknown format 'toy'; choose one of table, json\n"
+    )
+
+
+def test_an_unknown_output_format_is_one_line_listing_the_registry() -> None:
+    from typer.testing import CliRunner
+
+    from stagewise.cli import app
+
+    done = CliRunner().invoke(app, ["eval", _sample("qrels.test"), _sample("results.test"), "--format", "xml"])
+    assert done.exit_code == 2
+    assert done.stderr == "stagewise: error: unknown format 'xml'; choose one of table, json, csv, markdown, latex\n"
+
+
+@pytest.mark.parametrize("kind", ["EvalResult", "Comparison", "RagReport", "FusionReport", "ValidationReport"])
+def test_each_renderer_writes_what_the_registry_says(kind: str) -> None:
+    from importlib import import_module
+
+    from stagewise import report
+
+    module = import_module(report._RENDERERS[kind])
+    assert set(report.offered(kind)) == set(module.FORMATS)

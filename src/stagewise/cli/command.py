@@ -46,7 +46,8 @@ _LIST_TYPE = re.compile(r"<list\[(.+)\]>")
 
 # "{names:stagewise.fusion.methods:METHODS}" in a help text: the registry's canonical names, filled in only when the
 # help is shown, so that a registry's module (and numpy behind it) is imported for `--help` of that command alone.
-_NAMES = re.compile(r"\{names:([\w.]+):(\w+)\}")
+# "{names:stagewise.report:FORMATS:EvalResult}": a third part narrows the registry (its names(kind)).
+_NAMES = re.compile(r"\{names:([\w.]+):(\w+)(?::(\w+))?\}")
 
 INTERRUPTED = "stagewise: interrupted; no output file was left half-written"
 
@@ -106,27 +107,37 @@ def expand_names(text: str | None) -> str | None:
 
     def names(match: re.Match[str]) -> str:
         found = registry(match.group(1), match.group(2))
-        return ", ".join(found.names() if hasattr(found, "names") else found)
+        narrowed = (match.group(3),) if match.group(3) else ()
+        return ", ".join(found.names(*narrowed) if hasattr(found, "names") else found)
 
     return _NAMES.sub(names, text)
 
 
 class RegistryChoice:
     """A command-line choice checked against a registry when the command runs (not at start-up): the value is
-    given back as typed, and an unknown one raises the registry's own error, which lists its names (``main``
-    prints it as one line and exits 2, as for any :class:`stagewise.errors.StagewiseError`).
+    given back as typed, and an unknown one is the registry's own error, which lists its names, printed as one
+    line with exit code 2 (as ``main`` does for any :class:`stagewise.errors.StagewiseError`).
 
-    Use it as ``typer.Option(..., parser=RegistryChoice("stagewise.stats.paired", "TESTS"))``.
+    Use it as ``typer.Option(..., parser=RegistryChoice("stagewise.stats.paired", "TESTS"))``; further arguments
+    go to the registry's ``lookup`` (``RegistryChoice("stagewise.report", "FORMATS", "EvalResult")``: the output
+    formats that render an evaluation). With ``canonical=True`` the entry's canonical name is given back.
     """
 
-    def __init__(self, module: str, attr: str) -> None:
-        self.module, self.attr = module, attr
+    def __init__(self, module: str, attr: str, *narrow: str, canonical: bool = False) -> None:
+        self.module, self.attr, self.narrow, self.canonical = module, attr, narrow, canonical
         self.__name__ = "choice"  # typer names the parameter's type after its parser
 
     def __call__(self, value: Any) -> Any:
-        if value is not None:
-            registry(self.module, self.attr).lookup(str(value))
-        return value
+        from stagewise.errors import StagewiseError
+
+        if value is None:
+            return value
+        try:
+            entry = registry(self.module, self.attr).lookup(str(value), *self.narrow)
+        except StagewiseError as exc:  # click would wrap it (a ValueError) in its usage box
+            typer.echo(f"stagewise: error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        return entry.name if self.canonical else value
 
 
 _READABLE: dict[type, type] = {}

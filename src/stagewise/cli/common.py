@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from stagewise.cli.command import RegistryChoice
 from stagewise.data.formats import CORPUS_FORMATS, QRELS_FORMATS, RUN_FORMATS
 from stagewise.metrics.defaults import DEFAULT_METRICS
 
@@ -181,25 +182,31 @@ def int_option(low: int, high: int = INT64_MAX, metavar: str = "N") -> dict[str,
     return dict(parser=_parse_integer, callback=check, metavar=metavar)
 
 
-# Output formats named by a file's extension: -o scores.json writes JSON, whatever --format's default is.
-FORMAT_OF_EXTENSION = {
-    ".json": "json",
-    ".jsonl": "jsonl",
-    ".csv": "csv",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".tex": "latex",
-}
+def format_option(kind: str, *flags: str, default: str = "table", from_output: bool = True) -> Any:
+    """The ``--format`` option of a command whose result is of class ``kind`` (``"EvalResult"``): its choices and
+    help are the output formats registered for that kind (:data:`stagewise.report.FORMATS`), read when the
+    command runs or shows help, so a format registered later is offered with no edit here. The value is the
+    format's canonical name, or None when not given (then :func:`output_format` decides, when the command
+    has ``-o``: ``from_output``)."""
+    fallback = f"the one -o's extension names, else {default}" if from_output else default
+    return typer.Option(
+        *(flags or ("--format", "-f")),
+        parser=RegistryChoice("stagewise.report", "FORMATS", kind, canonical=True),
+        metavar="FORMAT",
+        help=f"Output format: {{names:stagewise.report:FORMATS:{kind}}} (default: {fallback}).",
+    )
 
 
 def output_format(fmt: str | None, output: Path | None, choices: tuple[str, ...], default: str = "table") -> str:
-    """The format to write: --format when given, else the one -o's extension names, else ``default``. A
-    --format the extension contradicts, or an extension naming a format this command does not write, is
-    refused before any work (a .json file holding a text table says one thing and holds another)."""
+    """The format to write: --format when given, else the one -o's extension names (the registry's extensions,
+    :func:`stagewise.report.extension_format`), else ``default``. A --format the extension contradicts, or an
+    extension naming a format this command does not write, is refused before any work (a .json file holding a
+    text table says one thing and holds another)."""
     from stagewise.errors import InputError
+    from stagewise.report import extension_format
 
     suffixes = [] if output is None else [s.lower() for s in output.suffixes if s.lower() != ".gz"]
-    named = FORMAT_OF_EXTENSION.get(suffixes[-1]) if suffixes else None
+    named = extension_format(suffixes[-1]) if suffixes else None
     if named is not None and named not in choices:
         raise InputError(
             str(output), f"its extension asks for {named}, which this command does not write",

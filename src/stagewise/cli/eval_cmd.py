@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +25,7 @@ from stagewise.cli.common import (
     check_output,
     emit,
     engine_for,
+    format_option,
     int_option,
     output_format,
     read_qrels_as,
@@ -36,15 +36,6 @@ from stagewise.cli.common import (
     user_errors,
     warn_from_checks,
 )
-
-
-class OutputFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
-    latex = "latex"
-
 
 # The command's arguments and options as types, so its signature reads as a list of them.
 QrelsArgument = Annotated[
@@ -97,10 +88,7 @@ def eval_command(
     runs: RunsArgument,
     metric: MetricOption = None,
     per_query: PerQueryOption = False,
-    fmt: Annotated[
-        OutputFormat | None,
-        typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table)."),
-    ] = None,
+    fmt: Annotated[str | None, format_option("EvalResult")] = None,
     output: OutputOption = None,
     relevance_level: RelevanceLevelOption = 1,
     ties: TiesOption = Ties.docid,
@@ -137,7 +125,9 @@ def eval_command(
 
         runs = expand_globs(runs)
         check_output(output, [qrels, *runs])
-        chosen_format = output_format(fmt and fmt.value, output, tuple(OutputFormat))
+        from stagewise.report import offered
+
+        chosen_format = output_format(fmt, output, offered("EvalResult"))
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         conventions = Conventions(
             relevance_level=relevance_level,
@@ -169,8 +159,10 @@ def eval_command(
                 lambda: report.render(result, "table", per_query=per_query, digits=digits),
             )
             return
+        from stagewise.report import render  # through the format registry: a registered format renders too
+
         emit(
-            report.render(result, chosen_format, per_query=per_query, digits=digits),
+            render(result, chosen_format, per_query=per_query, digits=digits),
             output,
             report.summary(result, chosen_format, per_query),
         )

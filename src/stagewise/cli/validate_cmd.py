@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import QrelsFormatOption, read_qrels_as, user_errors
-from stagewise.report.validate import FORMATS
-
-# the choices are the renderer's own, not a copy of them
-ValidateFormat = StrEnum("ValidateFormat", {name: name for name in FORMATS})
+from stagewise.cli.common import QrelsFormatOption, format_option, read_qrels_as, user_errors
 
 
 def validate_command(
     qrels: Annotated[str, typer.Argument(help="Judgements file.")],
     runs: Annotated[list[str], typer.Argument(help="Run files to check against it.")],
-    fmt: Annotated[
-        ValidateFormat, typer.Option("--format", "-f", help="Output format, as eval's and compare's --format.")
-    ] = ValidateFormat.table,
+    fmt: Annotated[str, format_option("ValidationReport", from_output=False)] = "table",
     as_json: Annotated[
         bool, typer.Option("--json", hidden=True, help="Deprecated: the old spelling of --format json.")
     ] = False,
@@ -36,13 +29,13 @@ def validate_command(
     """
     if as_json:  # every other command says --format
         typer.echo("stagewise: --json is deprecated; use --format json", err=True)
-        fmt = ValidateFormat.json
+        fmt = "json"
     with user_errors():
         from stagewise.checks import validate
 
         report = validate(read_qrels_as(qrels, qrels_format), runs)
-        from stagewise.report import validate as render_validate
+        from stagewise.report import render
 
-        typer.echo(render_validate.render(report, fmt.value).rstrip("\n"))
+        typer.echo(render(report, fmt).rstrip("\n"))
         if not report.ok:
             raise typer.Exit(1)

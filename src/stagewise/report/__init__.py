@@ -23,17 +23,17 @@ name, to :func:`stagewise.study.html_report`.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
-#: Every format name, one vocabulary for all results (each result offers some of them; see ``formats``).
-FORMATS = ("table", "json", "jsonl", "csv", "markdown", "latex")
-#: Older spellings still accepted: ``fuse --report-format text`` named the plain table ``text``.
-ALIASES = {"text": "table"}
+from stagewise.errors import ConventionError
+from stagewise.spec import Registry
 
 # The result's class name -> the module that renders it; looked up along the class's MRO, so a subclass
 # renders as its base does. Modules are imported on first use.
@@ -45,32 +45,124 @@ _RENDERERS = {
     "ValidationReport": "stagewise.report.validate",
 }
 
+Renderer = Callable[..., str]
 
-def _module(result: Any) -> Any:
+
+@dataclass(frozen=True, eq=False)  # an entry is itself (its renderers are a dict): hashed by identity
+class OutputFormat:
+    """An output format: its ``name``, other ``aliases``, the file ``extensions`` that ask for it (``-o x.json``),
+    a line of ``help``, the result kinds (class names) whose own module renders it (``kinds``), and ``renderers``
+    for other kinds: a kind -> a function ``(result, **options) -> str`` or a ``"module:function"`` string
+    imported on first use (how a new format renders an evaluation without touching ``report/eval.py``)."""
+
+    name: str
+    help: str
+    extensions: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    renderers: Mapping[str, Renderer | str] = field(default_factory=dict)
+
+    def renders(self, kind: str) -> bool:
+        """Whether this format renders a result of class ``kind``."""
+        return kind in self.kinds or kind in self.renderers
+
+    def renderer(self, kind: str) -> Renderer | None:
+        """The plug-in function rendering ``kind``, or None when ``kind``'s own module does."""
+        found = self.renderers.get(kind)
+        if isinstance(found, str):
+            module, _, name = found.partition(":")
+            return getattr(importlib.import_module(module), name)
+        return found
+
+
+class FormatRegistry(Registry[OutputFormat]):
+    """The output formats, each usable with the results it renders: ``names(kind)`` and ``lookup(name, kind)``
+    narrow the registry to one kind of result (the choices of ``stagewise eval --format``)."""
+
+    def names(self, kind: str | None = None) -> list[str]:
+        """Canonical names in registration order; with ``kind``, only the formats that render it."""
+        return [name for name in super().names() if kind is None or self[name].renders(kind)]
+
+    def lookup(self, name: str, kind: str | None = None) -> OutputFormat:
+        """The format called ``name``; with ``kind``, one that renders it, else an error listing those that do."""
+        if kind is None:
+            return super().lookup(name)
+        entry = self.get(name)
+        if entry is None or not entry.renders(kind):
+            raise self.error(f"unknown format {name.strip()!r}; choose one of {', '.join(self.names(kind))}")
+        return entry
+
+
+_ALL = tuple(_RENDERERS)
+#: Every output format, one vocabulary for all results (each result offers some of them; see :func:`formats`).
+#: A new format is ``FORMATS.register(OutputFormat("toy", "...", renderers={"EvalResult": render_toy}))``.
+FORMATS: FormatRegistry = FormatRegistry(
+    "format",
+    OutputFormat("table", "aligned plain-text columns (a rich table on a terminal)", aliases=("text",), kinds=_ALL),
+    OutputFormat("json", "one JSON document", ("json",), kinds=_ALL),
+    OutputFormat("jsonl", "one JSON record a line", ("jsonl",), kinds=("RagReport",)),
+    OutputFormat("csv", "comma-separated values with a header", ("csv",), kinds=("EvalResult", "Comparison")),
+    OutputFormat(
+        "markdown",
+        "a markdown table",
+        ("md", "markdown"),
+        kinds=("EvalResult", "Comparison", "RagReport", "FusionReport"),
+    ),
+    OutputFormat("latex", "a LaTeX tabular", ("tex",), kinds=("EvalResult", "Comparison")),
+    error=ConventionError,
+)
+#: Older spellings still accepted: ``fuse --report-format text`` named the plain table ``text``.
+ALIASES = {alias: entry.name for entry in FORMATS.values() for alias in entry.aliases}
+
+
+def _kind(result: Any) -> str:
     for cls in type(result).__mro__:
         if cls.__name__ in _RENDERERS:
-            return import_module(_RENDERERS[cls.__name__])
+            return cls.__name__
     raise TypeError(f"stagewise.report cannot render a {type(result).__name__}")
+
+
+def _module(result: Any) -> Any:
+    return import_module(_RENDERERS[_kind(result)])
 
 
 def format_name(fmt: str, offered: tuple[str, ...]) -> str:
     """``fmt`` in the shared vocabulary (an old spelling mapped to its name), checked against ``offered``."""
-    name = ALIASES.get(fmt, fmt)
+    name = FORMATS[fmt].name if fmt in FORMATS else fmt
     if name not in offered:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {offered}")
+        raise ConventionError(f"unknown format {fmt!r}; choose one of {', '.join(offered)}")
     return name
 
 
 def formats(result: Any) -> tuple[str, ...]:
-    """The formats ``result`` can be rendered in."""
-    return _module(result).FORMATS
+    """The formats ``result`` can be rendered in: its module's own, then those registered with a renderer for it."""
+    kind = _kind(result)
+    native = tuple(_module(result).FORMATS)
+    return native + tuple(
+        e.name for e in dict.fromkeys(FORMATS.values()) if kind in e.renderers and e.name not in native
+    )
+
+
+def offered(kind: str) -> tuple[str, ...]:
+    """The formats a result of class ``kind`` (``"EvalResult"``...) renders in, read from the registry alone (no
+    renderer imported): the choices a command offers."""
+    return tuple(FORMATS.names(kind))
+
+
+def extension_format(suffix: str) -> str | None:
+    """The format a file extension (``.json``, ``md``) asks for, or None."""
+    wanted = suffix.lower().lstrip(".")
+    return next((e.name for e in dict.fromkeys(FORMATS.values()) if wanted in e.extensions), None)
 
 
 def render(result: Any, fmt: str = "table", **options: Any) -> str:
     """``result`` as text in ``fmt`` (one of :func:`formats`); ``options`` are the renderer's own
     (``per_query``, ``digits``, ``show_pairs``, ``top``, ``per_sample``)."""
-    module = _module(result)
-    return module.render(result, format_name(fmt, module.FORMATS), **options)
+    name = format_name(fmt, formats(result))
+    plugin = FORMATS[name].renderer(_kind(result)) if name in FORMATS else None
+    if plugin is not None:
+        return plugin(result, **options)
+    return _module(result).render(result, name, **options)
 
 
 def rich(result: Any, **options: Any) -> Any:
@@ -123,4 +215,16 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["ALIASES", "FORMATS", "format_name", "formats", "html_report", "render", "rich"]
+__all__ = [
+    "ALIASES",
+    "FORMATS",
+    "FormatRegistry",
+    "OutputFormat",
+    "extension_format",
+    "format_name",
+    "formats",
+    "html_report",
+    "offered",
+    "render",
+    "rich",
+]

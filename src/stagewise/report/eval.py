@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from stagewise import report
 from stagewise.report import tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.metrics.result import EvalResult
 
-FORMATS = ("table", "json", "csv", "markdown", "latex")
+# the formats this module writes: the registry's entries that name EvalResult among their kinds
+FORMATS = tuple(name for name in report.FORMATS.names() if "EvalResult" in report.FORMATS[name].kinds)
 TITLE = "stagewise eval"
 
 

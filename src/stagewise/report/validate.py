@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stagewise.report import FORMATS as REGISTRY
+
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.checks import RunReport, ValidationReport
 
-FORMATS = ("table", "json")
+# the formats this module writes: the registry's entries that name ValidationReport among their kinds
+FORMATS = tuple(name for name in REGISTRY.names() if "ValidationReport" in REGISTRY[name].kinds)
 
 
 def render(report: ValidationReport, fmt: str = "table") -> str:
