@@ -58,7 +58,8 @@ class EngineEntry:
         cls = self.engine_class()
         args = (scheduler,) if self.scheduler else ()
         try:
-            inspect.signature(cls).bind(*args, **options)
+            if options:  # checked only when given: a signature costs more than making the engine
+                inspect.signature(cls).bind(*args, **options)
         except TypeError:
             takes = [p for p in inspect.signature(cls).parameters if p != "scheduler"]
             raise ConventionError(
