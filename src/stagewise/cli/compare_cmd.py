@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -52,6 +52,10 @@ from stagewise.cli.common import (
     warn_from_checks,
 )
 from stagewise.stats.catalogue import ALTERNATIVES, CI_METHODS, FAMILY_SCOPES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.metrics.context import Conventions
+    from stagewise.stats import CompareOptions, Comparison
 
 _CATALOGUE = "stagewise.stats.catalogue"
 
@@ -287,12 +291,12 @@ def _compare(
     read_qrels: Callable[[], Any],
     paths: list[str],
     metrics: list[str],
-    options: Any,
-    conventions: Any,
+    options: CompareOptions,
+    conventions: Conventions,
     engine: EngineChoice,
     scheduler: str | None,
     duplicates: Duplicates,
-) -> Any:
+) -> Comparison:
     """:func:`stagewise.stats.compare` on the engine asked for, with progress bars and the checks' warnings.
 
     The local engine measures runs read whole, so the command reads them (a bar per file, a note when the
@@ -333,7 +337,7 @@ def _compare(
     return result
 
 
-def _note_resampling(options: Any, loaded: list, metrics: int) -> None:
+def _note_resampling(options: CompareOptions, loaded: list, metrics: int) -> None:
     """A note on stderr when the resamples asked for will take long (see :func:`resampling_estimate`)."""
     from stagewise.stats import TESTS
 
@@ -345,7 +349,7 @@ def _note_resampling(options: Any, loaded: list, metrics: int) -> None:
         typer.echo(note, err=True)
 
 
-def _show(result: Any, chosen_format: str, output: Path | None, shown: dict[str, Any], what: str) -> None:
+def _show(result: Comparison, chosen_format: str, output: Path | None, shown: dict[str, Any], what: str) -> None:
     """The comparison on a terminal (a rich table), or written in ``chosen_format`` to ``output`` or stdout."""
     from stagewise.report import compare as render_compare
 
