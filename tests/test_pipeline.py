@@ -151,6 +151,33 @@ def test_a_retriever_of_ones_own_runs_in_a_pipeline_and_in_hybrid() -> None:
     assert mixed.dense.name == "dense" and mixed.pipeline.name == "rrf(bm25,dense)"
 
 
+class Interleave:
+    """A fuser of one's own (a Fuser: name and fuse): the inputs' rankings taken in turn, first seen kept."""
+
+    name = "interleave"
+
+    def fuse(self, runs):
+        from stagewise.data.readers import read_run
+
+        out: dict[str, dict[str, float]] = {}
+        rankings = [run.rankings() for run in runs.values()]
+        for q in dict.fromkeys(q for r in rankings for q in r):
+            order: list[str] = []
+            for rank in range(max(len(r.get(q, [])) for r in rankings)):
+                order += [r[q][rank] for r in rankings if rank < len(r.get(q, [])) and r[q][rank] not in order]
+            out[q] = {d: float(len(order) - i) for i, d in enumerate(order)}
+        return read_run(out, name=self.name)
+
+
+def test_a_fuser_of_ones_own_runs_in_a_pipeline() -> None:
+    bm25 = BM25Index.build(DOCS)
+    p = Pipeline([Retrieve("bm25", bm25, k=3), Retrieve("kw", Keyword(DOCS), k=3)], Fuse("mixed", Interleave()))
+    assert isinstance(Interleave(), Fuser) and p.name == "interleave(bm25,kw)"
+    result = p.run(QUERIES)
+    first = bm25.search(QUERIES, k=3).rankings()
+    assert all(result.final.rankings()[q][0] == first[q][0] for q in first)
+
+
 def test_hybrid_is_a_use_of_the_pipeline() -> None:
     bm25, dense = BM25Index.build(DOCS), DenseIndex.build(DOCS, Letters(normalized=True))
     pipeline = hybrid_pipeline(bm25, dense, k=4, fusion="rrf(rrf_k=20)", reranker="bm25-proximity", rerank_depth=2)
