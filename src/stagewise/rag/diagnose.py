@@ -448,7 +448,7 @@ def _engine_metrics(
     """
     import polars as pl
 
-    from stagewise.metrics.evaluate import evaluate
+    from stagewise.engines import evaluate
     from stagewise.metrics.measures import Measure
 
     judged = [i for i, g in enumerate(gold) if g]
