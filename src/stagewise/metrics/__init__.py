@@ -1,8 +1,14 @@
-"""The metrics engine: measures as values, the evaluation context, vectorised kernels, :func:`evaluate`.
+"""The metrics layer: measures as values, the conventions, the evaluation context, vectorised kernels.
 
->>> from stagewise.metrics import Measure, evaluate
->>> str(Measure.parse("ndcg@10(gain=exp)"))
-'ndcg@10(gain=exp)'
+>>> from stagewise.metrics import Conventions, Measure
+>>> str(Measure.parse("ndcg@10(gain=exp)")), Measure.parse("unj@10").better
+('ndcg@10(gain=exp)', 'lower')
+>>> Conventions().with_(missing="skip").missing
+'skip'
+
+The front door that measures runs is :func:`stagewise.evaluate` (:func:`stagewise.engines.evaluate`, in the
+layer above, which chooses the engine). ``evaluate`` here is the former front door, kept for old imports: it is
+the local engine's path and warns that it is deprecated.
 
 Names load lazily: the engine's modules import each other, and a kernel import should not load the readers.
 """
