@@ -183,6 +183,7 @@ def test_every_entry_declares_its_parameters_once() -> None:
         entry = RERANKERS[name]
         assert entry.describe().startswith(name) and entry.help
     bm25 = make_reranker("bm25-proximity")
+    assert str(RERANKERS["bm25_proximity"](k1=0.9, batch_size=8)) == "bm25-proximity(k1=0.9)"  # as the classes were
     assert bm25.params == {k: p.default for k, p in RERANKERS["bm25-proximity"].params.items()}
     assert "bm25-proximity(k1=1.2,b=0.75,alpha=0.3,variant=lucene)" in DEFAULT_FORMS.names()
     with pytest.raises(ConventionError, match="'backend' parameter of bi-encoder must be one of torch, onnx"):

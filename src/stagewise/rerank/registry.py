@@ -101,6 +101,12 @@ class RerankerEntry:
         extra = {key: value for key, value in options.items() if value is not None}
         return self.load()(**{k: v for k, v in values.items() if v is not None}, **extra)
 
+    def __call__(self, **keywords: Any) -> Any:
+        """The reranker from keywords, parameters and options together (``RERANKERS["bm25-proximity"](k1=0.9,
+        cache=path)``), as when :data:`RERANKERS` mapped names to classes."""
+        given = {key: keywords.pop(key) for key in list(keywords) if key in self.params}
+        return self.build(given, **keywords)
+
     def describe(self) -> str:
         """One line for help: ``bm25-proximity(k1, b, alpha, variant): BM25 plus ...``."""
         params = f"({', '.join(self.params)})" if self.params else ""
