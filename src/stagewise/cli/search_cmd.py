@@ -18,15 +18,41 @@ class Engine(StrEnum):
     dask = "dask"
 
 
+# The longer options' declarations, named once here so that the command's signature reads as a list.
+QueriesArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="Queries: a BEIR folder (queries.jsonl), JSONL (_id/id + text), TSV (qid<TAB>text, "
+        "as Anserini topics; .gz accepted) or a SMART query file; - reads standard input."
+    ),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        **int_option(1),
+        help="Threads searching in parallel (default 1); with --engine dask and no --scheduler, the local "
+        "cluster's worker processes (default: one per CPU).",
+    ),
+]
+EngineOption = Annotated[
+    Engine,
+    typer.Option(
+        help="local: this process; dask: queries partitioned over Dask workers that each map the same index "
+        "folder (needs stagewise[dask]).",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:8786); default: a "
+        "local cluster. The index folder must be at the same path on every worker."
+    ),
+]
+
+
 def search_command(
     index_dir: Annotated[Path, typer.Argument(help="An index directory written by `stagewise index`.")],
-    queries: Annotated[
-        Path,
-        typer.Argument(
-            help="Queries: a BEIR folder (queries.jsonl), JSONL (_id/id + text), TSV (qid<TAB>text, "
-            "as Anserini topics; .gz accepted) or a SMART query file; - reads standard input."
-        ),
-    ],
+    queries: QueriesArgument,
     k: Annotated[
         int, typer.Option("-k", **int_option(1), help="Results per query (at most the matching documents).")
     ] = 1000,
@@ -41,28 +67,9 @@ def search_command(
     b: Annotated[float | None, typer.Option(help="Override b.")] = None,
     delta: Annotated[float | None, typer.Option(help="Override delta (bm25l, bm25+).")] = None,
     epsilon: Annotated[float | None, typer.Option(help="Override epsilon (okapi-rank_bm25).")] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            **int_option(1),
-            help="Threads searching in parallel (default 1); with --engine dask and no --scheduler, the local "
-            "cluster's worker processes (default: one per CPU).",
-        ),
-    ] = None,
-    engine: Annotated[
-        Engine,
-        typer.Option(
-            help="local: this process; dask: queries partitioned over Dask workers that each map the same index "
-            "folder (needs stagewise[dask]).",
-        ),
-    ] = Engine.local,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            help="With --engine dask: the address of a running Dask scheduler (tcp://HOST:8786); default: a "
-            "local cluster. The index folder must be at the same path on every worker."
-        ),
-    ] = None,
+    workers: WorkersOption = None,
+    engine: EngineOption = Engine.local,
+    scheduler: SchedulerOption = None,
     all_documents: Annotated[
         bool, typer.Option("--all-documents", help="Also rank documents matching no query term (score 0).")
     ] = False,
