@@ -367,6 +367,31 @@ def check_output(
     another process; they catch the mistakes a person makes at the command line.
     """
     text = os.fspath(path)
+    _check_spelling(text, option, folder)
+    target = _followed(text)
+    st = _stat_output(target, text, option)
+    if st is not None:
+        _check_existing(st, target, text, option, folder)
+        where = target.parent
+    else:
+        where = _check_new(target, text, option, parents, parents_option)
+    if not _can(where, os.W_OK | os.X_OK):
+        raise InputError(
+            text, f"cannot create files in folder {where}: permission denied", hint=f"choose another {option}"
+        )
+    resolved = os.path.realpath(target)
+    _check_not_an_input(st, resolved, text, option, folder, inputs)
+    _check_input_folders(st, resolved, text, option, input_folders)
+    _check_other_outputs(st, resolved, text, option, outputs or {})
+    return target
+
+
+# The checks of check_output, in its order: the path as typed, what is there, where a new one goes, then the
+# inputs and the other outputs it must not be.
+
+
+def _check_spelling(text: str, option: str, folder: bool) -> None:
+    """Refuse an output path that is empty, ``-``, a folder's name where a file is wanted, or an unexpanded ``~``."""
     what = "folder" if folder else "file"
     if text == "":
         raise InputError("<output>", f"{option} is empty", hint=f"give {option} a {what} name")
@@ -378,56 +403,75 @@ def check_output(
         raise InputError(text, "ends with '/', so it names a folder", hint=f"give {option} a file name")
     if text == "~" or text.startswith(("~/", "~" + os.sep)):  # quoted, or from a script: no shell expanded it
         raise InputError(text, "starts with ~, which no shell expanded", hint="write the home folder's path out")
+
+
+def _followed(text: str) -> Path:
+    """The path written for ``text``: a symlink's target (a dangling link's too: it is created), else itself."""
     given = Path(text)
-    if os.path.islink(given):
-        try:
-            os.stat(given)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # a dangling link: its target is created
-                raise InputError(text, f"is a symlink that cannot be followed ({exc.strerror})") from None
-        target = Path(os.path.realpath(given))
-    else:
-        target = given
+    if not os.path.islink(given):
+        return given
     try:
-        st = os.stat(target)
+        os.stat(given)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # a dangling link: its target is created
+            raise InputError(text, f"is a symlink that cannot be followed ({exc.strerror})") from None
+    return Path(os.path.realpath(given))
+
+
+def _stat_output(target: Path, text: str, option: str) -> os.stat_result | None:
+    """``os.stat`` of the output, None when nothing is there yet."""
+    try:
+        return os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
-        st = None
+        return None
     except PermissionError:
         raise InputError(text, "cannot be looked at: permission denied", hint=f"choose another {option}") from None
-    where = target.parent
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            if not folder:
-                raise InputError(
-                    text, "is a folder, not a file", hint=f"give {option} a file name, such as {given / 'NAME'}"
-                )
-        elif not stat.S_ISREG(st.st_mode):
-            raise InputError(text, f"is {_kind(st.st_mode)}, not a regular {what}", hint=_SPECIAL_HINT)
-        elif folder:
-            raise InputError(text, "is a file, not a folder", hint=f"choose another {option}, or remove the file")
-        if not _can(target, os.W_OK):
-            raise InputError(text, "is read-only", hint=f"make it writable with chmod u+w, or choose another {option}")
-    else:
-        above = _file_above(target)
-        if above is not None:
+
+
+def _check_existing(st: os.stat_result, target: Path, text: str, option: str, folder: bool) -> None:
+    """Refuse what is there when it is of the wrong kind (a folder, a file, a device) or read-only."""
+    what = "folder" if folder else "file"
+    if stat.S_ISDIR(st.st_mode):
+        if not folder:
             raise InputError(
-                text, f"lies under {above}, which is a file, not a folder", hint=f"choose another {option}"
+                text, "is a folder, not a file", hint=f"give {option} a file name, such as {Path(text) / 'NAME'}"
             )
-        if not os.path.isdir(where):
-            missing = where
-            if not parents:
-                also = f", pass {parents_option}" if parents_option else ""
-                raise InputError(
-                    text,
-                    f"folder {missing} does not exist",
-                    hint=f"create it first with mkdir -p {missing}{also}, or correct {option}",
-                )
-            where = next(p for p in where.parents if os.path.isdir(p))
-    if not _can(where, os.W_OK | os.X_OK):
+    elif not stat.S_ISREG(st.st_mode):
+        raise InputError(text, f"is {_kind(st.st_mode)}, not a regular {what}", hint=_SPECIAL_HINT)
+    elif folder:
+        raise InputError(text, "is a file, not a folder", hint=f"choose another {option}, or remove the file")
+    if not _can(target, os.W_OK):
+        raise InputError(text, "is read-only", hint=f"make it writable with chmod u+w, or choose another {option}")
+
+
+def _check_new(target: Path, text: str, option: str, parents: bool, parents_option: str | None) -> Path:
+    """The folder a new output is created in (the nearest existing one with ``parents``); refused when the path
+    lies under a file or its folder is missing."""
+    above = _file_above(target)
+    if above is not None:
+        raise InputError(text, f"lies under {above}, which is a file, not a folder", hint=f"choose another {option}")
+    where = target.parent
+    if os.path.isdir(where):
+        return where
+    if not parents:
+        also = f", pass {parents_option}" if parents_option else ""
         raise InputError(
-            text, f"cannot create files in folder {where}: permission denied", hint=f"choose another {option}"
+            text,
+            f"folder {where} does not exist",
+            hint=f"create it first with mkdir -p {where}{also}, or correct {option}",
         )
-    resolved = os.path.realpath(target)
+    return next(p for p in where.parents if os.path.isdir(p))
+
+
+def _check_not_an_input(
+    st: os.stat_result | None,
+    resolved: str,
+    text: str,
+    option: str,
+    folder: bool,
+    inputs: Iterable[PathLike | None],
+) -> None:
+    """Refuse an output that is one of the inputs (the same file), or a folder replaced whole that holds one."""
     for source in inputs:
         if source is None or os.fspath(source) in ("-", ""):
             continue
@@ -446,6 +490,12 @@ def check_output(
                 f"holds the input {os.fspath(source)}; replacing the folder would destroy it",
                 hint=f"choose another {option}",
             )
+
+
+def _check_input_folders(
+    st: os.stat_result | None, resolved: str, text: str, option: str, input_folders: Iterable[PathLike]
+) -> None:
+    """Refuse an existing file inside a folder read whole as an input (a BM25 index)."""
     for source in input_folders:
         if st is not None and os.path.isdir(source) and _inside(resolved, os.path.realpath(source)):
             raise InputError(
@@ -453,7 +503,13 @@ def check_output(
                 f"is a file of the input folder {os.fspath(source)}; writing would change that input",
                 hint=f"choose another {option}",
             )
-    for name, other in (outputs or {}).items():
+
+
+def _check_other_outputs(
+    st: os.stat_result | None, resolved: str, text: str, option: str, outputs: Mapping[str, PathLike | None]
+) -> None:
+    """Refuse an output that is also another output of the command (``outputs``: option name -> path)."""
+    for name, other in outputs.items():
         if other is None:
             continue
         other_stat = _stat(os.fspath(other))
@@ -464,7 +520,6 @@ def check_output(
         )
         if same:
             raise InputError(text, f"is also the {name} file", hint=f"give {option} and {name} different paths")
-    return target
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -36,6 +36,31 @@ def stopwords_option(value: str):
     return tuple(w.strip().lower() for w in value.split(",") if w.strip())
 
 
+VariantOption = Annotated[
+    str, typer.Option(help="BM25 variant: lucene, robertson, atire, bm25l, bm25+, okapi-rank_bm25.")
+]
+StopwordsOption = Annotated[
+    str, typer.Option(help="english (Lucene's 33 words), none, @FILE (a word a line) or a,b,c.")
+]
+AddOption = Annotated[
+    bool,
+    typer.Option(
+        "--add",
+        help="Append the corpus to the index at --output; only the new documents are analysed, with the "
+        "index's own analyser and scoring.",
+    ),
+]
+BatchSizeOption = Annotated[
+    int,
+    typer.Option(
+        "--batch-size",
+        **int_option(1),
+        help="Documents analysed at a time; each batch's postings are written to disk and merged at the end "
+        "(memory grows with this, not with the corpus).",
+    ),
+]
+
+
 def index_command(
     corpus: Annotated[
         Path,
@@ -56,42 +81,23 @@ def index_command(
     fmt: Annotated[
         CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")
     ] = CorpusFormat.auto,
-    variant: Annotated[
-        str, typer.Option(help="BM25 variant: lucene, robertson, atire, bm25l, bm25+, okapi-rank_bm25.")
-    ] = "lucene",
+    variant: VariantOption = "lucene",
     k1: Annotated[float | None, typer.Option(help="Default k1 (variant's default: 1.2; 1.5 for okapi).")] = None,
     b: Annotated[float | None, typer.Option(help="Default b (0.75).")] = None,
     delta: Annotated[float | None, typer.Option(help="Default delta of bm25l (0.5) and bm25+ (1.0).")] = None,
     epsilon: Annotated[float | None, typer.Option(help="IDF floor factor of okapi-rank_bm25 (0.25).")] = None,
     stemmer: Annotated[str, typer.Option(help="english (Snowball), porter or none.")] = "english",
-    stopwords: Annotated[
-        str, typer.Option(help="english (Lucene's 33 words), none, @FILE (a word a line) or a,b,c.")
-    ] = "english",
+    stopwords: StopwordsOption = "english",
     min_length: Annotated[int, typer.Option(**int_option(1), help="Shortest token kept, in characters.")] = 2,
     lowercase: Annotated[bool, typer.Option("--lowercase/--keep-case", help="Lowercase before tokenising.")] = True,
-    add: Annotated[
-        bool,
-        typer.Option(
-            "--add",
-            help="Append the corpus to the index at --output; only the new documents are analysed, with the "
-            "index's own analyser and scoring.",
-        ),
-    ] = False,
+    add: AddOption = False,
     id_field: Annotated[str | None, typer.Option(help="JSONL field holding the document id.")] = None,
     text_field: Annotated[
         list[str] | None, typer.Option(help="JSONL field(s) joined into the text (repeatable).")
     ] = None,
     force: ForceOption = False,
     parents: ParentsOption = False,
-    batch_size: Annotated[
-        int,
-        typer.Option(
-            "--batch-size",
-            **int_option(1),
-            help="Documents analysed at a time; each batch's postings are written to disk and merged at the end "
-            "(memory grows with this, not with the corpus).",
-        ),
-    ] = 250_000,
+    batch_size: BatchSizeOption = 250_000,
 ) -> None:
     """Build a BM25 index: term statistics saved to a directory, memory-mapped by `stagewise search`.
 
@@ -112,10 +118,7 @@ def index_command(
 
     with user_errors():
         from stagewise import folders
-        from stagewise.data.collections import iter_corpus, read_corpus
-        from stagewise.retrieval.analysis import Analyser
-        from stagewise.retrieval.index import INDEX_FILES, BM25Index, foreign_meta
-        from stagewise.retrieval.ondisk import build_on_disk
+        from stagewise.retrieval.index import INDEX_FILES, foreign_meta
 
         started = time.perf_counter()
         inputs = [corpus] + ([Path(stopwords[1:])] if stopwords.startswith("@") else [])
@@ -123,6 +126,7 @@ def index_command(
         folders.check_target(
             output, owned=INDEX_FILES, force=force, parents=parents, inputs=inputs, foreign_file=foreign_meta
         )
+        fields = {"id_field": id_field, "text_fields": text_field or None}
         with contextlib.ExitStack() as stack:
             source = stack.enter_context(stdin_as_file("corpus", fmt.value)) if str(corpus) == "-" else corpus
             corpus_format = (
@@ -131,27 +135,53 @@ def index_command(
             progress, update = progress_bar("indexing" if not add else "analysing")
             stack.enter_context(progress)
             if add:
-                documents = read_corpus(source, format=corpus_format, id_field=id_field, text_fields=text_field or None)
                 if any(v is not None for v in (k1, b, delta, epsilon)) or variant != "lucene":
                     typer.echo(
                         "stagewise: note: --add keeps the index's own analyser, variant and parameters", err=True
                     )
-                index = BM25Index.load(output).add(documents, progress=update)
-                index.save(output, force=force)
+                index, added = _add(source, corpus_format, fields, output, force, update)
             else:
-                analyser = Analyser(
-                    stemmer=stemmer, stopwords=stopwords_option(stopwords), lowercase=lowercase, min_length=min_length
-                )
-                # the corpus is read and analysed batch by batch, each batch's postings spilled to disk and
-                # merged at the end: memory does not grow with the corpus beyond its ids and lengths
-                batches = iter_corpus(
-                    source, format=corpus_format, id_field=id_field, text_fields=text_field or None,
-                    batch_size=batch_size,
-                )  # fmt: skip
-                index = build_on_disk(
-                    batches, output, analyser=analyser, variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon,
-                    force=force, progress=update,
-                )  # fmt: skip
+                analyser = dict(stemmer=stemmer, stopwords=stopwords, lowercase=lowercase, min_length=min_length)
+                scoring = dict(variant=variant, k1=k1, b=b, delta=delta, epsilon=epsilon)
+                index = _build(source, corpus_format, fields, batch_size, output, analyser, scoring, force, update)
         elapsed = time.perf_counter() - started
-        verb = f"added {len(documents):,} documents; now" if add else "indexed"
+        verb = f"added {added:,} documents; now" if add else "indexed"
         typer.echo(f"{verb} {index!r} in {elapsed:.2f} s -> {output}", err=True)
+
+
+def _add(
+    source: Path, corpus_format: str | None, fields: dict, output: Path, force: bool, update: Any
+) -> tuple[Any, int]:
+    """``--add``: the corpus read whole, analysed with the index's own analyser, appended and saved; the index
+    and the number of documents added."""
+    from stagewise.data.collections import read_corpus
+    from stagewise.retrieval.index import BM25Index
+
+    documents = read_corpus(source, format=corpus_format, **fields)
+    index = BM25Index.load(output).add(documents, progress=update)
+    index.save(output, force=force)
+    return index, len(documents)
+
+
+def _build(
+    source: Path,
+    corpus_format: str | None,
+    fields: dict,
+    batch_size: int,
+    output: Path,
+    analyser: dict,
+    scoring: dict,
+    force: bool,
+    update: Any,
+) -> Any:
+    """A new index: the corpus read and analysed batch by batch, each batch's postings spilled to disk and
+    merged at the end, so memory does not grow with the corpus beyond its ids and lengths."""
+    from stagewise.data.collections import iter_corpus
+    from stagewise.retrieval.analysis import Analyser
+    from stagewise.retrieval.ondisk import build_on_disk
+
+    words = stopwords_option(analyser.pop("stopwords"))
+    batches = iter_corpus(source, format=corpus_format, batch_size=batch_size, **fields)
+    return build_on_disk(
+        batches, output, analyser=Analyser(stopwords=words, **analyser), force=force, progress=update, **scoring
+    )

@@ -20,13 +20,14 @@ from __future__ import annotations
 import getopt
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from stagewise.data.readers import read_qrels, read_run
 from stagewise.errors import StagewiseError
 from stagewise.metrics import kernels as K
-from stagewise.metrics.context import Conventions, build_context
+from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.trec_eval import measures as M
 
 USAGE = """Usage: stagewise trec_eval [-h] [-q] [-c] [-n] [-J] [-l LEVEL] [-M MAX] [-N NUM_DOCS] \
@@ -73,6 +74,66 @@ def _format(name: str, qid: str, value: float | str, integer: bool) -> str:
     return f"{name:<22}\t{qid}\t{value:6.4f}"
 
 
+@dataclass
+class Flags:
+    """trec_eval's flags as read from a command line (see :data:`USAGE`)."""
+
+    per_query: bool = False  # -q
+    complete: bool = False  # -c
+    no_summary: bool = False  # -n
+    judged_only: bool = False  # -J
+    level: int = 1  # -l
+    max_ret: int | None = None  # -M (0 or less: no limit)
+    collection_size: int = 0  # -N
+    ties: str = "docid"  # --ties
+    requested: list[str] = field(default_factory=list)  # -m, in order
+
+    def conventions(self) -> Conventions:
+        """The evaluation's conventions these flags state (a judged topic missing from the run: 0 with -c,
+        else skipped)."""
+        return Conventions(
+            relevance_level=self.level,
+            ties=self.ties,
+            missing="zero" if self.complete else "skip",
+            max_ret=self.max_ret,
+            judged_only=self.judged_only,
+        )
+
+
+_SWITCHES = {"-q": "per_query", "-c": "complete", "-n": "no_summary", "-J": "judged_only"}
+_INTEGERS = {"-l": "level", "-N": "collection_size"}
+_TIES = ("docid", "docid-double")
+
+
+def _ignored(flag: str, value: str) -> bool:
+    """trec_eval flags that change nothing here: -R qrels and -T trec_results name the only formats read, -D
+    (debug) and -v (version) are accepted and ignored."""
+    return (flag == "-R" and value == "qrels") or (flag == "-T" and value == "trec_results") or flag in ("-D", "-v")
+
+
+def read_flags(options: Sequence[tuple[str, str]]) -> Flags:
+    """:class:`Flags` from getopt's ``(flag, value)`` pairs; the first unsupported flag or bad value is an
+    error."""
+    flags = Flags()
+    for flag, value in options:
+        if flag in _SWITCHES:
+            setattr(flags, _SWITCHES[flag], True)
+        elif flag in _INTEGERS:
+            setattr(flags, _INTEGERS[flag], _integer(flag, value))
+        elif flag == "-M":
+            max_ret = _integer(flag, value)
+            flags.max_ret = max_ret if max_ret > 0 else None
+        elif flag == "-m":
+            flags.requested.append(value)
+        elif flag == "--ties":
+            if value not in _TIES:
+                raise StagewiseError(f"trec_eval: --ties takes docid or docid-double, not {value!r}")
+            flags.ties = value
+        elif not _ignored(flag, value):
+            raise StagewiseError(f"trec_eval: flag {flag} {value} is not supported by stagewise's trec_eval")
+    return flags
+
+
 def run_trec_eval(argv: Sequence[str]) -> str:
     """The text trec_eval would print for ``argv`` (flags and the two files)."""
     argv = ["-h" if a == "--help" else a for a in argv]  # trec_eval's long option for -h
@@ -82,55 +143,31 @@ def run_trec_eval(argv: Sequence[str]) -> str:
         raise StagewiseError(f"trec_eval: {exc.msg}; stagewise trec_eval -h lists the flags and measures") from None
     if any(flag == "-h" for flag, _ in options):
         return help_text([value for flag, value in options if flag == "-m"])
-    per_query = complete = no_summary = judged_only = False
-    level, max_ret, collection_size = 1, None, 0
-    ties = "docid"
-    requested: list[str] = []
-    for flag, value in options:
-        if flag == "--ties":
-            if value not in ("docid", "docid-double"):
-                raise StagewiseError(f"trec_eval: --ties takes docid or docid-double, not {value!r}")
-            ties = value
-        elif flag == "-q":
-            per_query = True
-        elif flag == "-c":
-            complete = True
-        elif flag == "-n":
-            no_summary = True
-        elif flag == "-J":
-            judged_only = True
-        elif flag == "-l":
-            level = _integer(flag, value)
-        elif flag == "-M":
-            max_ret = _integer(flag, value)
-            max_ret = max_ret if max_ret > 0 else None
-        elif flag == "-N":
-            collection_size = _integer(flag, value)
-        elif flag == "-m":
-            requested.append(value)
-        elif (flag == "-R" and value == "qrels") or (flag == "-T" and value == "trec_results") or flag in ("-D", "-v"):
-            continue
-        else:
-            raise StagewiseError(f"trec_eval: flag {flag} {value} is not supported by stagewise's trec_eval")
+    flags = read_flags(options)
     if len(files) != 2:
         raise StagewiseError(
             f"trec_eval: expected two files, QRELS and RUN; got {len(files)} "
             "(stagewise trec_eval -h lists the flags and measures)"
         )
-    items = M.expand(requested)
+    items = M.expand(flags.requested)
     qrels = read_qrels(files[0], format="trec")
     run = read_run(files[1], format="trec")
-    conventions = Conventions(
-        relevance_level=level,
-        ties=ties,
-        missing="zero" if complete else "skip",
-        max_ret=max_ret,
-        judged_only=judged_only,
-    )
-    ctx = build_context(qrels, run, conventions)
-    missing = ~ctx.in_run
+    ctx = build_context(qrels, run, flags.conventions())
+    columns = _columns(items, ctx, flags.collection_size)
+    lines = _per_query_lines(ctx, columns) if flags.per_query else []
+    if not flags.no_summary:
+        lines += _summary_lines(items, columns, ctx.n_queries, run.tag)
+    return "".join(line + "\n" for line in lines)
 
-    columns: list[tuple[M.Requested, str, np.ndarray | list[str]]] = []
+
+Column = tuple[M.Requested, str, np.ndarray | list[str]]
+
+
+def _columns(items: list[M.Requested], ctx: EvalContext, collection_size: int) -> list[Column]:
+    """Each printed measure's per-topic values in topic order (a topic missing from the run: 0, or '' for
+    relstring); runid and num_q have no column (they are summary lines only)."""
+    missing = ~ctx.in_run
+    columns: list[Column] = []
     for item in items:
         if item.base in ("runid", "num_q"):
             continue
@@ -144,34 +181,40 @@ def run_trec_eval(argv: Sequence[str]) -> str:
             if missing.any() and item.base != "num_rel":
                 values = np.where(missing, 0.0, values)
             columns.append((item, name, values))
+    return columns
 
+
+def _per_query_lines(ctx: EvalContext, columns: list[Column]) -> list[str]:
+    """-q's lines: every topic's value of every measure that has one, topic by topic."""
     lines: list[str] = []
-    if per_query:
-        for q, qid in enumerate(ctx.query_ids.tolist()):
-            for item, name, values in columns:
-                if item.base in M.SUMMARY_ONLY:
-                    continue
-                value = values[q]
-                lines.append(_format(name, qid, value, item.base in M.COUNTS))
-    if not no_summary:
-        n = ctx.n_queries
-        for item in items:
-            if item.base == "runid":
-                lines.append(_format("runid", "all", run.tag or "", False))
-            elif item.base == "num_q":
-                lines.append(_format("num_q", "all", float(n), True))
-        summary_columns = [c for c in columns if c[0].base != "relstring"]
-        # runid and num_q come first in the table order, so they precede every other summary line.
-        for item, name, values in summary_columns:
-            array = np.asarray(values, dtype=np.float64)
-            if item.base in M.COUNTS:
-                total = float(array.sum())
-            elif item.base in M.GEOMETRIC:
-                total = float(np.exp(K.geometric_log(array).mean()))
-            else:
-                total = float(array.sum() / n)
-            lines.append(_format(name, "all", total, item.base in M.COUNTS))
-    return "".join(line + "\n" for line in lines)
+    for q, qid in enumerate(ctx.query_ids.tolist()):
+        for item, name, values in columns:
+            if item.base not in M.SUMMARY_ONLY:
+                lines.append(_format(name, qid, values[q], item.base in M.COUNTS))
+    return lines
+
+
+def _summary_lines(items: list[M.Requested], columns: list[Column], n: int, tag: str | None) -> list[str]:
+    """The "all" lines: runid and num_q first (they come first in the table order), then each measure's sum
+    (counts), geometric mean (gm_*) or mean over the ``n`` topics."""
+    lines: list[str] = []
+    for item in items:
+        if item.base == "runid":
+            lines.append(_format("runid", "all", tag or "", False))
+        elif item.base == "num_q":
+            lines.append(_format("num_q", "all", float(n), True))
+    for item, name, values in columns:
+        if item.base == "relstring":
+            continue
+        array = np.asarray(values, dtype=np.float64)
+        if item.base in M.COUNTS:
+            total = float(array.sum())
+        elif item.base in M.GEOMETRIC:
+            total = float(np.exp(K.geometric_log(array).mean()))
+        else:
+            total = float(array.sum() / n)
+        lines.append(_format(name, "all", total, item.base in M.COUNTS))
+    return lines
 
 
 def _integer(flag: str, value: str) -> int:
