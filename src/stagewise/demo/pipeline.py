@@ -349,7 +349,7 @@ def _retrieval_stages(
 
 
 def _measure(data: DemoData, runs: dict[str, Any], steps: _Steps) -> tuple[Any, Any]:
-    from stagewise.metrics.evaluate import evaluate
+    from stagewise.engines import evaluate
     from stagewise.stats.compare import compare_scores
 
     evaluation = evaluate(data.qrels_path, runs, list(METRICS))

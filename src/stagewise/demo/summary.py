@@ -17,7 +17,7 @@ def _fmt(value: float) -> str:
 
 def gain_note(result: DemoResult, linear: str = "ndcg@10", exp: str = "ndcg@10(gain=exp)") -> str:
     """Whether the two gains agree here, and why; and the lesson's example where they do not."""
-    from stagewise.metrics.evaluate import evaluate
+    from stagewise.engines import evaluate
 
     means = result.evaluation.means
     agree = all(abs(m[linear] - m[exp]) < 1e-12 for m in means.values())
