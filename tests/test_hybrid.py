@@ -36,6 +36,7 @@ def test_each_stage_is_kept_and_equals_the_stage_alone():
     assert result.reranked.to_dict() == reranked.to_dict()
     described = result.describe()
     assert described["fusion"]["method"] == "combsum" and described["rerank"]["depth"] == 3
+    assert described["pipeline"] == "combsum(bm25,dense,norm=minmax)>>bm25-proximity(depth=3)"
     with pytest.raises(ConventionError, match="--corpus"):
         hybrid(QUERIES, bm25, dense, reranker="bm25-proximity")
 
@@ -62,6 +63,7 @@ def test_cli_hybrid_writes_every_stage(tmp_path: Path):
     assert next(iter(runs["reranked"].to_dict()["q3"])) == "d3"  # the aspirin trial
     stages = json.loads((out / "stages.json").read_text())
     assert stages["fusion"]["method"] == "rrf(rrf_k=60)" and stages["rerank"]["reranker"] == "bi-encoder"
+    assert stages["pipeline"] == "rrf(bm25,dense)>>bi-encoder(depth=4)"  # the canonical name of what ran
     result = runner.invoke(app, [*args, "--reranker", "bm25-proximity"])
     assert result.exit_code == 2 and "--corpus" in result.output
 

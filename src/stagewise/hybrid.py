@@ -57,8 +57,11 @@ class HybridResult:
         return out
 
     def describe(self) -> dict[str, Any]:
-        """A JSON-ready statement of the pipeline: each stage's run name, and the fusion and rerank records."""
+        """A JSON-ready statement of the pipeline: its canonical name, each stage's run name, and the fusion and
+        rerank records."""
+        named = {} if self.pipeline is None else {"pipeline": self.pipeline.name}
         return {
+            **named,
             "stages": {name: run.name for name, run in self.runs().items()},
             "fusion": getattr(self.fused, "fusion", None),
             "rerank": getattr(self.reranked, "rerank", None),
