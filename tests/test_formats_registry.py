@@ -125,3 +125,15 @@ def test_each_renderer_writes_what_the_registry_says(kind: str) -> None:
 
     module = import_module(report._RENDERERS[kind])
     assert set(report.offered(kind)) == set(module.FORMATS)
+
+
+def test_the_cli_policy_choices_are_the_librarys() -> None:
+    from stagewise.cli.common import Duplicates, EngineChoice, Missing, Ties
+    from stagewise.data.run import DUPLICATE_POLICIES
+    from stagewise.engines import ENGINES
+    from stagewise.metrics.context import MISSING_QUERY_POLICIES, TIE_POLICIES
+
+    assert tuple(Ties) == TIE_POLICIES and Ties.docid_double == "docid-double"
+    assert tuple(Missing) == MISSING_QUERY_POLICIES
+    assert tuple(Duplicates) == DUPLICATE_POLICIES
+    assert list(EngineChoice) == ENGINES.names()

@@ -332,7 +332,6 @@ def test_the_engines_catalogue_is_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.xfail(strict=False, reason="issue 20 in progress: the CLI's --engine choice is to read ENGINES (cli)")
 def test_a_registered_engine_is_taken_by_the_command_line(counting, runs: list[str]) -> None:
     out = runner.invoke(app, ["eval", QRELS, runs[0], "-m", "map", "--engine", "counting", "--format", "json"])
     assert out.exit_code == 0, out.output

@@ -47,7 +47,8 @@ _LIST_TYPE = re.compile(r"<list\[(.+)\]>")
 # "{names:stagewise.fusion.methods:METHODS}" in a help text: the registry's canonical names, filled in only when the
 # help is shown, so that a registry's module (and numpy behind it) is imported for `--help` of that command alone.
 # "{names:stagewise.report:FORMATS:EvalResult}": a third part narrows the registry (its names(kind)).
-_NAMES = re.compile(r"\{names:([\w.]+):(\w+)(?::(\w+))?\}")
+# "{entries:MODULE:REGISTRY}": each entry as "name (its help)", for a choice whose help says what each one does.
+_NAMES = re.compile(r"\{(names|entries):([\w.]+):(\w+)(?::(\w+))?\}")
 
 INTERRUPTED = "stagewise: interrupted; no output file was left half-written"
 
@@ -96,19 +97,25 @@ def registry(module: str, attr: str) -> Any:
 
 def expand_names(text: str | None) -> str | None:
     """``text`` with each ``{names:MODULE:REGISTRY}`` replaced by that registry's canonical names, comma-separated
-    (a :class:`stagewise.spec.Registry`'s ``names()``, or a mapping's keys): help generated from the registry, never
-    a hand-kept copy of it.
+    (a :class:`stagewise.spec.Registry`'s ``names()``, or a tuple's or mapping's items), and each
+    ``{entries:MODULE:REGISTRY}`` by its entries as ``name (help)``: help generated from the registry, never a
+    hand-kept copy of it.
 
-    >>> expand_names("one of {names:stagewise.report:FORMATS}.").startswith("one of ")
+    >>> expand_names("one of {names:stagewise.report:FORMATS:ValidationReport}.")
+    'one of table, json.'
+    >>> expand_names("{entries:stagewise.engines:ENGINES}").startswith("local (runs read whole into memory), ")
     True
     """
-    if not text or "{names:" not in text:
+    if not text or ("{names:" not in text and "{entries:" not in text):
         return text
 
     def names(match: re.Match[str]) -> str:
-        found = registry(match.group(1), match.group(2))
-        narrowed = (match.group(3),) if match.group(3) else ()
-        return ", ".join(found.names(*narrowed) if hasattr(found, "names") else found)
+        found = registry(match.group(2), match.group(3))
+        narrowed = (match.group(4),) if match.group(4) else ()
+        listed = found.names(*narrowed) if hasattr(found, "names") else list(found)
+        if match.group(1) == "entries":
+            listed = [f"{name} ({found[name].help})" for name in listed]
+        return _MARKUP.sub(r"\\[", ", ".join(listed))  # as plain_help: brackets kept from rich's markup
 
     return _NAMES.sub(names, text)
 

@@ -13,52 +13,33 @@ from typing import Annotated, Any
 import typer
 
 from stagewise.cli.command import RegistryChoice
-from stagewise.data.formats import CORPUS_FORMATS, QRELS_FORMATS, RUN_FORMATS
-from stagewise.metrics.defaults import DEFAULT_METRICS
+from stagewise.data.formats import CORPUS_FORMATS, DUPLICATE_POLICIES, QRELS_FORMATS, RUN_FORMATS
+from stagewise.engines.catalogue import ENGINES
+from stagewise.metrics.defaults import DEFAULT_METRICS, MISSING_QUERY_POLICIES, TIE_POLICIES
 
 # For --help, which must not import the metrics engine (numpy, polars): the same tuple evaluate() uses.
 DEFAULT_METRICS_TEXT = ", ".join(DEFAULT_METRICS)
 
 
-class Ties(StrEnum):
-    """The evaluation's tie conventions, as CLI choices (see stagewise.metrics.context.Conventions)."""
-
-    docid = "docid"
-    docid_double = "docid-double"
-    input = "input"
-    rank = "rank"
-
-
-class Missing(StrEnum):
-    """What happens to a judged query absent from a run, as CLI choices."""
-
-    zero = "zero"
-    skip = "skip"
-    error = "error"
-
-
-def _choices(name: str, registry: Any, doc: str) -> type[StrEnum]:
-    """A CLI choice enum of ``registry``'s canonical names (a light registry: no numpy behind it), so the
-    command line's choices are the library's, never a copy."""
-    choices = StrEnum(name, {entry: entry for entry in registry.names()})  # type: ignore[misc]
+def _choices(name: str, vocabulary: Any, doc: str) -> type[StrEnum]:
+    """A CLI choice enum of a light vocabulary's names (a registry's canonical names, or a tuple), so the
+    command line's choices are the library's, never a copy; a member is named as its value with ``-`` read as
+    ``_`` (``Ties.docid_double``)."""
+    names = vocabulary.names() if hasattr(vocabulary, "names") else vocabulary
+    choices = StrEnum(name, {value.replace("-", "_"): value for value in names})  # type: ignore[misc]
     choices.__doc__ = doc
     return choices
 
 
+Ties = _choices("Ties", TIE_POLICIES, "The evaluation's tie conventions (stagewise.metrics.context.Conventions).")
+Missing = _choices("Missing", MISSING_QUERY_POLICIES, "What happens to a judged query absent from a run.")
+Duplicates = _choices("Duplicates", DUPLICATE_POLICIES, "What a document listed twice for one query of a run does.")
 QrelsFormat = _choices(
     "QrelsFormat", QRELS_FORMATS, "How a qrels file is laid out (stagewise.data.formats.QRELS_FORMATS)."
 )
 CorpusFormat = _choices(
     "CorpusFormat", CORPUS_FORMATS, "Corpus and query set formats (stagewise.data.formats.CORPUS_FORMATS)."
 )
-
-
-class Duplicates(StrEnum):
-    """What a document listed twice for one query of a run does, as CLI choices."""
-
-    error = "error"
-    first = "first"
-    best = "best"
 
 
 QrelsFormatOption = Annotated[
@@ -93,21 +74,17 @@ class Backend(StrEnum):
     onnx = "onnx"
 
 
-class EngineChoice(StrEnum):
-    """Where the per-query work runs, as CLI choices (stagewise.engines.ENGINES)."""
-
-    local = "local"
-    stream = "stream"
-    dask = "dask"
-
+# The engines' names when this module loaded: for a default (EngineChoice.local) and comparisons; the --engine
+# choice itself reads the registry when the command runs, so an engine registered later is taken too.
+EngineChoice = _choices("EngineChoice", ENGINES, "Where the per-query work runs (stagewise.engines.ENGINES).")
 
 EngineOption = Annotated[
-    EngineChoice,
+    str,
     typer.Option(
         "--engine",
-        help="local (runs read whole into memory), stream (a TREC run larger than memory, read a block of whole "
-        "queries at a time; the run must be grouped by query) or dask (many runs, large ones in partitions of whole "
-        "queries, on a Dask cluster; needs stagewise[dask]). Same numbers on every engine.",
+        parser=RegistryChoice("stagewise.engines", "ENGINES", canonical=True),
+        metavar="ENGINE",
+        help="Where the per-query work runs: {entries:stagewise.engines:ENGINES}. Same numbers on every engine.",
     ),
 ]
 SchedulerOption = Annotated[
@@ -120,11 +97,11 @@ SchedulerOption = Annotated[
 ]
 
 
-def engine_for(engine: EngineChoice, scheduler: str | None):
-    """The engine the options ask for (a --scheduler without --engine dask is an error)."""
+def engine_for(engine: str, scheduler: str | None):
+    """The engine the options ask for, by name (a --scheduler without --engine dask is an error)."""
     from stagewise.engines import get_engine
 
-    return get_engine(engine.value, scheduler=scheduler)
+    return get_engine(str(getattr(engine, "value", engine)), scheduler=scheduler)
 
 
 @contextlib.contextmanager

@@ -67,6 +67,11 @@ CORPUS_FORMATS: Registry[InputFormat] = Registry(
 )
 
 
+#: What a document listed twice for one query of a run does (``read_run(duplicates=...)``): an error naming the
+#: line, or the first or the best-scored listing kept.
+DUPLICATE_POLICIES: tuple[str, ...] = ("error", "first", "best")
+
+
 def format_of_extension(path: str | os.PathLike[str], formats: Registry[InputFormat], default: str = "trec") -> str:
     """The format whose extensions name ``path`` (a ``.gz`` looked through), else ``default``."""
     name = os.fspath(path).lower().removesuffix(".gz")
@@ -77,4 +82,11 @@ def format_of_extension(path: str | os.PathLike[str], formats: Registry[InputFor
     return default
 
 
-__all__ = ["CORPUS_FORMATS", "QRELS_FORMATS", "RUN_FORMATS", "InputFormat", "format_of_extension"]
+__all__ = [
+    "CORPUS_FORMATS",
+    "DUPLICATE_POLICIES",
+    "QRELS_FORMATS",
+    "RUN_FORMATS",
+    "InputFormat",
+    "format_of_extension",
+]

@@ -16,11 +16,10 @@ from stagewise.data.columns import (
     segment_offsets,
     sorted_vocabulary,
 )
+from stagewise.data.formats import DUPLICATE_POLICIES  # kept there, light, for the CLI's choices
 from stagewise.data.order import evaluation_order
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
-
-DUPLICATE_POLICIES = ("error", "first", "best")
 
 
 class Run:

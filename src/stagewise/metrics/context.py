@@ -24,11 +24,10 @@ from stagewise.data.order import evaluation_order
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
+from stagewise.metrics.defaults import MISSING_QUERY_POLICIES, TIE_POLICIES  # light there, for the CLI's choices
 
 MissingPolicy = Literal["zero", "skip", "error"]
 TiePolicy = Literal["docid", "docid-double", "input", "rank"]
-MISSING_QUERY_POLICIES: tuple[str, ...] = ("zero", "skip", "error")
-TIE_POLICIES: tuple[str, ...] = ("docid", "docid-double", "input", "rank")
 
 
 @dataclass(frozen=True)
