@@ -158,11 +158,11 @@ def test_fusion_statements_are_read_by_the_library(tmp_path: Path) -> None:
     (tmp_path / "broken.trec.meta.json").write_text("{not json")
     statements = fusion_statements([str(target), str(tmp_path / "broken.trec")])
     assert list(statements) == ["fused.trec"] and statements["fused.trec"]["method"].startswith("rrf")
-    assert (
-        stagewise.study(qrels, {"f": fused, "b": runs["bm25"]}, ["map"], cutoffs=CUTS)
-        .fusion["f"]["method"]
-        .startswith("rrf")
-    )
+    made = stagewise.study(qrels, {"f": fused, "b": runs["bm25"]}, ["map"], cutoffs=CUTS)
+    assert list(made.fusion) == ["f"] and made.fusion["f"]["method"].startswith("rrf")
+    given = {"b": {"method": "made elsewhere"}}
+    made = stagewise.study(qrels, {"f": fused, "b": runs["bm25"]}, ["map"], cutoffs=CUTS, fusion=given)
+    assert list(made.fusion) == ["f", "b"] and "made elsewhere" in parse(render(made)).by_id("fusion").content()
 
 
 # --------------------------------------------------------------------------------------------------- the CLI

@@ -34,6 +34,7 @@ def study(
     rag: Any = None,
     rag_options: Any = None,
     rag_answers: Mapping[str, str] | None = None,
+    fusion: Mapping[str, Mapping[str, Any]] | None = None,
     cutoffs: Sequence[int] = CUTOFFS,
     title: str | None = None,
     sources: Sequence[Any] | None = None,
@@ -63,6 +64,9 @@ def study(
         RAG records diagnosed with :func:`stagewise.evaluate_rag` (``rag_options``: its keywords, as a mapping,
         or its options value), or a report already made (``rag_answers``: each sample's answer text by id,
         since a report's rows hold the labels, not the texts).
+    fusion : mapping, optional
+        Fusion statements by run name, over the ones read from the runs (a ``FusedRun``'s own ``fusion``, or
+        the ``<run>.meta.json`` beside a file): how a run made elsewhere was fused.
     cutoffs
         The k of the metric-at-k curves (default 18 values from 1 to 1000, even on a log axis).
     title, sources
@@ -99,6 +103,7 @@ def study(
     parts: dict[str, Any] = {}
     if has_runs:
         parts.update(_study_runs(qrels, runs, metrics, conv, options, comparison, cutoffs, say))
+        parts["fusion"] = {**parts["fusion"], **{str(k): dict(v) for k, v in (fusion or {}).items()}}
     if rag is not None:
         say("diagnosing the RAG records")
         parts["rag"], parts["answers"] = _rag(rag, rag_options, rag_answers)
