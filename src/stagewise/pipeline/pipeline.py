@@ -9,9 +9,9 @@ point of stagewise: see which stage gained or lost what).
 >>> from stagewise.retrieval import BM25Index
 >>> docs = {"d1": "wing lift in a slipstream", "d2": "lift of a flat plate", "d3": "heat transfer in a slab"}
 >>> plain = BM25Index.build(docs)
->>> stemmed = BM25Index.build(docs, variant="bm25+")
+>>> plus = BM25Index.build(docs, variant="bm25+")
 >>> p = Pipeline(
-...     [Retrieve("plain", plain, k=3), Retrieve("plus", stemmed, k=3)],
+...     [Retrieve("plain", plain, k=3), Retrieve("plus", plus, k=3)],
 ...     Fuse("fused", Fusion("rrf", rrf_k=60)),
 ...     Rerank("reranked", "bm25-proximity", depth=2),
 ... )

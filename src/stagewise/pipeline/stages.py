@@ -71,7 +71,7 @@ class Retrieve:
     retriever: Any
     k: int = 1000
     run_name: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         _label(self.label, "retrieve")
