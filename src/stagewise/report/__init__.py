@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
-from stagewise.errors import ConventionError
-from stagewise.spec import Registry
+from stagewise.errors import ConventionError as _ConventionError
+from stagewise.spec import Registry as _Registry
 
 # The result's class name -> the module that renders it; looked up along the class's MRO, so a subclass
 # renders as its base does. Modules are imported on first use.
@@ -75,7 +75,7 @@ class OutputFormat:
         return found
 
 
-class FormatRegistry(Registry[OutputFormat]):
+class FormatRegistry(_Registry[OutputFormat]):
     """The output formats, each usable with the results it renders: ``names(kind)`` and ``lookup(name, kind)``
     narrow the registry to one kind of result (the choices of ``stagewise eval --format``)."""
 
@@ -109,7 +109,7 @@ FORMATS: FormatRegistry = FormatRegistry(
         kinds=("EvalResult", "Comparison", "RagReport", "FusionReport"),
     ),
     OutputFormat("latex", "a LaTeX tabular", ("tex",), kinds=("EvalResult", "Comparison")),
-    error=ConventionError,
+    error=_ConventionError,
 )
 #: Older spellings still accepted: ``fuse --report-format text`` named the plain table ``text``.
 ALIASES = {alias: entry.name for entry in FORMATS.values() for alias in entry.aliases}
@@ -130,7 +130,7 @@ def format_name(fmt: str, offered: tuple[str, ...]) -> str:
     """``fmt`` in the shared vocabulary (an old spelling mapped to its name), checked against ``offered``."""
     name = FORMATS[fmt].name if fmt in FORMATS else fmt
     if name not in offered:
-        raise ConventionError(f"unknown format {fmt!r}; choose one of {', '.join(offered)}")
+        raise _ConventionError(f"unknown format {fmt!r}; choose one of {', '.join(offered)}")
     return name
 
 
