@@ -136,6 +136,15 @@ def test_the_report_is_the_study_rendered(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == page
 
 
+def test_the_old_build_still_gives_the_page_with_a_warning() -> None:
+    from stagewise.report.html import build
+
+    qrels, runs = small_inputs()
+    with pytest.warns(DeprecationWarning, match="stagewise.study"):
+        page = build(qrels, runs, ["map"], cutoffs=CUTS, title="T")
+    assert page == render(stagewise.study(qrels, runs, ["map"], cutoffs=CUTS), title="T")
+
+
 def test_write_refuses_to_overwrite_an_input(tmp_path: Path) -> None:
     qrels, runs = small_inputs()
     path = tmp_path / "bm25.trec"

@@ -113,6 +113,23 @@ def _name(source: Any) -> str:
     return os.path.basename(os.fspath(source)) if isinstance(source, str | os.PathLike) else type(source).__name__
 
 
+def build(*args: Any, **options: Any) -> str:
+    """Deprecated: ``stagewise.study(...)`` then :func:`render` (``stagewise.report(...)`` does both). Kept so old
+    callers still get their page, with a DeprecationWarning; it computes nothing itself, the study is the
+    library's (:func:`stagewise.report.html_report`)."""
+    import warnings
+
+    from stagewise.report import html_report
+
+    warnings.warn(
+        "stagewise.report.html.build is deprecated; use stagewise.study(...) then stagewise.report.html.render "
+        "(or stagewise.report(...))",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return html_report(*args, **options)
+
+
 def write(output: str | os.PathLike, study: Study, **options: Any) -> Path:
     """:func:`render` ``study`` (``options`` as its own) and write the page to ``output`` atomically (a reader
     never sees half a file); the path is checked first (not a folder, not one of the study's inputs, writable)."""
