@@ -264,8 +264,8 @@ def test_dask_engine_without_dask_names_the_extra(monkeypatch: pytest.MonkeyPatc
 def test_compare_gives_the_same_output_on_the_stream_engine(files) -> None:
     runs = {"results.test": RUN, "trunc": str(files["trunc_grouped"])}
     for test in ("randomization", "bootstrap", "t"):
-        local = compare(QRELS, runs, ["map", "ndcg@10", "P@10"], test=test, seed=11, permutations=2000)
-        streamed = compare(QRELS, runs, ["map", "ndcg@10", "P@10"], test=test, seed=11, permutations=2000,
+        local = compare(QRELS, runs, ["map", "ndcg@10", "P@10"], test=test, seed=11, resamples=2000)
+        streamed = compare(QRELS, runs, ["map", "ndcg@10", "P@10"], test=test, seed=11, resamples=2000,
                            engine="stream")
         assert render(streamed, "json", per_query=True) == render(local, "json", per_query=True)
 
@@ -449,8 +449,8 @@ def test_dask_refuses_a_run_split_between_partitions(dask_client, tmp_path: Path
 def test_dask_compare_gives_the_same_p_values(dask_client, files) -> None:
     runs = {"results.test": RUN, "trunc": str(files["trunc_grouped"])}
     for test in ("randomization", "bootstrap"):
-        local = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, permutations=3000)
-        remote = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, permutations=3000,
+        local = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, resamples=3000)
+        remote = compare(QRELS, runs, ["map", "ndcg@10"], test=test, seed=5, resamples=3000,
                          engine=dask_engine(dask_client))
         assert render(remote, "json", per_query=True) == render(local, "json", per_query=True)
 

@@ -337,3 +337,15 @@ def test_a_registered_engine_is_taken_by_the_command_line(counting, runs: list[s
     assert out.exit_code == 0, out.output
     assert CountingEngine.measured == 1
     assert "counting" in runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "200"}).output
+
+
+def test_an_unresolved_err_is_refused_by_the_kernel_entry() -> None:
+    from stagewise.data.readers import read_run
+    from stagewise.metrics.evaluate import measure_run, parse_metrics, resolve_measures
+
+    qrels = read_qrels({"q1": {"a": 3, "b": 1}})
+    run = read_run({"q1": {"a": 1.0, "b": 0.5}})
+    with pytest.raises(MetricError, match="max_label comes from the judgements: resolve the measure first"):
+        measure_run(qrels, run, parse_metrics(["err@5"]), Conventions())
+    resolved = measure_run(qrels, run, resolve_measures(parse_metrics(["err@5"]), qrels), Conventions())
+    assert resolved.means == evaluate(qrels, run, ["err@5"]).runs[0].means

@@ -92,6 +92,16 @@ def top_label(qrels: Qrels, query_ids: np.ndarray | None = None) -> int:
     return int(labels.max()) if len(labels) else 1
 
 
+def _stated(opts: dict[str, Any], family: str, name: str) -> Any:
+    """An option whose default comes from the data, which the family's ``resolve`` hook states first."""
+    if opts[name] is None:
+        raise MetricError(
+            f"{family}'s {name} comes from the judgements: resolve the measure first (Measure.resolve; "
+            "stagewise.evaluate does)"
+        )
+    return opts[name]
+
+
 def _err_max_label(measure: Measure, qrels: Qrels, query_ids: np.ndarray | None) -> Measure:
     """ERR's scale: ``max_label`` as given, else the highest label of the evaluated queries' judgements."""
     if measure.option("max_label") is not None:
@@ -226,7 +236,7 @@ FAMILIES: Registry[Family] = Registry(
     Family(
         "err",
         "expected reciprocal rank (Chapelle et al.), stop probability (2**label - 1) / 2**max_label",
-        lambda c, k, o: K.err(c, k, o["max_label"]),
+        lambda c, k, o: K.err(c, k, _stated(o, "err", "max_label")),
         cutoff="optional",
         options={"max_label": Param(int, None, "highest label of the scale (default: highest in the qrels)")},
         binary=False,
