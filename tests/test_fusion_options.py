@@ -219,3 +219,18 @@ def test_report_format_is_format_and_the_old_spelling_still_works(files):
     assert "--report-format" not in new.stderr
     text = invoke(*base, "--metric", "mrr", "--step", "0.5", "-o", files / "t.run", "--format", "text")
     assert text.exit_code == 0 and text.stdout.startswith("metric: mrr; search: grid")
+
+
+def test_help_reads_the_catalogues_without_numpy():
+    """``stagewise fuse --help`` lists the methods, normalisations and policies from the registries, and the
+    registries import numpy only when a method runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from typer.testing import CliRunner; from stagewise.cli import app; "
+        "out = CliRunner().invoke(app, ['fuse', '--help']).output; "
+        "print('bayesfuse' in out, [m for m in ('numpy', 'polars', 'scipy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True []"

@@ -32,3 +32,25 @@ def lazy_exports(
         return sorted(namespace.get("__all__", exports))
 
     return __getattr__, __dir__
+
+
+class LazyModule:
+    """A module imported on first use: it stands in ``namespace`` under ``alias`` until an attribute is looked up,
+    then imports the module and puts it in its own place, so later lookups are the module's own (no cost).
+
+    A catalogue that the command line reads for its choices and help (a registry of functions that use numpy)
+    declares ``np = LazyModule(globals(), "np", "numpy")``, and ``--help`` does not pay numpy's start-up.
+
+    >>> space = {}
+    >>> space["m"] = LazyModule(space, "m", "math")
+    >>> space["m"].sqrt(9.0), type(space["m"]).__name__
+    (3.0, 'module')
+    """
+
+    def __init__(self, namespace: dict[str, Any], alias: str, module: str) -> None:
+        self._namespace, self._alias, self._module = namespace, alias, module
+
+    def __getattr__(self, name: str) -> Any:
+        module = importlib.import_module(self._module)
+        self._namespace[self._alias] = module
+        return getattr(module, name)

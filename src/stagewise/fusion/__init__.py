@@ -15,14 +15,35 @@ Dask engine (:mod:`stagewise.engines`), a group of queries at a time, straight t
 
 from __future__ import annotations
 
-from stagewise.fusion.api import FusedRun, fuse
-from stagewise.fusion.engine import fuse_to
-from stagewise.fusion.methods import METHODS, FusionMethod, method_names
-from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names
-from stagewise.fusion.optimize import FoldResult, FusionReport, grid_weights, optimize
-from stagewise.fusion.options import MISSING_DOCUMENT_POLICIES, QUERY_POLICIES, FusionOptions
-from stagewise.fusion.table import FusionTable, build_table
-from stagewise.fusion.writer import write_fused
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from stagewise._lazy import lazy_exports
+
+# The public names load their modules on first use: the catalogues (options, methods) are read by the command
+# line for its choices and help without numpy's start-up.
+_EXPORTS = {
+    "FusedRun": "stagewise.fusion.api",
+    "fuse": "stagewise.fusion.api",
+    "fuse_to": "stagewise.fusion.engine",
+    "METHODS": "stagewise.fusion.methods",
+    "FusionMethod": "stagewise.fusion.methods",
+    "method_names": "stagewise.fusion.methods",
+    "MISSING_DOCUMENT_POLICIES": "stagewise.fusion.options",
+    "QUERY_POLICIES": "stagewise.fusion.options",
+    "FusionOptions": "stagewise.fusion.options",
+    "NORMALIZATIONS": "stagewise.fusion.normalize",
+    "Normalization": "stagewise.fusion.normalize",
+    "normalization_names": "stagewise.fusion.normalize",
+    "FoldResult": "stagewise.fusion.optimize",
+    "FusionReport": "stagewise.fusion.optimize",
+    "grid_weights": "stagewise.fusion.optimize",
+    "optimize": "stagewise.fusion.optimize",
+    "FusionTable": "stagewise.fusion.table",
+    "build_table": "stagewise.fusion.table",
+    "write_fused": "stagewise.fusion.writer",
+}
 
 __all__ = [
     "METHODS",
@@ -45,3 +66,28 @@ __all__ = [
     "optimize",
     "write_fused",
 ]
+
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
+
+
+class _Package(types.ModuleType):
+    """``stagewise.fusion.optimize`` is the function, as when this package imported it eagerly: importing the
+    submodule of the same name would otherwise bind the module over it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "optimize" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.fusion.api import FusedRun, fuse
+    from stagewise.fusion.engine import fuse_to
+    from stagewise.fusion.methods import METHODS, FusionMethod, method_names
+    from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names
+    from stagewise.fusion.optimize import FoldResult, FusionReport, grid_weights, optimize
+    from stagewise.fusion.options import MISSING_DOCUMENT_POLICIES, QUERY_POLICIES, FusionOptions
+    from stagewise.fusion.table import FusionTable, build_table
+    from stagewise.fusion.writer import write_fused

@@ -34,28 +34,36 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cmp_to_key
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from stagewise._lazy import LazyModule
 from stagewise.errors import ConventionError
 from stagewise.fusion.options import MISSING_DOCUMENT_POLICIES
-from stagewise.fusion.table import FusionTable
 from stagewise.spec import Param, Registry, canonical, parse_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from stagewise.fusion.table import FusionTable
+
+    # A method's cells: per run, one value per row the run returned (aligned with ``t.cand_of[r]``).
+    Cells = list[np.ndarray]
+else:
+    # numpy on first use: the registry below is read by ``stagewise fuse --help``, which should not pay for numpy
+    np = LazyModule(globals(), "np", "numpy")
 
 # BayesFuse's floor: the log-odds of a probability of relevance of 0.001 (Aslam and Montague; ranx).
 MIN_LOG_ODDS = math.log(0.001 / 0.999)
 # SegFuse's segment ends (Shokouhi 2007): 10 * 2**(k - 1) - 5 for k = 1..10, i.e. sizes 5, 10, 20, 40, ...
-SEGFUSE_BOUNDS = np.array([0] + [10 * 2 ** (k - 1) - 5 for k in range(1, 11)], dtype=np.int64)
+SEGFUSE_BOUNDS = (0, *(10 * 2 ** (k - 1) - 5 for k in range(1, 11)))
 # BayesFuse's rank buckets (ranx): [0, 5), [5, 10), ..., [500, 1000).
-BAYESFUSE_CUTOFFS = np.array([0, 5, 10, 15, 20, 30, 100, 200, 500, 1000], dtype=np.int64)
+BAYESFUSE_CUTOFFS = (0, 5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-# A method's cells: per run, one value per row the run returned (aligned with ``t.cand_of[r]``). Sums over the
-# runs are made from these directly; a reduction that needs every run's cell of a candidate (a fill for the
+# A method's cells (Cells): per run, one value per row the run returned (aligned with ``t.cand_of[r]``). Sums over
+# the runs are made from these directly; a reduction that needs every run's cell of a candidate (a fill for the
 # documents a run did not return, a median) scatters them into dense blocks of at most BLOCK_CELLS cells.
-Cells = list[np.ndarray]
 
 # A sum of cells with zeros where a run did not return the candidate is made densely (sort each row, add the
 # columns, in blocks) when the dense matrix has at most this many cells per cell returned, sparsely otherwise.

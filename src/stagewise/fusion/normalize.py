@@ -12,10 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from stagewise._lazy import LazyModule
 from stagewise.spec import Registry
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+else:
+    # numpy on first use: the registry below is read by ``stagewise fuse --help``, which should not pay for numpy
+    np = LazyModule(globals(), "np", "numpy")
 
 
 @dataclass(frozen=True)
