@@ -258,7 +258,9 @@ def fuse_command(
 
             fused = fuse(named, options=options, qrels=qrels, relevance_level=relevance_level, name=name)
         if output_depth is not None:
-            fused = _cut(fused, output_depth)
+            from stagewise.fusion.api import keep_first
+
+            fused = keep_first(fused, output_depth)
         _write(fused, output, False if no_meta else (meta if meta is not None else True), report)
         if report is not None:
             _show_report(report, report_format or "table", output)
@@ -343,27 +345,6 @@ def _summary(info: dict, report: Any = None, deepest: int | None = None) -> str:
         f"fused {len(info['runs'])} run(s) {how}, norm {info['normalization']}: "
         f"{info['n_queries']} queries, {info['n_results']} results{depth}"
     )
-
-
-def _cut(fused: Any, depth: int) -> Any:
-    """The fused run with only the first ``depth`` results of each query (its metadata saying so)."""
-    import numpy as np
-
-    keep = np.flatnonzero(fused.within_query_rank() <= depth)
-    cut = type(fused)(
-        fused.query_ids,
-        fused.query_codes[keep],
-        fused.docs.take(keep),
-        fused.scores[keep],
-        None if fused.ranks is None else fused.ranks[keep],
-        None,
-        fused.pair_keys[keep],
-        name=fused.name,
-        source=fused.source,
-        tag=fused.tag,
-    )
-    cut.fusion = {**fused.fusion, "n_results": len(keep), "output_depth": depth}
-    return cut
 
 
 def _deepest(run: Any) -> int:

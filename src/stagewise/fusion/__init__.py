@@ -26,6 +26,7 @@ from stagewise._lazy import lazy_exports
 _EXPORTS = {
     "FusedRun": "stagewise.fusion.api",
     "fuse": "stagewise.fusion.api",
+    "keep_first": "stagewise.fusion.api",
     "fuse_to": "stagewise.fusion.engine",
     "METHODS": "stagewise.fusion.methods",
     "FusionMethod": "stagewise.fusion.methods",
@@ -61,6 +62,7 @@ __all__ = [
     "fuse",
     "fuse_to",
     "grid_weights",
+    "keep_first",
     "method_names",
     "normalization_names",
     "optimize",
@@ -83,7 +85,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # pragma: no cover
-    from stagewise.fusion.api import FusedRun, fuse
+    from stagewise.fusion.api import FusedRun, fuse, keep_first
     from stagewise.fusion.engine import fuse_to
     from stagewise.fusion.methods import METHODS, FusionMethod, method_names
     from stagewise.fusion.normalize import NORMALIZATIONS, Normalization, normalization_names

@@ -219,3 +219,32 @@ def train_on(
         "in_sample": True,
     }
     return fitted, training
+
+
+def keep_first(fused: FusedRun, depth: int) -> FusedRun:
+    """``fused`` with only the first ``depth`` results of each query, its statement saying so (``output_depth``
+    and the new ``n_results``). A fused run can be deeper than any input (each run adds documents the others did
+    not return); this is the cut ``stagewise fuse --output-depth`` makes.
+
+    >>> fused = fuse([{"q": {"A": 3.0, "B": 2.0}}, {"q": {"B": 3.0, "C": 2.0, "A": 1.0}}], "rrf")
+    >>> cut = keep_first(fused, 2)
+    >>> cut.doc_ids.to_list(), cut.fusion["n_results"], cut.fusion["output_depth"]
+    (['B', 'A'], 2, 2)
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ConventionError(f"The 'depth' parameter of keep_first must be an int >= 1. Got {depth!r} instead.")
+    keep = np.flatnonzero(fused.within_query_rank() <= depth)
+    cut = type(fused)(
+        fused.query_ids,
+        fused.query_codes[keep],
+        fused.docs.take(keep),
+        fused.scores[keep],
+        None if fused.ranks is None else fused.ranks[keep],
+        None,
+        fused.pair_keys[keep],
+        name=fused.name,
+        source=fused.source,
+        tag=fused.tag,
+    )
+    cut.fusion = {**fused.fusion, "n_results": len(keep), "output_depth": depth}
+    return cut
