@@ -234,3 +234,18 @@ def test_help_reads_the_catalogues_without_numpy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True []"
+
+
+def test_optimize_takes_the_evaluation_conventions(files):
+    from stagewise.metrics.context import Conventions
+
+    runs, qrels = [files / "a.run", files / "b.run"], files / "qrels.txt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        by_value = optimize(runs, qrels, "wsum", metric="mrr", step=0.5, conventions=Conventions(ties="docid-double"))
+        by_keyword = optimize(runs, qrels, "wsum", metric="mrr", step=0.5, ties="docid-double")
+        overridden = optimize(runs, qrels, "wsum", metric="mrr", step=0.5, conventions=Conventions(), ties="input")
+    assert by_value.ties == by_keyword.ties == "docid-double" and by_value.trials == by_keyword.trials
+    assert overridden.ties == "input"
+    with pytest.raises(ConventionError):
+        optimize(runs, qrels, "wsum", conventions=Conventions(), ties="sideways")

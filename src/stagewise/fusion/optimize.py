@@ -24,6 +24,7 @@ from stagewise.fusion.api import FusedRun, apply, describe, load_runs, resolve_m
 from stagewise.fusion.methods import METHODS, FusionMethod
 from stagewise.fusion.options import SEARCHES, FusionOptions, resolve_options
 from stagewise.fusion.table import FusionTable, build_table
+from stagewise.metrics.context import Conventions, conventions_from
 
 GRID_LIMIT = 1001  # auto: the grid up to this many points (5 runs at step 0.1), coordinate ascent beyond
 Progress = Callable[[int, int], None]
@@ -145,11 +146,11 @@ class FusionReport:
 class _Objective:
     """The metric of a fusion of some of the table's queries, measured with :func:`stagewise.evaluate`."""
 
-    def __init__(
-        self, table: FusionTable, qrels: Qrels, metric: str, missing: str, relevance_level: int, ties: str
-    ) -> None:
+    def __init__(self, table: FusionTable, qrels: Qrels, metric: str, missing: str, conventions: Conventions) -> None:
         self.table, self.qrels, self.metric = table, qrels, metric
-        self.missing, self.relevance_level, self.ties = missing, relevance_level, ties
+        # every judged query the fusion has is measured; one the runs lack is not the fusion's to score
+        self.missing, self.conventions = missing, conventions.with_(missing="skip")
+        self.relevance_level = conventions.relevance_level
         self._tables: dict[bytes, FusionTable] = {}
 
     def subtable(self, selected: np.ndarray) -> FusionTable:
@@ -169,9 +170,7 @@ class _Objective:
     def evaluate(self, run: Any) -> float:
         from stagewise.engines import evaluate
 
-        result = evaluate(
-            self.qrels, run, [self.metric], missing="skip", relevance_level=self.relevance_level, ties=self.ties
-        )
+        result = evaluate(self.qrels, run, [self.metric], conventions=self.conventions)
         return float(result.runs[0].means[self.metric])
 
 
@@ -293,8 +292,9 @@ def optimize(
     folds: int | None = None,
     seed: int = 0,
     max_rounds: int = 10,
-    relevance_level: int = 1,
-    ties: str = "docid",
+    conventions: Conventions | None = None,
+    relevance_level: int | None = None,
+    ties: str | None = None,
     name: str | None = None,
     progress: Progress | None = None,
     **overrides: Any,
@@ -305,8 +305,10 @@ def optimize(
     an exact grid over the simplex (``search="grid"``) or coordinate ascent (``"coordinate"``; ``"auto"``
     takes the grid up to 1001 points); supervised methods (posfuse, probfuse, segfuse, slidefuse, mapfuse,
     bayesfuse) are trained. ``metric`` is any measure :func:`stagewise.evaluate` knows (``ndcg@10``, ``map``...),
-    averaged over the judged queries the runs contain, under the evaluation's tie convention ``ties`` (see
-    :func:`stagewise.evaluate`; the default compares scores in single precision, as trec_eval 9 does).
+    averaged over the judged queries the runs contain, under the evaluation's ``conventions``
+    (:class:`~stagewise.metrics.context.Conventions`, see :func:`stagewise.evaluate`; the default tie order
+    compares scores in single precision, as trec_eval 9 does). ``relevance_level`` and ``ties`` override those
+    fields; the relevance level is also the one the supervised methods train with.
 
     With ``folds=k`` the judged queries are split into k folds (seeded, ``seed``); each fold is fused with what
     was chosen on the others, and the report gives every fold's choice, its training score and its held-out
@@ -325,9 +327,11 @@ def optimize(
     ('wsum(weights=(0,1))', 1.0, [0.3333333333333333, 0.5, 1.0])
     """
     chosen_options = resolve_options(options, method, default_method="wsum", **overrides)
+    given = {"relevance_level": relevance_level, "ties": ties}
+    conv = conventions_from(conventions, **{k: v for k, v in given.items() if v is not None})
     setup = _prepare(runs, qrels, chosen_options, metric, step, search, max_rounds)
     table, info = setup.table, setup.base.info
-    objective = _Objective(table, setup.judgements, metric, setup.missing, relevance_level, ties)
+    objective = _Objective(table, setup.judgements, metric, setup.missing, conv)
     choose = dict(search=setup.search, step=step, max_rounds=max_rounds)
     chosen, train_score, trained, trials = _choose(objective, setup.base, setup.judged, progress=progress, **choose)
     fold_results: list[FoldResult] = []
@@ -346,9 +350,9 @@ def optimize(
         held_out_score=objective.evaluate(run) if folds is not None else None,
         trials=trials,
         seed=seed if folds is not None else None,
-        ties=ties,
+        ties=conv.ties,
     )
-    run.fusion = _metadata(setup, report, trained, relevance_level=relevance_level)
+    run.fusion = _metadata(setup, report, trained, relevance_level=conv.relevance_level)
     return report
 
 
