@@ -21,8 +21,10 @@ import typer.core
 # keeps working in the one command where it meant something else, with a one-line note on stderr: a command's
 # entry maps the old flag to the new one. To rename a flag: declare the new spelling first in the command's
 # typer.Option and keep the old ones after it (typer.Option("--input-format", "-f", "--format")), then add the
-# old -> new pairs here; help then shows only the new spelling, and the old one is spelt new before parsing.
+# old -> new pairs here; help then shows only the new spelling, and the old one is spelt new before parsing. An old
+# flag may stand for a new flag with its value ("--json": "--format json"); it then takes no value of its own.
 DEPRECATED_FLAGS: dict[str, dict[str, str]] = {
+    "validate": {"--json": "--format json"},
     "fuse": {"-m": "--method", "--report-format": "--format"},
     "serve": {"-q": "--qrels"},
     "rag": {"-k": "--context-k", "-c": "--correct"},
@@ -36,7 +38,10 @@ DEPRECATED_SHORT = DEPRECATED_FLAGS  # its former name, when the table held shor
 
 
 def deprecation_note(old: str, new: str) -> str:
-    """The one-line note for an old flag spelling: ``stagewise: -m for --method is deprecated; use --method``."""
+    """The one-line note for an old flag spelling: ``stagewise: -m for --method is deprecated; use --method``
+    (``stagewise: --json is deprecated; use --format json`` for a flag that stands for a flag and its value)."""
+    if " " in new:
+        return f"stagewise: {old} is deprecated; use {new}"
     return f"stagewise: {old} for {new} is deprecated; use {new}"
 
 
@@ -79,7 +84,7 @@ def undeprecated(command: str, args: list[str]) -> list[str]:
             flag, eq, value = arg.partition("=")
             if flag in old:
                 typer.echo(deprecation_note(flag, old[flag]), err=True)
-                out.append(old[flag] + eq + value)
+                out += old[flag].split() if " " in old[flag] else [old[flag] + eq + value]
                 continue
         elif arg[:2] in old:
             flag = arg[:2]

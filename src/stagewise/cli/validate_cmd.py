@@ -13,9 +13,6 @@ def validate_command(
     qrels: Annotated[str, typer.Argument(help="Judgements file.")],
     runs: Annotated[list[str], typer.Argument(help="Run files to check against it.")],
     fmt: Annotated[str, format_option("ValidationReport", from_output=False)] = "table",
-    as_json: Annotated[
-        bool, typer.Option("--json", hidden=True, help="Deprecated: the old spelling of --format json.")
-    ] = False,
     qrels_format: QrelsFormatOption = None,
 ) -> None:
     """Check runs against judgements before trusting a number.
@@ -27,9 +24,6 @@ def validate_command(
     columns swapped). Exits with 1 when a run misses judged queries, repeats documents or draws a warning, so
     scripts can stop on it.
     """
-    if as_json:  # every other command says --format
-        typer.echo("stagewise: --json is deprecated; use --format json", err=True)
-        fmt = "json"
     with user_errors():
         from stagewise.checks import validate
 
