@@ -168,7 +168,7 @@ def test_an_unknown_keyword_names_the_options_and_the_conventions() -> None:
     said = str(raised.value)
     assert "'relevance'" in said and "the options are test, baseline, correction" in said
     assert "the conventions are relevance_level, ties, missing, max_ret, judged_only" in said
-    with pytest.raises(ConventionError, match="unknown keyword.s. 'missing'; the options are"):
+    with pytest.raises(ConventionError, match=r"unknown keyword.s. 'missing'; the options are"):
         compare_scores(SCORES, missing="skip")  # scores already computed: their conventions are fixed
 
 
