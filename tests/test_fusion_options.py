@@ -249,3 +249,30 @@ def test_optimize_takes_the_evaluation_conventions(files):
     assert overridden.ties == "input"
     with pytest.raises(ConventionError):
         optimize(runs, qrels, "wsum", conventions=Conventions(), ties="sideways")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rrf(rrf_k=60)",
+        "rrf(rrf_k=20,depth=100)",
+        "wsum(weights=(0.3,0.7),norm=zscore)",
+        "combmnz(norm=minmax,depth=10,queries=intersection,missing=min)",
+        "condorcet",
+        "probfuse(segments=10,norm=rank)",
+    ],
+)
+def test_options_print_in_the_spec_grammar_and_parse_back(text):
+    options = FusionOptions.parse(text)
+    assert str(options) == text and FusionOptions.parse(str(options)) == options
+
+
+def test_options_spelling_is_the_same_value_as_the_keywords():
+    assert FusionOptions.parse("WSUM(weights=[0.3, 0.7], norm=z-score)") == FusionOptions(
+        "wsum", norm="zscore", weights=(0.3, 0.7)
+    )
+    assert str(FusionOptions("rrf", params={"weights": (1, 2)})) == "rrf(rrf_k=60,weights=(1,2))"
+    with pytest.raises(ConventionError, match="fusion method 'combsum' has no parameter 'gamma'"):
+        FusionOptions.parse("combsum(gamma=2)")
+    with pytest.raises(ConventionError, match="takes no @ part"):
+        FusionOptions.parse("rrf@10")

@@ -45,7 +45,7 @@ MISSING_DOCUMENT_POLICIES: dict[str, str] = {
 SEARCHES = ("auto", "grid", "coordinate")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FusionOptions:
     """How runs are fused: the method and every policy, checked when the value is made.
 
@@ -101,7 +101,9 @@ class FusionOptions:
         params = dict(self.params)
         hyper = {k: v for k, v in params.items() if k not in base.info.trained}
         object.__setattr__(self, "params", params)
-        object.__setattr__(self, "_method", FusionMethod.parse(base, weights=self.weights, **hyper))
+        if self.weights is not None:
+            hyper["weights"] = self.weights  # the field wins over a weights given among the parameters
+        object.__setattr__(self, "_method", FusionMethod.parse(base, **hyper))
         if self.norm is not None:
             object.__setattr__(self, "norm", Normalization.parse(self.norm))
         depth = self.depth
@@ -119,6 +121,47 @@ class FusionOptions:
                 choices = ", ".join(MISSING_DOCUMENT_POLICIES)
                 raise ConventionError(f"unknown missing-document policy {missing!r}; choose one of {choices}")
             object.__setattr__(self, "missing", missing)
+
+    @classmethod
+    def parse(cls, text: str | FusionOptions) -> FusionOptions:
+        """Read the options written as one call of the spec grammar: the method's name, its parameters and the
+        options that are not their defaults (``norm``, ``depth``, ``queries``, ``missing``), as :func:`str`
+        writes them.
+
+        >>> options = FusionOptions.parse("wsum(weights=(0.3,0.7),norm=zscore,depth=100)")
+        >>> options.norm.name, options.depth, str(options) == "wsum(weights=(0.3,0.7),norm=zscore,depth=100)"
+        ('zscore', 100, True)
+        """
+        if isinstance(text, FusionOptions):
+            return text
+        from stagewise.spec import parse_call
+
+        call = parse_call(str(text), "fusion", _EXAMPLES)
+        if call.at is not None:
+            raise ConventionError(f"fusion {call.text!r} takes no @ part; expected a form like {_EXAMPLES}")
+        given = {k: call.params.pop(k) for k in _SHOWN if k in call.params}
+        return cls(call.name, params=call.params, **given)
+
+    def __str__(self) -> str:
+        """The method with its parameters, then each option that is not its default, in the spec grammar
+        (trained parameters are data, not spelling: they are left out); :meth:`parse` reads it back."""
+        from stagewise.spec import canonical
+
+        method = self._method
+        shown = {k: getattr(self, k) for k in _SHOWN}
+        shown["queries"] = None if self.queries == "union" else self.queries
+        shown["norm"] = None if self.norm is None else str(self.norm)
+        return canonical(method.name, None, (*method.params, *shown.items()))
+
+    def __eq__(self, other: object) -> bool:
+        """Options are equal when they fuse the same way: the same canonical spelling (``RRF`` is ``rrf(rrf_k=60)``)
+        and the same trained parameters."""
+        if not isinstance(other, FusionOptions):
+            return NotImplemented
+        return str(self) == str(other) and _plain(self.trained) == _plain(other.trained)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
 
     @property
     def fusion_method(self) -> FusionMethod:
@@ -164,6 +207,19 @@ class FusionOptions:
                 )
             given["params"] = {**given.get("params", self.params), **extra}
         return dataclasses.replace(self, **given)
+
+
+_SHOWN = ("norm", "depth", "queries", "missing")  # the options a canonical spelling shows beside the method's
+_EXAMPLES = "rrf, rrf(rrf_k=20), wsum(weights=(0.7,0.3),norm=zscore) or combmnz(depth=100)"
+
+
+def _plain(trained: dict[str, Any]) -> dict[str, Any]:
+    """Trained parameters as nested lists, to compare (arrays compare element-wise)."""
+    if not trained:
+        return trained
+    from stagewise.fusion.train import describe_trained
+
+    return describe_trained(trained)
 
 
 def resolve_options(
