@@ -208,7 +208,7 @@ class AnswerCriterion:
                                           "answer", lambda a: any(normalize_answer(a.answer).startswith(
                                               normalize_answer(g)) for g in a.gold_answers)))
 
-    after which ``evaluate_rag(records, correct="prefix")`` and ``stagewise rag --correct prefix`` use it.
+    after which ``evaluate_rag(records, correct="prefix")`` and the ``--correct`` option of ``stagewise rag`` take it.
     """
 
     name: str
@@ -272,6 +272,7 @@ class Criterion:
 
     kind: str
     params: tuple[tuple[str, Any], ...]
+    name: str = field(init=False, compare=False, repr=False)  # computed once: every sample's row prints it
 
     def __init__(self, kind: str, threshold: float | None = None, *, params: Iterable[tuple[str, Any]] = ()) -> None:
         given = dict(params)
@@ -283,6 +284,7 @@ class Criterion:
             given = {key: given.get(key, param.default) for key, param in entry.params.items()} | given
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "params", tuple(given.items()))
+        object.__setattr__(self, "name", self._printed(entry))
 
     @property
     def entry(self) -> AnswerCriterion:
@@ -298,11 +300,9 @@ class Criterion:
     def needs_judge(self) -> bool:
         return self.entry.needs_judge
 
-    @property
-    def name(self) -> str:
+    def _printed(self, entry: AnswerCriterion | None) -> str:
         # name:V (f1:0.5, documented before the grammar) when the one parameter is the entry's "at" parameter;
         # format_value, not :g, so that f1:0.123456789 reads back to the same threshold
-        entry = CRITERIA.get(self.kind)
         if entry is not None and entry.at is not None and [k for k, _ in self.params] == [entry.at]:
             return f"{self.kind}:{format_value(self.params[0][1])}"
         return canonical(self.kind, None, self.params)

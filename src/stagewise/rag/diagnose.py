@@ -274,13 +274,14 @@ class _Setup:
     criterion: Criterion
     check: Callable[[Attempt], bool]
     judges: _Judges
+    alce: bool  # sentence-level citation scores are computed (judges.alce, read once)
 
 
 def _answer(rec: RagRecord, setup: _Setup, ev: _Evidence) -> _Answer:
     # the answer, split into sentences with their citation markers (once), and without the markers
     answer = rec.answer
     sentences: list[CitedSentence] | None = None
-    if "[" in answer or setup.judges.alce:
+    if "[" in answer or setup.alce:
         known = set(rec.retrieved)
         known.update(ev.ctx, ev.gold_ids)
         if rec.passages:
@@ -338,8 +339,10 @@ def _sentence_citations(
 ) -> tuple[float | None, float | None]:
     """ALCE's sentence-level citation recall and precision (None when not computed)."""
     sentences = ans.sentences
-    judge = judges.for_sample(ev.alts) if judges.alce else None
-    if judge is None or ans.abstained or sentences is None:
+    if ans.abstained or sentences is None:
+        return None, None
+    judge = judges.for_sample(ev.alts)
+    if judge is None:
         return None, None
     if rec.citations is not None and not ans.marker_cites:
         sentences = [CitedSentence(s.text, rec.citations) for s in sentences]
@@ -354,7 +357,9 @@ def _fields(rec: RagRecord, setup: _Setup) -> tuple[dict[str, Any], tuple[str, .
     reason, detail = _reason(rec, setup.criterion, ev, ans)
     rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank = _kilt(rec, opts, ev, ans)
     cited = rec.citations if rec.citations is not None else ans.marker_cites
-    sentence_recall, sentence_precision = _sentence_citations(rec, ev, ans, setup.judges)
+    sentence_recall, sentence_precision = (
+        _sentence_citations(rec, ev, ans, setup.judges) if setup.alce else (None, None)
+    )
     fields = {
         "id": rec.id,
         "label": top_label(ev.in_context, ans.correct),
@@ -523,7 +528,7 @@ def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
     recs = read_records(records)
     judges = _resolve_judges(opts, recs)
     criterion: Criterion = opts.correct  # type: ignore[assignment]  # parsed by RagOptions
-    setup = _Setup(opts, criterion, criterion.checker(), judges)
+    setup = _Setup(opts, criterion, criterion.checker(), judges, judges.alce)
     fields, golds, retrieved, last = [], [], [], []
     for rec in recs:
         sample, gold_ids = _fields(rec, setup)
