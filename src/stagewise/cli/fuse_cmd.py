@@ -11,7 +11,6 @@ import typer
 from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     INT64_MAX,
-    EngineChoice,
     SchedulerOption,
     Ties,
     check_output,
@@ -168,12 +167,14 @@ ListMethodsOption = Annotated[
     bool, typer.Option("--list-methods", help="List every method and normalisation, then exit.")
 ]
 FuseEngineOption = Annotated[
-    EngineChoice,
+    str,
     typer.Option(
         "--engine",
-        help="local (runs read whole into memory), stream (runs read side by side a group of queries at a time, "
-        "in bounded memory) or dask (groups of queries on a Dask cluster; needs stagewise[dask]). stream and dask "
-        "need each run sorted by query id (LC_ALL=C sort -k1,1 -s) and write TREC; the fused run is the same.",
+        parser=RegistryChoice("stagewise.engines", "ENGINES", canonical=True),
+        metavar="ENGINE",
+        help="Where the runs are fused: {entries:stagewise.engines:ENGINES}. Off the local engine, runs are read "
+        "side by side a group of queries at a time: each run must be sorted by query id (LC_ALL=C sort -k1,1 -s), "
+        "and the fused run (the same) is written as TREC.",
     ),
 ]
 
@@ -204,7 +205,7 @@ def fuse_command(
     ties: OptimizeTiesOption = Ties.docid,
     report_format: ReportFormatOption = None,
     list_methods: ListMethodsOption = False,
-    engine: FuseEngineOption = EngineChoice.local,
+    engine: FuseEngineOption = "local",
     scheduler: SchedulerOption = None,
 ) -> None:
     """Fuse runs into one: RRF, the CombSUM family, Borda, Condorcet and the supervised methods.
@@ -240,7 +241,7 @@ def fuse_command(
         check_output(meta_path, [*runs, qrels], option="--meta", others={"--output": output})
         named = dict(zip(run_labels(runs), runs, strict=True))  # a/run.trec and b/run.trec keep their folders
         options = _options(method, rrf_k, weights, param, norm, depth, queries, missing)
-        if engine is not EngineChoice.local or scheduler is not None:
+        if engine != "local" or scheduler is not None:
             if optimize or output_depth is not None:
                 flag = "--optimize fits on every query at once" if optimize else "--output-depth cuts in memory"
                 raise StagewiseError(f"{flag}: run it with --engine local")
