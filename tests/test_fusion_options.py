@@ -276,3 +276,20 @@ def test_options_spelling_is_the_same_value_as_the_keywords():
         FusionOptions.parse("combsum(gamma=2)")
     with pytest.raises(ConventionError, match="takes no @ part"):
         FusionOptions.parse("rrf@10")
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"search": "random"}, "unknown search 'random'"),
+        ({"metric": "ndcg@x"}, "The 'cutoff' parameter of ndcg must be an int >= 1"),
+        ({"method": "combsum"}, "combsum has no weights to tune and learns nothing from judgements; optimise a "
+         "weighted method (rrf, wsum, wmnz, mixed, weighted_bordafuse, weighted_condorcet) or a supervised one "
+         "(posfuse, probfuse, segfuse, slidefuse, mapfuse, bayesfuse)"),
+        ({"queries": "some"}, "unknown query policy 'some'"),
+    ],
+)  # fmt: skip
+def test_optimize_checks_its_choices_before_reading_anything(tmp_path, keywords, message):
+    absent = [tmp_path / "absent.run"]
+    with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")):
+        optimize(absent, tmp_path / "absent.qrels", **{"method": "wsum", **keywords})

@@ -376,10 +376,11 @@ class _Setup:
 def _prepare(
     runs: Any, qrels: Any, options: FusionOptions, metric: str, step: float, search: str, max_rounds: int
 ) -> _Setup:
-    loaded = load_runs(runs)
-    judgements = read_qrels(qrels)
-    if search not in SEARCHES:
+    if search not in SEARCHES:  # the cheap checks first, before the runs and qrels are read
         raise ConventionError(f"unknown search {search!r}; choose one of {', '.join(SEARCHES)}")
+    from stagewise.metrics.measures import Measure
+
+    Measure.parse(metric)  # an unknown metric fails before any work
     base = options.fusion_method
     info = base.info
     if not (info.weighted or info.supervised):
@@ -389,9 +390,8 @@ def _prepare(
             f"{info.name} has no weights to tune and learns nothing from judgements; optimise a weighted method "
             f"({weighted}) or a supervised one ({supervised})"
         )
-    from stagewise.metrics.measures import Measure
-
-    Measure.parse(metric)  # an unknown metric fails before any work
+    loaded = load_runs(runs)
+    judgements = read_qrels(qrels)
     normalization = resolve_norm(info, options.norm)
     policy = resolve_missing(info, normalization, options.missing)
     table = build_table(loaded, norm=normalization, depth=options.depth, queries=options.queries)
