@@ -210,5 +210,3 @@ def test_criterion_round_trip(spec: str, name: str) -> None:
 def test_bad_criterion(spec: str) -> None:
     with pytest.raises(ConventionError, match="'correct' parameter"):
         parse_criterion(spec)
-
-
