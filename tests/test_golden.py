@@ -213,11 +213,10 @@ def test_cli_format_choices_are_reports() -> None:
     """Each command's --format choices are the formats its renderer offers, in report's vocabulary (fuse also
     keeps ``text``, the old name of ``table``)."""
     from stagewise import report
-    from stagewise.cli import rag_cmd
     from stagewise.report import compare, fusion, rag
     from stagewise.report import eval as evaluation
 
     assert report.offered("EvalResult") == evaluation.FORMATS  # eval's --format reads the registry (format_option)
     assert report.offered("Comparison") == compare.FORMATS  # compare's --format reads the registry too
-    assert [f.value for f in rag_cmd.RagFormat] == list(rag.FORMATS)
+    assert report.offered("RagReport") == rag.FORMATS
     assert set(report.offered("FusionReport")) == set(fusion.FORMATS)  # fuse's --format reads the registry too

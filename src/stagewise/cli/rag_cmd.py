@@ -1,7 +1,8 @@
 """``stagewise rag RECORDS.jsonl [--context-k N] [--correct ...] [--format table|json|jsonl|markdown]``
 
-The choices of ``--correct``, ``--judge``, ``--from`` and ``--evidence`` come from the library's registries
-(:data:`stagewise.rag.answers.CRITERIA`, :data:`stagewise.rag.judges.JUDGES`, :data:`stagewise.rag.adapters.ADAPTERS`,
+The choices of ``--format``, ``--correct``, ``--judge``, ``--from`` and ``--evidence`` come from the library's
+registries (:data:`stagewise.report.FORMATS`, :data:`stagewise.rag.answers.CRITERIA`,
+:data:`stagewise.rag.judges.JUDGES`, :data:`stagewise.rag.adapters.ADAPTERS`,
 :data:`stagewise.rag.options.EVIDENCE_SOURCES`): the help lists them when shown and a value is checked against
 them when the command runs, so a criterion or a judge registered there is taken here with no edit.
 """
@@ -10,43 +11,48 @@ from __future__ import annotations
 
 import importlib
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import check_output, emit, int_option, output_format, split_metrics, user_errors
-
-
-class RagFormat(StrEnum):
-    table = "table"
-    json = "json"
-    jsonl = "jsonl"
-    markdown = "markdown"
-
+from stagewise.cli.common import (
+    check_output,
+    emit,
+    format_option,
+    int_option,
+    output_format,
+    split_metrics,
+    user_errors,
+)
 
 _MODULE_ATTR = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 class _Checked:
-    """A typer ``parser=`` that checks a value with a library function when the command runs (not at start-up)
-    and gives it back as typed: the function's :class:`~stagewise.errors.ConventionError` names what there is."""
+    """A typer ``parser=`` that checks a value with a library function (or against a mapping's keys) when the
+    command runs, not at start-up, and gives it back as typed; a bad value is the library's own
+    :class:`~stagewise.errors.StagewiseError`, which names what there is, printed as one line with exit code 2
+    (as :class:`~stagewise.cli.command.RegistryChoice` does for a plain name)."""
 
     def __init__(self, module: str, attr: str, option: str, *, module_attr: bool = False) -> None:
         self.module, self.attr, self.option, self.module_attr = module, attr, option, module_attr
         self.__name__ = "choice"  # typer names the parameter's type after its parser
 
     def __call__(self, value: Any) -> Any:
+        from stagewise.errors import StagewiseError, parameter_error
+
         if value is None or (self.module_attr and _MODULE_ATTR.fullmatch(str(value))):
             return value  # module:attr names a user's own judge, loaded when the command runs
         check = getattr(importlib.import_module(self.module), self.attr)
-        if callable(check):
-            check(str(value))
-        elif str(value) not in check:
-            from stagewise.errors import parameter_error
-
-            raise parameter_error(self.option, "rag", f"one of {', '.join(check)}", value)
+        try:
+            if callable(check):
+                check(str(value))
+            elif str(value) not in check:
+                raise parameter_error(self.option, "rag", f"one of {', '.join(check)}", value)
+        except StagewiseError as exc:  # click would wrap it (a ValueError) in its usage box
+            typer.echo(f"stagewise: error: {exc}", err=True)
+            raise typer.Exit(2) from None
         return value
 
 
@@ -122,9 +128,9 @@ Judge = Annotated[
     str,
     typer.Option(
         parser=_Checked("stagewise.rag.judges", "parse_judge", "judge", module_attr=True),
-        help="Support judge for sentence-level citation scores: {names:stagewise.rag.judges:JUDGES} (auto: "
-        "lexical when records carry passage texts, else gold), parameters in the spec grammar "
-        "(lexical(threshold=0.5)), or module:attr naming your own judge (an object with supports(passages, claim)).",
+        help="Support judge for sentence-level citation scores: {entries:stagewise.rag.judges:JUDGES}; parameters "
+        "in the spec grammar (lexical(threshold=0.5)), or module:attr naming your own judge (an object with "
+        "supports(passages, claim)).",
     ),
 ]
 Shape = Annotated[
@@ -155,7 +161,6 @@ Metrics = Annotated[
 ]
 _PerSample = typer.Option("--per-sample", help="With --format json, include every sample.")
 _Output = typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
-_Format = typer.Option("--format", "-f", help="Output format (default: the one -o's extension names, else table).")
 _JudgeCache = typer.Option(help="JSONL file that keeps a judge's answers between runs.")
 _Run = typer.Option(help="A run (TREC or any run format) giving each record's retrieved ids, in its ranked order.")
 _Qrels = typer.Option(help="Qrels giving each record's gold evidence: every relevant document is one alternative.")
@@ -169,7 +174,7 @@ def rag_command(
     records: Records,
     context_k: ContextK = None,
     correct: Correct = "contains",
-    fmt: Annotated[RagFormat | None, _Format] = None,
+    fmt: Annotated[str | None, format_option("RagReport")] = None,
     output: Annotated[Path | None, _Output] = None,
     per_sample: Annotated[bool, _PerSample] = False,
     judge: Judge = "auto",
@@ -204,12 +209,14 @@ def rag_command(
     with user_errors():
         inputs = [records, gold, run, qrels]
         check_output(output, [*inputs, judge_cache])
-        chosen_format = output_format(fmt and fmt.value, output, tuple(RagFormat))
+        from stagewise.report import offered
+
+        chosen_format = output_format(fmt, output, offered("RagReport"))
         # The judge cache is appended to, not replaced: the same checks keep it off the inputs and the output.
         check_output(judge_cache, inputs, option="--judge-cache", others={"--output": output})
         from stagewise.rag.diagnose import evaluate_rag
         from stagewise.rag.options import DEFAULT_METRICS, RagOptions
-        from stagewise.report import rag as render_rag
+        from stagewise.report import render
 
         options = RagOptions(
             context_k=context_k,
@@ -221,5 +228,5 @@ def rag_command(
             evidence=evidence,
         )
         report = evaluate_rag(_records(records, shape, gold, run, qrels), options)
-        text = render_rag.render(report, chosen_format, per_sample=per_sample, digits=digits)
+        text = render(report, chosen_format, per_sample=per_sample, digits=digits)
         emit(text, output, f"{chosen_format}, {len(report.rows):,} samples")

@@ -298,7 +298,7 @@ JUDGES: Registry[JudgeEntry] = Registry(
     JudgeEntry("auto", "lexical when the records carry passage texts, else gold", None, choose=_auto),
     JudgeEntry(
         "gold",
-        "the cited ids wholly contain a gold evidence alternative (reads ids)",
+        "the cited ids wholly contain a gold evidence alternative; reads ids, not text",
         GoldEvidenceJudge,
         per_sample=True,
     ),
