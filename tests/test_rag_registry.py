@@ -160,7 +160,8 @@ def test_a_registered_criterion_works_on_the_command_line(toys: None, records: P
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["correct_by"], r["answer_correct"]) for r in rows] == [("prefix(words=2)", ok) for ok in (True, False)]
-    assert "judge, prefix" in " ".join(invoke("rag", "--help").stdout.replace("│", " ").split())
+    shown = " ".join(invoke("rag", "--help").stdout.replace("│", " ").split())
+    assert "some gold answer), prefix (the first words normalised word(s) of the answer are" in shown
     bad = invoke("rag", str(records), "--correct", "suffix")
     assert bad.exit_code == 2 and "one of em, f1:T, contains, judge, prefix" in bad.stderr
 

@@ -120,7 +120,7 @@ Correct = Annotated[
         "--correct",
         "-c",
         parser=_Checked("stagewise.rag.answers", "parse_criterion", "correct"),
-        help="What decides 'answer correct': {names:stagewise.rag.answers:CRITERIA}; a parameter in the spec "
+        help="What decides 'answer correct': {entries:stagewise.rag.answers:CRITERIA}; a parameter in the spec "
         "grammar (f1:0.5 is f1(threshold=0.5)).",
     ),
 ]

@@ -219,6 +219,14 @@ class AnswerCriterion:
     needs_judge: bool = False
     aliases: tuple[str, ...] = ()
 
+    @property
+    def help(self) -> str:
+        """The rule with each parameter named, not filled in (what ``--help`` shows)."""
+        return _PLACEHOLDER.sub(r"\1", self.rule)
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)[^{}]*\}")
+
 
 def _judge_passes(attempt: Attempt) -> bool:
     from stagewise.rag.judges import Passage
