@@ -174,7 +174,7 @@ def test_rag_section(small) -> None:
     report = stagewise.evaluate_rag(RAG_RECORDS)
     table = root.by_id("rag-samples")
     body = table.first("tbody").all("tr")
-    assert [attr(tr, "data-label") for tr in body] == [r["label"] for r in report.rows]
+    assert [attr(tr, "data-label") for tr in body] == [r.label for r in report.rows]
     assert [r[0] for r in rows(table)] == [r["id"] for r in RAG_RECORDS]
     select = root.by_id("rag").first("select")
     from stagewise.rag import LABELS
