@@ -20,6 +20,7 @@ from stagewise.cli import (
     encode_cmd,
     eval_cmd,
     fuse_cmd,
+    gate_cmd,
     hybrid_cmd,
     index_cmd,
     rag_cmd,
@@ -88,6 +89,7 @@ def _command(name: str, func: Callable[..., Any], **settings: Any) -> None:
 _command("eval", eval_cmd.eval_command)
 _command("validate", validate_cmd.validate_command)
 _command("compare", compare_cmd.compare_command)
+_command("gate", gate_cmd.gate_command)
 _command("fuse", fuse_cmd.fuse_command)
 _command(
     "trec_eval",

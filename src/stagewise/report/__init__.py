@@ -43,6 +43,7 @@ _RENDERERS = {
     "RagReport": "stagewise.report.rag",
     "FusionReport": "stagewise.report.fusion",
     "ValidationReport": "stagewise.report.validate",
+    "GateResult": "stagewise.report.gate",
 }
 
 Renderer = Callable[..., str]
@@ -109,6 +110,8 @@ FORMATS: FormatRegistry = FormatRegistry(
         kinds=("EvalResult", "Comparison", "RagReport", "FusionReport"),
     ),
     OutputFormat("latex", "a LaTeX tabular", ("tex",), kinds=("EvalResult", "Comparison")),
+    OutputFormat("junit", "JUnit XML, one testcase per check (CI test reports)", ("xml",), kinds=("GateResult",)),
+    OutputFormat("github", "a GitHub Actions step summary (markdown)", kinds=("GateResult",)),
     error=_ConventionError,
 )
 #: Older spellings still accepted: ``fuse --report-format text`` named the plain table ``text``.
