@@ -489,7 +489,7 @@ def test_csv_has_every_pair_field() -> None:
 def test_bad_options_raise_stagewise_errors() -> None:
     scores = scores_of(10, runs=2)
     for kwargs, match in (
-        ({"test": "anova"}, "unknown statistical test 'anova'; choose one of t, wilcoxon, randomization, bootstrap"),
+        ({"test": "kw"}, "unknown statistical test 'kw'; choose one of t, wilcoxon, randomization, bootstrap"),
         ({"alternative": "bigger"}, "'alternative' parameter"),
         ({"resamples": 0}, "'resamples' parameter of compare must be an int >= 1"),
         ({"seed": -1}, "'seed' parameter"),

@@ -73,7 +73,7 @@ def toys() -> Iterator[None]:
 
 # --------------------------------------------------------------------------------------- the registries
 def test_the_registries_hold_every_test_and_correction() -> None:
-    assert TESTS.names() == ["t", "wilcoxon", "randomization", "bootstrap", "sign"]
+    assert TESTS.names() == ["t", "wilcoxon", "randomization", "bootstrap", "sign", "anova", "tukey-hsd", "maxt"]
     assert CORRECTIONS.names() == ["none", "bonferroni", "holm", "bh", "holm-sidak", "by"]
     assert TESTS.lookup("Fisher").name == "randomization" and TESTS.lookup("t-test").name == "t"
     assert CORRECTIONS.lookup("FDR_BY").name == "by" and CORRECTIONS.lookup("sidak-holm").name == "holm-sidak"
@@ -89,8 +89,8 @@ def test_a_correction_entry_adjusts() -> None:
 
 
 def test_errors_list_the_registered_names() -> None:
-    with pytest.raises(ConventionError, match="unknown statistical test 'anova'; choose one of t, wilcoxon, "):
-        compare_scores(SCORES, test="anova")
+    with pytest.raises(ConventionError, match="unknown statistical test 'kruskal'; choose one of t, wilcoxon, "):
+        compare_scores(SCORES, test="kruskal")
     with pytest.raises(ConventionError, match="unknown correction 'sidak'; choose one of none, bonferroni, holm"):
         compare_scores(SCORES, correction="sidak")
 
@@ -130,9 +130,10 @@ def test_a_registered_test_and_correction_work_on_the_command_line(toys: None) -
     shown = invoke("--help")
     assert shown.exit_code == 0
     flat = " ".join(shown.stdout.split())
-    assert "bootstrap, sign, toy" in flat and "holm-sidak, by, halve" in flat
+    assert "sign, anova, tukey-hsd, maxt, toy" in flat and "holm-sidak, by, halve" in flat
     wrong = invoke(QRELS, RUN, TRUNC, "--test", "nope")
-    assert wrong.exit_code == 2 and "choose one of t, wilcoxon, randomization, bootstrap, sign, toy" in wrong.output
+    listed = "choose one of t, wilcoxon, randomization, bootstrap, sign, anova, tukey-hsd, maxt, toy"
+    assert wrong.exit_code == 2 and listed in wrong.output
 
 
 def test_an_unregistered_test_is_gone_everywhere() -> None:

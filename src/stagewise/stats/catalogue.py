@@ -25,7 +25,9 @@ after which ``compare(..., test="mean-sign")`` and ``stagewise compare --test me
 ``stagewise compare --help`` lists it.
 
 >>> TESTS.names()
-['t', 'wilcoxon', 'randomization', 'bootstrap', 'sign']
+['t', 'wilcoxon', 'randomization', 'bootstrap', 'sign', 'anova', 'tukey-hsd', 'maxt']
+>>> [name for name in TESTS.names() if TESTS[name].kind == "many"]
+['anova', 'tukey-hsd', 'maxt']
 >>> TESTS.lookup("Fisher").name, CORRECTIONS.lookup("fdr_bh").name
 ('randomization', 'bh')
 """
@@ -49,10 +51,12 @@ __all__ = [
     "FAMILY_SCOPES",
     "RESAMPLES",
     "SEED",
+    "STANDARDISATIONS",
     "TESTS",
     "TIE_TOLERANCE",
     "Correction",
     "PairedTest",
+    "Standardisation",
 ]
 
 #: The sides a test may take: ``d = b - a`` differs from 0, is above it (b better) or below it.
@@ -91,6 +95,12 @@ class PairedTest:
     ``resamples``, ``seed``, ``exact`` and ``tie_tolerance``: a test with ``seed`` is seeded, and one with
     ``resamples`` has the number of resamples stated in the output. ``run`` and ``describe`` may be
     ``"module:function"``, imported on first use.
+
+    ``kind`` is the shape of the kernel: ``"paired"`` (above: one pair of runs per row) or ``"many"``, a test of
+    every run at once, whose ``run(x, opts)`` takes the ``(topics, runs)`` score matrix of one metric and
+    returns each pair's statistic and family-wise p-value (pairs ``j < k`` in ``numpy.triu_indices`` order,
+    ``d = x[:, k] - x[:, j]``) with its method; :func:`stagewise.stats.compare` then adds the two-way ANOVA
+    table, each run's interval and the letter display (:mod:`stagewise.stats.many`).
     """
 
     name: str
@@ -100,6 +110,7 @@ class PairedTest:
     describe: Callable[..., str] | str | None = None
     params: Mapping[str, Param] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    kind: str = "paired"
 
     __test__ = False  # not a pytest class
 
@@ -140,6 +151,7 @@ class Correction:
 
 
 _PAIRED = "stagewise.stats.paired"
+_MANY = "stagewise.stats.many"
 _CORRECTIONS = "stagewise.stats.corrections"
 
 #: The paired tests, by name and alias (``compare(test=...)``, ``stagewise compare --test``).
@@ -190,6 +202,36 @@ TESTS: Registry[PairedTest] = Registry(
         {"alternative": ALTERNATIVE, "tie_tolerance": TIE_TOLERANCE},
         aliases=("binomial",),
     ),
+    PairedTest(
+        "anova",
+        "two-way ANOVA, Tukey HSD",
+        "two-way ANOVA (topic x system) over all runs, pairs by Tukey's HSD from its residual variance",
+        f"{_MANY}:anova_kernel",
+        f"{_MANY}:describe_anova",
+        {},
+        aliases=("two-way-anova", "tukey-anova"),
+        kind="many",
+    ),
+    PairedTest(
+        "tukey-hsd",
+        "randomised Tukey HSD",
+        "randomised Tukey HSD over all runs (seeded within-topic shuffles; Carterette 2012)",
+        f"{_MANY}:tukey_kernel",
+        f"{_MANY}:describe_tukey",
+        {"resamples": RESAMPLES, "seed": SEED},
+        aliases=("tukey", "randomised-tukey", "randomized-tukey", "hsd"),
+        kind="many",
+    ),
+    PairedTest(
+        "maxt",
+        "Westfall-Young MaxT",
+        "Westfall-Young MaxT over all pairs (seeded sign flips, max |t|; Boytsov et al. 2013)",
+        f"{_MANY}:maxt_kernel",
+        f"{_MANY}:describe_maxt",
+        {"resamples": RESAMPLES, "seed": SEED},
+        aliases=("max-t", "westfall-young"),
+        kind="many",
+    ),
     error=ConventionError,
 )
 
@@ -236,6 +278,58 @@ CORRECTIONS: Registry[Correction] = Registry(
         "Benjamini-Yekutieli step-up; false discovery rate under any dependence",
         f"{_CORRECTIONS}:benjamini_yekutieli",
         ("fdr_by", "benjamini-yekutieli"),
+    ),
+    error=ConventionError,
+)
+
+
+@dataclass(frozen=True)
+class Standardisation:
+    """A per-topic score standardisation, as :data:`STANDARDISATIONS` holds it: ``apply(x, reference)`` maps a
+    ``(topics, runs)`` score matrix to standardised scores, the per-topic mean and standard deviation taken from
+    the reference runs' ``(topics, reference runs)`` matrix; ``description`` is what the outputs state."""
+
+    name: str
+    label: str
+    description: str
+    help: str
+    apply: Callable[[Any, Any], Any] | str | None
+    aliases: tuple[str, ...] = ()
+
+    def __call__(self, x: Any, reference: Any) -> Any:
+        return x if self.apply is None else resolve(self.apply)(x, reference)
+
+
+_STANDARDISE = "stagewise.stats.many"
+
+#: Score standardisations per topic (Webber, Moffat and Zobel, SIGIR 2008; Sakai, ICTIR 2016), by name and alias
+#: (``compare(standardise=...)``, ``stagewise compare --standardise``).
+STANDARDISATIONS: Registry[Standardisation] = Registry(
+    "standardisation",
+    Standardisation("none", "raw scores", "none (raw scores)", "raw scores", None, ("raw", "no")),
+    Standardisation(
+        "zscore",
+        "z-scores",
+        "z-scores per topic: (x - mean) / sd of the reference runs on that topic (sd with n - 1)",
+        "z = (x - mean) / sd per topic, from the reference runs",
+        f"{_STANDARDISE}:zscore",
+        ("z", "z-score"),
+    ),
+    Standardisation(
+        "std-cdf",
+        "standardised (normal CDF)",
+        "Phi(z): the standard normal CDF of the per-topic z-score (Webber, Moffat and Zobel 2008)",
+        "Phi(z), the normal CDF of the z-score, in (0, 1)",
+        f"{_STANDARDISE}:std_cdf",
+        ("webber", "cdf"),
+    ),
+    Standardisation(
+        "std-ab",
+        "std-AB",
+        "std-AB: 0.5 + 0.15 z clipped to [0, 1] (Sakai 2016), z per topic from the reference runs",
+        "0.5 + 0.15 z clipped to [0, 1] (Sakai's std-AB)",
+        f"{_STANDARDISE}:std_ab",
+        ("stdab",),
     ),
     error=ConventionError,
 )

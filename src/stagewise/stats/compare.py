@@ -19,7 +19,7 @@ from stagewise.errors import ConventionError, StagewiseError, parameter_error
 from stagewise.metrics.defaults import DEFAULT_METRICS
 from stagewise.stats import corrections as C
 from stagewise.stats import resampling as R
-from stagewise.stats.catalogue import CI_METHODS, CORRECTIONS, FAMILY_SCOPES, PairedTest
+from stagewise.stats.catalogue import CI_METHODS, CORRECTIONS, FAMILY_SCOPES, STANDARDISATIONS, PairedTest
 from stagewise.stats.paired import TestOptions, check_options, deprecated_permutations, get_test, run_batched
 from stagewise.stats.result import Comparison, PairResult
 
@@ -183,7 +183,9 @@ class CompareOptions:
     keywords, which override the ones it holds; ``dataclasses.replace`` makes a variant.
 
     ``permutations`` is the old name of ``resamples`` (deprecated: one word for the sign flips of the
-    randomization test and the resamples of the bootstrap).
+    randomization test and the resamples of the bootstrap). ``standardise`` names a per-topic standardisation
+    of :data:`~stagewise.stats.catalogue.STANDARDISATIONS` (``none``, ``zscore``, ``std-cdf``, ``std-ab``) and
+    ``reference`` the runs whose per-topic mean and sd it uses (default: every run compared).
 
     >>> CompareOptions(test="bootstrap", resamples=2000).resamples
     2000
@@ -201,11 +203,17 @@ class CompareOptions:
     ci: str = "t"
     ci_level: float = 0.95
     family: str = "metric"
+    standardise: str = "none"
+    reference: tuple[str, ...] | None = None
     permutations: InitVar[int | None] = None
 
     def __post_init__(self, permutations: int | None) -> None:
         if permutations is not None:
             object.__setattr__(self, "resamples", deprecated_permutations(permutations, "CompareOptions", 4))
+        if isinstance(self.reference, str):
+            object.__setattr__(self, "reference", (self.reference,))
+        elif self.reference is not None:
+            object.__setattr__(self, "reference", tuple(str(r) for r in self.reference))
 
 
 OPTION_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CompareOptions))
@@ -264,6 +272,11 @@ def _resolve(opts: CompareOptions) -> tuple[PairedTest, CompareOptions, TestOpti
         raise parameter_error("ci", "compare", f"one of {', '.join(CI_METHODS)}", opts.ci)
     if opts.family not in FAMILY_SCOPES:
         raise parameter_error("family", "compare", f"one of {', '.join(FAMILY_SCOPES)}", opts.family)
+    opts = replace(opts, standardise=STANDARDISATIONS.lookup(str(opts.standardise)).name)
+    if paired_test.kind == "many":
+        from stagewise.stats.many import check_many
+
+        check_many(opts, paired_test)
     return paired_test, opts, test_opts
 
 
@@ -435,6 +448,8 @@ def _conventions(
         if aligned
         else "each pair uses the queries both runs have scores for",
     }
+    if opts.standardise != "none":
+        conventions["standardise"] = opts.standardise
     if table.non_mean_metrics:
         conventions["note"] = (
             f"{', '.join(table.non_mean_metrics)}: the table shows the metric's own aggregate (sum or geometric "
@@ -474,6 +489,14 @@ def compare_scores(
     if not table.metrics:
         raise StagewiseError("give at least one metric")
     paired_test, opts, test_opts = _resolve(opts)
+    if opts.standardise != "none":
+        from stagewise.stats.many import standardise_table
+
+        table = standardise_table(table, opts.standardise, opts.reference)
+    if paired_test.kind == "many":
+        from stagewise.stats.many import compare_many
+
+        return compare_many(table, opts, paired_test, test_opts, progress)
     base = _resolve_baseline(table.names, opts.baseline, run_args)
     pairs = _pairs(len(table.names), base)
     rows: list[Row] = [(m, i, j) for m in table.metrics for i, j in pairs]  # one row per (metric, pair)

@@ -82,6 +82,8 @@ class Comparison:
 
     ``pairs`` lists one :class:`PairResult` per metric and pair (metric-major, pairs in run order);
     ``means[run][metric]`` are the evaluation's means; ``labels[run]`` the letter a table uses for a run.
+    ``many[metric]`` is a :class:`~stagewise.stats.many.ManySystems` (the ANOVA table, each run's interval and
+    letters, ES_E2) when the test was one of many runs at once (``anova``, ``tukey-hsd``, ``maxt``).
     """
 
     runs: list[str]
@@ -93,6 +95,7 @@ class Comparison:
     baseline: str | None = None
     scores: Any = field(default=None, repr=False)
     eval_notes: list[str] = field(default_factory=list, repr=False)
+    many: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -165,14 +168,18 @@ class Comparison:
 
     def to_dict(self, per_query: bool = False, top: int | None = None) -> dict[str, Any]:
         """The stable JSON contract as a dict: ``{"pairs": [...], "means": {run: {metric: mean}}}``, plus
-        ``"conventions"``, ``"labels"`` and, with ``per_query``, ``"per_query"`` (each pair's sorted deltas;
-        ``top`` keeps the ``top`` largest gains and losses)."""
+        ``"conventions"``, ``"labels"``, ``"many_systems"`` after a test of many runs at once (per metric: the
+        ANOVA table, the residual variance, each run's mean, interval and letters, ES_E2) and, with
+        ``per_query``, ``"per_query"`` (each pair's sorted deltas; ``top`` keeps the ``top`` largest gains and
+        losses)."""
         out: dict[str, Any] = {
             "pairs": [p.to_dict() for p in self.pairs],
             "means": self.means,
             "labels": self.labels,
             "conventions": self.conventions,
         }
+        if self.many:
+            out["many_systems"] = [m.to_dict() for m in self.many.values()]
         if per_query:
             out["per_query"] = [
                 {"metric": p.metric, "a": p.a, "b": p.b, "deltas": top_and_bottom(self.per_query_deltas(*key), top)}
