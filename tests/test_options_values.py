@@ -176,7 +176,7 @@ def test_the_dask_engine_takes_the_value_too(runs: list[str]) -> None:
 def test_which_way_is_better_lives_on_the_family() -> None:
     lower = {name for name in FAMILIES.names() if FAMILIES[name].better == "lower"}
     counts = {name for name in FAMILIES.names() if FAMILIES[name].better is None}
-    assert lower == {"unj", "rbp_resid"}
+    assert lower == {"unj", "unjudged", "rbp_resid"}
     assert counts == {"num_ret", "num_rel"}
     assert Measure.parse("unj@10").better == "lower" and Measure.parse("map").better == "higher"
 

@@ -8,6 +8,7 @@ in the top ``k``, ranks 1-based.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -238,9 +239,11 @@ def _precision_at_recall_count(ctx: EvalContext, needed: np.ndarray) -> np.ndarr
     return out
 
 
-def iprec_at_recall(ctx: EvalContext, x: float) -> np.ndarray:
-    """Interpolated precision at recall x, reaching round(x * R) relevant results (half away from 0)."""
-    needed = np.floor(x * num_rel(ctx) + 0.5)
+def iprec_at_recall(ctx: EvalContext, x: float, rounding: float = 0.5) -> np.ndarray:
+    """Interpolated precision at recall x, reaching floor(x * R + rounding) relevant results: round(x * R),
+    half away from 0, with trec_eval 10's ``rounding=0.5``; trec_eval 9 (pytrec_eval, so ir_measures'
+    ``IPrec``) adds 0.9, so recall 0.4 of R = 3 needs 2 relevant results there and 1 here."""
+    needed = np.floor(x * num_rel(ctx) + rounding)
     return _precision_at_recall_count(ctx, needed)
 
 
@@ -290,6 +293,109 @@ def unjudged(ctx: EvalContext, k: int) -> np.ndarray:
     return (np.minimum(k, num_ret(ctx)) - judged) / k
 
 
+def unjudged_at(ctx: EvalContext, k: int) -> np.ndarray:
+    """unjudged@k = 1 - judged@k: the top k's unjudged share, ranks past the end of the run counted as
+    unjudged (a run of 10 results has unjudged@100 >= 0.9). ``unj@k`` (:func:`unjudged`, trec_eval's) counts
+    them as neither, so the two differ exactly when a query has fewer than k results."""
+    return 1.0 - judged(ctx, k)
+
+
+def judged_retrieved(ctx: EvalContext, k: int | None = None) -> np.ndarray:
+    """ir_measures' ``Judged@k``: judged results among the retrieved top k, over min(k, ret) (all retrieved
+    results without k); 0 when nothing was retrieved. Any judgement counts, a label below 0 too (ir_measures
+    asks only whether the document is in the qrels)."""
+    rows = ctx.row_query if k is None else ctx.row_query[ctx.row_rank <= k]
+    depth = num_ret(ctx) if k is None else np.minimum(k, num_ret(ctx))
+    return _divide(_bincount(ctx, rows), depth)
+
+
+def hits(ctx: EvalContext, k: int | None = None) -> np.ndarray:
+    """ranx's hits@k: the number of relevant results in the top k (in the whole list without k)."""
+    return num_rel_ret(ctx) if k is None else _rels_within(ctx, k)
+
+
+def f1(ctx: EvalContext, k: int | None = None) -> np.ndarray:
+    """ranx's f1@k: 2 P R / (P + R) with P = hits@k / k and R = hits@k / R (k = ret without a cutoff, so the
+    whole list's F1); 0 when R = 0, k = 0 or no hit."""
+    found = hits(ctx, k)
+    depth = num_ret(ctx) if k is None else np.full(ctx.n_queries, float(k))
+    p, r = _divide(found, depth), _divide(found, num_rel(ctx))
+    return _divide(2 * p * r, p + r)
+
+
+def accuracy(ctx: EvalContext, k: int | None = None) -> np.ndarray:
+    """ir_measures' ``Accuracy``: the chance that a relevant result of the top k is ranked above a
+    non-relevant one of the top k (unjudged results count as non-relevant), 1 - sum over relevant results of
+    (non-relevant above it) / (m * n) with m relevant and n non-relevant results in the top k.
+
+    0 where no relevant result was retrieved (ir_measures gives such a query no value, so its mean leaves it
+    out); 1 where every result of the top k is relevant (ir_measures divides by zero there).
+    """
+    query, rank, count = _relevant_rows(ctx)
+    if k is not None:
+        keep = rank <= k
+        query, rank, count = query[keep], rank[keep], count[keep]
+    m = _bincount(ctx, query)
+    depth = num_ret(ctx) if k is None else np.minimum(k, num_ret(ctx))
+    n = depth - m
+    above = _bincount(ctx, query, (rank - count).astype(np.float64))
+    return np.where(m == 0, 0.0, np.where(n == 0, 1.0, 1.0 - _divide(above, m * n)))
+
+
+def compat(ctx: EvalContext, p: float = 0.95, normalize: bool = True) -> np.ndarray:
+    """Compatibility (Clarke, Vtyurina and Smucker 2020), as ir_measures computes it: rank-biased overlap
+    with persistence p between the run and the ideal ranking (judgements with label > 0, higher labels first,
+    equal labels in the run's order, unretrieved ones last), to depth D = max(ret, number of them); with
+    ``normalize``, divided by the ideal ranking's overlap with itself.
+
+    A relevant result at rank r and ideal position s is in both prefixes from depth max(r, s) on, so it adds
+    sum over i = max(r, s)..D of p**(i-1) / i: one prefix sum, no walk.
+    """
+    positive = ctx.judgement_label > 0
+    jq, jl = ctx.judgement_query[positive], ctx.judgement_label[positive]
+    ideal_size = _bincount(ctx, jq).astype(np.int64)
+    depth = np.maximum(ctx.num_ret.astype(np.int64), ideal_size)
+    width = int(depth.max()) if len(depth) else 0
+    i = np.arange(1, width + 1, dtype=np.float64)
+    weight = np.power(p, i - 1)
+    tail = np.r_[0.0, np.cumsum(weight / i)]  # tail[n] = sum over i <= n of p**(i-1) / i
+    rel = ctx.row_label > 0
+    q, rank, label = ctx.row_query[rel], ctx.row_rank[rel], ctx.row_label[rel]
+    span = int(max(jl.max() if len(jl) else 0, label.max() if len(label) else 0)) + 2
+    keys = np.sort(jq * span + jl)
+    higher = np.searchsorted(keys, q * span + span - 1, side="right") - np.searchsorted(keys, q * span + label, "right")
+    order = np.lexsort((rank, label, q))
+    same_above = np.empty(len(q), dtype=np.int64)
+    same_above[order] = position_in_segment(q[order] * span + label[order])
+    start = np.maximum(rank, higher + same_above + 1)
+    raw = _bincount(ctx, q, tail[depth[q]] - tail[start - 1])
+    if not normalize:
+        return _divide(raw, np.r_[0.0, np.cumsum(weight)][depth])
+    best = _divide(1.0 - np.power(p, ideal_size), np.full(ctx.n_queries, 1.0 - p))
+    best += ideal_size * (tail[depth] - tail[ideal_size])
+    return _divide(raw, best)
+
+
+def condensed(ctx: EvalContext) -> EvalContext:
+    """``ctx`` with its unjudged results removed and the ranks closed up (trec_eval ``-J``, ir_measures'
+    ``judged_only=True``), for one measure; made once per context."""
+
+    def compute() -> EvalContext:
+        judged_rows = ctx.row_label >= 0
+        query, label = ctx.row_query[judged_rows], ctx.row_label[judged_rows]
+        return dataclasses.replace(
+            ctx,
+            conventions=dataclasses.replace(ctx.conventions, judged_only=True),
+            row_query=query,
+            row_rank=position_in_segment(query) + 1,
+            row_label=label,
+            num_ret=np.bincount(query, minlength=ctx.n_queries).astype(np.int64),
+            _cache={},
+        )
+
+    return ctx if ctx.conventions.judged_only else ctx.cached("condensed", compute)
+
+
 def judged(ctx: EvalContext, k: int) -> np.ndarray:
     """judged@k: judged results in the top k, over k (as P@k counts: missing results count as unjudged).
 
@@ -319,12 +425,12 @@ def exp_gain(labels: np.ndarray) -> np.ndarray:
     return np.where(labels > 0, np.exp2(np.maximum(labels, 0).astype(np.float64)) - 1.0, 0.0)
 
 
-def mapped_gain(mapping: Mapping[int, float]) -> GainFunction:
+def mapped_gain(mapping: Mapping[int, float], base: GainFunction | None = None) -> GainFunction:
     """trec_eval's ``ndcg.L=G,...`` gains: listed labels take the given gain, other labels >= 0 their own
-    value; labels below 0 have gain 0."""
+    value (or ``base``'s gain, when given); labels below 0 have gain 0."""
 
     def gain(labels: np.ndarray) -> np.ndarray:
-        out = np.where(labels > 0, labels, 0).astype(np.float64)
+        out = np.where(labels > 0, labels, 0).astype(np.float64) if base is None else base(labels)
         for level, value in mapping.items():
             if level >= 0:
                 out[labels == level] = value
@@ -396,14 +502,23 @@ def g_measure(ctx: EvalContext, gain: GainFunction, key: object = None) -> np.nd
 
 
 def rbp(
-    ctx: EvalContext, p: float, gain: GainFunction = linear_gain, extra_gains: tuple[float, ...] = ()
+    ctx: EvalContext,
+    p: float,
+    gain: GainFunction = linear_gain,
+    extra_gains: tuple[float, ...] = (),
+    scale: bool = True,
 ) -> np.ndarray:
     """Rank-biased precision (Moffat and Zobel): (1 - p) * sum of gain * p**(rank - 1).
 
     Gains are scaled into [0, 1] per query when the query's gain table (labels 0 to its highest label,
     plus ``extra_gains``) falls outside it, as trec_eval does: with labels 0..4 the gain is label / 4.
-    Results labelled below 0 and unjudged results gain 0.
+    ``scale=False`` keeps the gains as they are (ranx's ``rbp.95`` and ir_measures' ``RBP`` weigh by the
+    label itself). Results labelled below 0 and unjudged results gain 0.
     """
+    if not scale:
+        q, judged_row = ctx.row_query, ctx.row_label >= 0
+        gains = np.where(judged_row, gain(ctx.row_label), 0.0)
+        return (1.0 - p) * _bincount(ctx, q, gains * np.power(p, ctx.row_rank - 1.0))
     top_label = np.zeros(ctx.n_queries, dtype=np.int64)
     nonneg = ctx.judgement_label >= 0
     np.maximum.at(top_label, ctx.judgement_query[nonneg], ctx.judgement_label[nonneg])

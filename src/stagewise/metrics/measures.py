@@ -22,7 +22,7 @@ from stagewise.errors import MetricError
 from stagewise.metrics import kernels as K
 from stagewise.metrics import walks as W
 from stagewise.metrics.context import EvalContext
-from stagewise.spec import Param, Registry, canonical, parse_call
+from stagewise.spec import Param, Registry, canonical, format_value, parse_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.data.qrels import Qrels
@@ -74,8 +74,74 @@ GAIN = Param(str, "linear", "gain of a label: linear (label) or exp (2**label - 
 PERSISTENCE = Param(float, 0.9, "persistence, in (0, 1)", "a float in (0, 1)", lambda v: 0 < v < 1)
 
 
+JUDGED_ONLY = Param(
+    bool,
+    False,
+    "drop the unjudged results before measuring, closing the gaps (ir_measures' judged_only; one "
+    "measure's trec_eval -J)",
+)
+GAINS_MAP = Param(
+    dict,
+    None,
+    "a gain per label, as {0:0,1:1,2:3}: listed labels take that gain, the others their gain as "
+    "`gain` says (trec_eval's ndcg.L=G, ir_measures' gains=)",
+)
+
+
+@dataclass(frozen=True)
+class GainMap:
+    """A label -> gain mapping as a measure holds it: sorted ``(label, gain)`` pairs (hashable), printed as
+    ``{0:0,1:1,2:3}`` so that the measure's name parses back.
+
+    >>> str(GainMap.of({2: 3, 0: 0, 1: 1.0}))
+    '{0:0,1:1,2:3}'
+    """
+
+    pairs: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def of(cls, value: Any, owner: str = "ndcg") -> GainMap:
+        if isinstance(value, GainMap):
+            return value
+        try:
+            items = value.items() if isinstance(value, dict) else value
+            pairs = [(_int_label(label), float(gain)) for label, gain in items]
+        except (TypeError, ValueError, AttributeError):
+            raise MetricError(
+                f"The 'gains' parameter of {owner} must be a mapping of int labels to gains, as "
+                f"{{0:0,1:1,2:3}}. Got {value!r} instead."
+            ) from None
+        return cls(tuple(sorted(pairs)))
+
+    def items(self) -> tuple[tuple[int, float], ...]:
+        return self.pairs
+
+    def __str__(self) -> str:
+        return "{" + ",".join(f"{label}:{format_value(gain)}" for label, gain in self.pairs) + "}"
+
+
+def _int_label(label: Any) -> int:
+    if isinstance(label, bool) or not float(label).is_integer():
+        raise ValueError(label)
+    return int(label)
+
+
 def _gain(opts: dict[str, Any]) -> K.GainFunction:
-    return K.GAINS[opts["gain"]]
+    base = K.GAINS[opts["gain"]]
+    return base if not opts.get("gains") else K.mapped_gain(dict(opts["gains"].pairs), base)
+
+
+def _gain_key(opts: dict[str, Any]) -> object:
+    """What names the gain function, for the ideal ranking's cache."""
+    return (opts["gain"], opts.get("gains"))
+
+
+def _rbp_gain(opts: dict[str, Any]) -> K.GainFunction:
+    """RBP's gain: 1 for a label >= rel (binary, with ``rel``), else the label's gain (``gains`` over linear)."""
+    if opts["rel"] is not None:
+        level = opts["rel"]
+        return lambda labels: (labels >= level).astype(np.float64)
+    return K.linear_gain if not opts["gains"] else K.mapped_gain(dict(opts["gains"].pairs))
 
 
 def top_label(qrels: Qrels, query_ids: np.ndarray | None = None) -> int:
@@ -173,9 +239,9 @@ FAMILIES: Registry[Family] = Registry(
     Family(
         "ndcg",
         "normalised DCG, ideal from all judged documents; ndcg@k cuts both at k (trec_eval ndcg_cut)",
-        lambda c, k, o: K.ndcg(c, _gain(o), k, key=o["gain"]),
+        lambda c, k, o: K.ndcg(c, _gain(o), k, key=_gain_key(o)),
         cutoff="optional",
-        options={"gain": GAIN},
+        options={"gain": GAIN, "gains": GAINS_MAP},
         binary=False,
         prefix_safe=True,
     ),
@@ -184,15 +250,15 @@ FAMILIES: Registry[Family] = Registry(
         "discounted cumulative gain, log2(rank + 1) discount",
         lambda c, k, o: K.dcg(c, _gain(o), k),
         cutoff="optional",
-        options={"gain": GAIN},
+        options={"gain": GAIN, "gains": GAINS_MAP},
         binary=False,
     ),
     Family(
         "idcg",
         "ideal DCG from all judged documents",
-        lambda c, k, o: K.ideal_dcg(c, _gain(o), k, key=o["gain"]),
+        lambda c, k, o: K.ideal_dcg(c, _gain(o), k, key=_gain_key(o)),
         cutoff="optional",
-        options={"gain": GAIN},
+        options={"gain": GAIN, "gains": GAINS_MAP},
         binary=False,
     ),
     Family(
@@ -212,17 +278,38 @@ FAMILIES: Registry[Family] = Registry(
     ),
     Family(
         "unj",
-        "share of the top k without a judgement (trec_eval unj)",
+        "unjudged results in the top k, over k; ranks past the end of the run count as judged (trec_eval unj)",
         lambda c, k, o: K.unjudged(c, k),
         cutoff="required",
         binary=False,
         better="lower",
     ),
     Family(
+        "unjudged",
+        "1 - judged@k: ranks past the end of the run count as unjudged (the report's judgement plot)",
+        lambda c, k, o: K.unjudged_at(c, k),
+        cutoff="required",
+        binary=False,
+        better="lower",
+    ),
+    Family(
+        "judged_retrieved",
+        "judged results among the retrieved top k, over min(k, ret) (ir_measures Judged@k)",
+        lambda c, k, o: K.judged_retrieved(c, k),
+        cutoff="optional",
+        binary=False,
+    ),
+    Family(
         "rbp",
-        "rank-biased precision with persistence p, gains scaled to [0, 1] per query (trec_eval)",
-        lambda c, k, o: K.rbp(c, o["p"]),
-        options={"p": PERSISTENCE},
+        "rank-biased precision with persistence p, gains scaled to [0, 1] per query (trec_eval); rel=N: binary, "
+        "label >= N gains 1; scale=False: gains as they are (ranx rbp.95)",
+        lambda c, k, o: K.rbp(c, o["p"], _rbp_gain(o), scale=o["scale"]),
+        options={
+            "p": PERSISTENCE,
+            "rel": Param(int, None, "binary relevance: a label >= rel gains 1, others 0 (default: graded gains)"),
+            "gains": GAINS_MAP,
+            "scale": Param(bool, True, "scale each query's gains into [0, 1] (trec_eval); False keeps them"),
+        },
         binary=False,
     ),
     Family(
@@ -267,7 +354,7 @@ FAMILIES: Registry[Family] = Registry(
     Family(
         "G",
         "gain-based G (trec_eval)",
-        lambda c, k, o: K.g_measure(c, _gain(o), key=o["gain"]),
+        lambda c, k, o: K.g_measure(c, _gain(o), key=_gain_key(o)),
         options={"gain": GAIN},
         binary=False,
     ),
@@ -308,10 +395,19 @@ FAMILIES: Registry[Family] = Registry(
     Family(
         "iprec_at_recall",
         "interpolated precision at recall level x (0..1)",
-        lambda c, k, o: K.iprec_at_recall(c, k),
+        lambda c, k, o: K.iprec_at_recall(c, k, o["rounding"]),
         cutoff="required",
         cutoff_kind=float,
-        options={"rel": REL},
+        options={
+            "rel": REL,
+            "rounding": Param(
+                float,
+                0.5,
+                "relevant results needed: floor(x * R + rounding); 0.5 trec_eval 10, 0.9 trec_eval 9 (ir_measures)",
+                "a number in [0, 1)",
+                lambda v: 0 <= v < 1,
+            ),
+        },
         aliases=("iprec",),
     ),
     Family(
@@ -395,6 +491,38 @@ FAMILIES: Registry[Family] = Registry(
         options={"rel": REL},
         aggregate="sum",
     ),
+    Family(
+        "hits",
+        "relevant results in the top k, a count (ranx hits@k)",
+        lambda c, k, o: K.hits(c, k),
+        cutoff="optional",
+        options={"rel": REL},
+        prefix_safe=True,
+    ),
+    Family(
+        "f1",
+        "2PR / (P + R) of the top k, P = hits/k, R = hits/R (ranx f1@k; the whole list without k)",
+        lambda c, k, o: K.f1(c, k),
+        cutoff="optional",
+        options={"rel": REL},
+    ),
+    Family(
+        "accuracy",
+        "chance that a relevant result of the top k is above a non-relevant one (ir_measures Accuracy)",
+        lambda c, k, o: K.accuracy(c, k),
+        cutoff="optional",
+        options={"rel": REL},
+    ),
+    Family(
+        "compat",
+        "compatibility (Clarke et al. 2020): rank-biased overlap with the ideal ranking (ir_measures Compat)",
+        lambda c, k, o: K.compat(c, o["p"], o["normalize"]),
+        options={
+            "p": Param(float, 0.95, "persistence, in (0, 1)", "a float in (0, 1)", lambda v: 0 < v < 1),
+            "normalize": Param(bool, True, "divide by the ideal ranking's overlap with itself"),
+        },
+        binary=False,
+    ),
     aliases=TREC_EVAL_NAMES,
     error=MetricError,
 )
@@ -405,6 +533,89 @@ _TREC_STYLE = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*?)[_.](?P<cutoff>\d+(?
 _TREC_LIST_HEAD = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_]*?)\.(?P<cutoff>\d+(?:\.\d+)?)$")
 _BARE_CUTOFF = re.compile(r"^\d+(?:\.\d+)?$")
 _EXAMPLES = "ndcg@10, P@5(rel=2), P(rel=2)@10 or map"
+# ranx's relevance level suffix, "map@100-l2", and its RBP spelling with the persistence's digits, "rbp.95".
+_RANX_LEVEL = re.compile(r"^(?P<rest>[^()]+?)-l(?P<level>\d+)$")
+_RANX_RBP = re.compile(r"^rbp[.@](?P<digits>\d+)$")
+
+
+@dataclass(frozen=True)
+class PeerName:
+    """What a name spelt as another tool spells it means here: that tool's number, through a family and the
+    options that give it (``family``; ``uncut`` when the name is given without a cutoff), or a refusal
+    (``family`` None) that says what to write instead (``instead``)."""
+
+    tool: str
+    family: str | None
+    options: tuple[tuple[str, Any], ...] = ()
+    uncut: str | None = None
+    instead: str = ""
+
+
+_NDEVAL = "ndeval's intent-aware and diversity measures are not in stagewise yet"
+_CWL = "cwl_eval's user models are not in stagewise yet"
+
+#: Spellings of ir_measures and ranx whose number differs from what a case-insensitive lookup of the name would
+#: give here, or that name a measure stagewise lacks. Matched on the exact spelling (case included, ``-`` read
+#: as ``_``) before the registry: ``ERR@10`` is ir_measures' (gdeval's, highest grade 4) while ``err@10`` stays
+#: stagewise's (highest grade from the qrels); ``RBP`` is ir_measures' (p = 0.8, the label as gain) while
+#: ``rbp`` stays trec_eval's (p = 0.9, gains scaled into [0, 1]). Every other spelling of the two tools means
+#: the same number here as there through the registry's names and aliases (tests/test_peer_names.py checks
+#: each against the tool).
+PEER_NAMES: dict[str, PeerName] = {
+    "ERR": PeerName("ir_measures", "err", (("max_label", 4),)),
+    "RBP": PeerName("ir_measures", "rbp", (("p", 0.8), ("scale", False))),
+    "IPrec": PeerName("ir_measures", "iprec_at_recall", (("rounding", 0.9),)),
+    "Judged": PeerName("ir_measures", "judged_retrieved"),
+    "SetRelP": PeerName("ir_measures", "set_relative_P"),
+    "NumQ": PeerName("ir_measures", None, instead="the number of queries is in every result (num_queries)"),
+    "hit_rate": PeerName("ranx", "success"),
+    "precision": PeerName("ranx", "P", uncut="set_P"),
+    "recall": PeerName("ranx", "recall", uncut="set_recall"),
+    "r_precision": PeerName("ranx", "Rprec"),
+    "ndcg_burges": PeerName("ranx", "ndcg", (("gain", "exp"),)),
+    "dcg_burges": PeerName("ranx", "dcg", (("gain", "exp"),)),
+    **{name: PeerName("ir_measures", None, instead=_NDEVAL) for name in (
+        "AP_IA", "ERR_IA", "MAP_IA", "NRBP", "nNRBP", "P_IA", "StRecall", "alpha_DCG", "alpha_nDCG",
+        "α_DCG", "α_nDCG", "nERR_IA")},
+    **{name: PeerName("ir_measures", None, instead=_CWL) for name in (
+        "BPM", "INSQ", "INST", "NERR8", "NERR9", "NERR10", "NERR11", "SDCG")},
+}  # fmt: skip
+
+
+def _peer(name: str, registered: bool) -> PeerName | None:
+    """The peer spelling ``name`` is, if any; a refusal only where the registry has no such name (a family
+    registered later under that name is taken)."""
+    peer = PEER_NAMES.get(name.replace("-", "_"))
+    if peer is None or (peer.family is None and registered):
+        return None
+    return peer
+
+
+def _refuse(name: str, peer: PeerName) -> MetricError:
+    return MetricError(f"{name!r} is a measure of {peer.tool} that no stagewise measure gives: {peer.instead}")
+
+
+def _ranx_forms(text: str) -> tuple[str, int | None]:
+    """ranx's ``rbp.95`` as ``rbp(p=0.95,scale=False)`` and its level suffix ``-l2`` split off."""
+    level = _RANX_LEVEL.match(text.strip())
+    if level:
+        text = level.group("rest")
+    rbp = _RANX_RBP.match(text.strip())
+    if rbp:
+        text = f"rbp(p=0.{rbp.group('digits')},scale=False)"
+    return text, int(level.group("level")) if level else None
+
+
+def _ranx_level(fam: Family, params: dict[str, Any], level: int, whole: str) -> dict[str, Any]:
+    """ranx's ``-lN``: labels below N are not relevant, so binary measures take rel=N and graded ones gain 0
+    for labels 1..N-1."""
+    if "rel" in fam.options and (fam.binary or fam.name == "rbp") and "gains" not in params:
+        return {**params, "rel": level} if fam.binary else {**params, "gains": {g: 0 for g in range(level)}}
+    if "gains" in fam.options:
+        return {**params, "gains": {g: 0 for g in range(level)}}
+    raise MetricError(f"metric {fam.name!r} has no relevance level, so {whole!r} has no meaning here")
+
+
 # ir_measures' nDCG(dcg=...) names the gain and the discount together; both of its forms use log2(rank + 1).
 _IR_MEASURES_DCG = {"log2": "linear", "exp-log2": "exp"}
 
@@ -424,17 +635,32 @@ class Measure:
 
     @classmethod
     def parse(cls, text: str) -> Measure:
-        call = parse_call(text, "metric", _EXAMPLES, error=MetricError)
-        name, cutoff_text = call.name, call.at
+        """A measure from its name in any accepted spelling (see the module's docstring and
+        :data:`PEER_NAMES`); an unknown name, option or bad value is a :class:`MetricError`.
+
+        >>> str(Measure.parse("ERR@10")), str(Measure.parse("err@10")), str(Measure.parse("map@100-l2"))
+        ('err@10(max_label=4)', 'err@10', 'map@100(rel=2)')
+        """
+        source, level = _ranx_forms(text) if isinstance(text, str) else (text, None)
+        call = parse_call(source, "metric", _EXAMPLES, error=MetricError)
+        name, cutoff_text, params = call.name, call.at, dict(call.params)
         fam = FAMILIES.get(name)
+        peer = _peer(name, fam is not None)
+        if peer is not None:
+            chosen = peer.uncut if cutoff_text is None and peer.uncut else peer.family
+            if chosen is None:
+                raise _refuse(name, peer)
+            fam, params = FAMILIES[chosen], {**dict(peer.options), **params}
         if fam is None and cutoff_text is None:
             trec = _TREC_STYLE.match(name)
             if trec and trec.group("name") in FAMILIES:
                 fam, cutoff_text = FAMILIES[trec.group("name")], trec.group("cutoff")
         if fam is None:
             fam = FAMILIES.lookup(name)
+        if level is not None:
+            params = _ranx_level(fam, params, level, text)
         cutoff = _parse_cutoff(fam, cutoff_text, call.text)
-        options = _parse_options(fam, call.params)
+        options = _parse_options(fam, params)
         return cls(fam.name, cutoff, options)
 
     @property
@@ -442,7 +668,13 @@ class Measure:
         return FAMILIES[self.family.lower()]
 
     def option(self, name: str) -> Any:
-        return dict(self.options).get(name, self.spec.options[name].default)
+        default = JUDGED_ONLY.default if name == "judged_only" else self.spec.options[name].default
+        return dict(self.options).get(name, default)
+
+    @property
+    def judged_only(self) -> bool:
+        """Whether this measure drops unjudged results first (``judged_only=True``, any family)."""
+        return bool(self.option("judged_only"))
 
     def resolved_options(self) -> dict[str, Any]:
         return {name: self.option(name) for name in self.spec.options}
@@ -500,8 +732,15 @@ class Measure:
             out["ideal"] = "all judged documents of the query (trec_eval)"
             out["discount"] = "log2(rank + 1)"
         for name, value in self.resolved_options().items():
-            if name not in ("rel", "gain"):
+            if name == "gains" and value is not None:
+                out[name] = str(value)
+            elif name == "rel" and not self.spec.binary:
+                if value is not None:
+                    out["relevance_level"] = value
+            elif name not in ("rel", "gain", "gains"):
                 out[name] = value
+        if self.judged_only:
+            out["judged_only"] = True
         out["aggregate"] = {
             "mean": "arithmetic mean",
             "sum": "sum",
@@ -528,12 +767,22 @@ def _parse_options(fam: Family, given: dict[str, Any]) -> tuple[tuple[str, Any],
         given = dict(given)
         dcg = given.pop("dcg")
         given["gain"] = _IR_MEASURES_DCG.get(dcg, dcg) if isinstance(dcg, str) else dcg
+    params = {**fam.options, "judged_only": fam.options.get("judged_only", JUDGED_ONLY)}
     for name in given:
-        if name not in fam.options:
-            known = ", ".join(fam.options) or "none"
+        if name not in params:
+            known = ", ".join(params)
             raise MetricError(f"metric {fam.name!r} has no option {name!r}; its options: {known}")
-    values = {name: fam.options[name].coerce(fam.name, name, value, error=MetricError) for name, value in given.items()}
-    return tuple(sorted((k, v) for k, v in values.items() if v != fam.options[k].default))
+    values = {
+        name: _gains(fam, value)
+        if params[name] is GAINS_MAP
+        else params[name].coerce(fam.name, name, value, error=MetricError)
+        for name, value in given.items()
+    }
+    return tuple(sorted((k, v) for k, v in values.items() if v != params[k].default))
+
+
+def _gains(fam: Family, value: Any) -> GainMap | None:
+    return None if value is None or value == {} else GainMap.of(value, fam.name)
 
 
 def expand_cutoff_lists(pieces: list[str]) -> list[str]:
@@ -574,6 +823,8 @@ def known_names() -> list[str]:
 def compute(measure: Measure, ctx: EvalContext) -> np.ndarray:
     """Per-query values of ``measure`` on ``ctx`` (whose relevance level must match the measure's); a measure
     whose family has data-dependent defaults must be resolved first (:meth:`Measure.resolve`)."""
+    if measure.judged_only:
+        ctx = K.condensed(ctx)
     return measure.spec.compute(ctx, measure.cutoff, measure.resolved_options())
 
 
