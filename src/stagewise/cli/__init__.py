@@ -23,6 +23,7 @@ from stagewise.cli import (
     gate_cmd,
     hybrid_cmd,
     index_cmd,
+    power_cmd,
     rag_cmd,
     report_cmd,
     rerank_cmd,
@@ -109,6 +110,7 @@ _command("serve", serve_cmd.serve_command)
 for _info in serve_cmd.labels_app.registered_commands:
     _info.cls = StagewiseCommand
 app.add_typer(serve_cmd.labels_app)
+app.add_typer(power_cmd.power_app)
 
 
 def main(argv: list[str] | None = None) -> None:

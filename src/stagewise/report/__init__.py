@@ -43,6 +43,8 @@ _RENDERERS = {
     "RagReport": "stagewise.report.rag",
     "FusionReport": "stagewise.report.fusion",
     "ValidationReport": "stagewise.report.validate",
+    "TopicSetSize": "stagewise.report.power",
+    "DiscriminativePower": "stagewise.report.power",
     "GateResult": "stagewise.report.gate",
 }
 
@@ -102,7 +104,12 @@ FORMATS: FormatRegistry = FormatRegistry(
     OutputFormat("table", "aligned plain-text columns (a rich table on a terminal)", aliases=("text",), kinds=_ALL),
     OutputFormat("json", "one JSON document", ("json",), kinds=_ALL),
     OutputFormat("jsonl", "one JSON record a line", ("jsonl",), kinds=("RagReport",)),
-    OutputFormat("csv", "comma-separated values with a header", ("csv",), kinds=("EvalResult", "Comparison")),
+    OutputFormat(
+        "csv",
+        "comma-separated values with a header",
+        ("csv",),
+        kinds=("EvalResult", "Comparison", "TopicSetSize", "DiscriminativePower"),
+    ),
     OutputFormat(
         "markdown",
         "a markdown table",

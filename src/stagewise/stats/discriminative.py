@@ -35,8 +35,6 @@ __all__ = ["DiscriminativePower", "MeasurePower", "asl", "discriminative_power",
 
 #: Sakai's B (SIGIR 2006): 1,000 bootstrap resamples.
 DEFAULT_RESAMPLES = 1000
-#: The shares of the pairs at which the table reads the ASL curve.
-CURVE_POINTS = (0.10, 0.25, 0.50, 0.75, 0.90)
 
 
 def _check(resamples: Any, seed: Any, alpha: Any) -> None:

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stagewise._lazy import LazyModule
-from stagewise.errors import InputError
+from stagewise.errors import ConventionError, InputError
 from stagewise.spec import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -275,7 +275,7 @@ DESIGNS: Registry[Design] = Registry(
         uses_beta=False,
         aliases=("ci-width", "interval"),
     ),
-    error=InputError,
+    error=ConventionError,
 )
 
 
@@ -376,6 +376,22 @@ class TopicSetSize:
         return json.dumps(self.to_dict(), indent=indent)
 
 
+def check_design(
+    design: str, min_diff: float, *, alpha: float = 0.05, beta: float = 0.20, systems: int | None = None
+) -> Design:
+    """The design called ``design``, once its inputs are checked (before any run is read for the variance).
+
+    >>> check_design("T-test", 0.05).name
+    't'
+    """
+    entry = DESIGNS.lookup(design)
+    _check(alpha, beta if entry.uses_beta else 0.5, min_diff, 1.0)
+    bad = isinstance(systems, bool) or not isinstance(systems, (int, np.integer)) or systems < 2
+    if entry.uses_systems and systems is not None and bad:
+        raise InputError("power", f"{systems!r} systems", expected="an int >= 2")
+    return entry
+
+
 def topic_set_size(
     design: str,
     min_diff: float,
@@ -412,7 +428,7 @@ def topic_set_size(
     >>> topic_set_size("anova", 0.1, 0.05, systems=5).topics
     121
     """
-    entry = DESIGNS.lookup(design)
+    entry = check_design(design, min_diff, alpha=alpha, beta=beta, systems=systems)
     estimate = (
         variance
         if isinstance(variance, VarianceEstimate)
