@@ -145,7 +145,7 @@ def test_rich_table_marks_best_and_states_conventions(three_runs: list[str]) -> 
         ((QRELS, RUN, TRUNC, "-b", "nope"), "baseline 'nope' is not one of the runs"),
         ((QRELS, RUN, TRUNC, "--resamples", "0"), "--resamples must be an integer from 1 to"),
         ((QRELS, RUN, TRUNC, "--permutations", "0"), "--permutations for --resamples is deprecated; use --resamples"),
-        ((QRELS, RUN, TRUNC, "-t", "anova"), "unknown statistical test 'anova'; choose one of t, wilcoxon"),
+        ((QRELS, RUN, TRUNC, "-t", "kw"), "unknown statistical test 'kw'; choose one of t, wilcoxon"),
         ((QRELS, RUN, TRUNC, "-c", "sidak"), "unknown correction 'sidak'; choose one of none, bonferroni"),
         ((QRELS, RUN, "/no/such/run"), "no such file"),
     ],

@@ -95,7 +95,9 @@ TestOption = Annotated[
         "-t",
         parser=RegistryChoice(_CATALOGUE, "TESTS"),
         metavar="TEST",
-        help=f"Paired test: {{names:{_CATALOGUE}:TESTS}} (aliases such as fisher and student taken too).",
+        help=f"Test: {{names:{_CATALOGUE}:TESTS}} (aliases such as fisher and student taken too). anova, tukey-hsd "
+        "and maxt test every pair of runs at once (family-wise; no --correction on top) and add the two-way ANOVA "
+        "table, each run's interval from its residual variance and group letters.",
     ),
 ]
 BaselineOption = Annotated[
@@ -168,6 +170,23 @@ MissingOption = Annotated[
         "have) or error."
     ),
 ]
+StandardiseOption = Annotated[
+    str,
+    typer.Option(
+        "--standardise",
+        "--standardize",
+        parser=RegistryChoice(_CATALOGUE, "STANDARDISATIONS"),
+        metavar="HOW",
+        help=f"Standardise each topic's scores by reference runs before testing: {{entries:{_CATALOGUE}:"
+        "STANDARDISATIONS}.",
+    ),
+]
+ReferenceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reference", help="A reference run of --standardise (its name or path; repeatable). Default: every run."
+    ),
+]
 DigitsOption = Annotated[
     int, typer.Option(**int_option(0, 20), help="Decimals of the means in table, markdown and LaTeX output.")
 ]
@@ -194,6 +213,8 @@ def compare_command(
     ci: IntervalOption = Interval["t"],
     ci_level: LevelOption = 0.95,
     family: FamilyOption = Family["metric"],
+    standardise: StandardiseOption = "none",
+    reference: ReferenceOption = None,
     pairs: PairsOption = None,
     per_query: PerQueryOption = False,
     top: TopOption = None,
@@ -228,6 +249,8 @@ def compare_command(
       stagewise compare qrels.txt bm25.run dense.run -m ndcg@10 --per-query --top 10
 
       stagewise compare qrels.txt a.run b.run c.run -c bh --format json -o comparison.json
+
+      stagewise compare qrels.txt *.run -m ap --test tukey-hsd -B 10000 --standardise zscore
     """
     with user_errors():
         from stagewise.engines import expand_globs
@@ -255,6 +278,10 @@ def compare_command(
             ci=ci.value,
             ci_level=ci_level,
             family=family.value,
+            standardise=standardise,
+            reference=None
+            if reference is None
+            else tuple(baseline_label(r, runs, run_labels(runs)) for r in reference),
         )
         conventions = Conventions(
             relevance_level=relevance_level,

@@ -110,6 +110,9 @@ def notes(comp: Comparison, with_pairs: bool, best: str = "in bold") -> list[str
             f"diff = mean(b) - mean(a); CI: {conv['confidence_interval']}; d_z: {conv['effect_size']}; "
             f"W/T/L: wins/ties/losses of b, tie when |b - a| <= {conv['tie_tolerance']:g}"
         )
+    if comp.many:
+        out.append(f"interval of each run: {conv['system_interval']}; ES_E2: {conv['effect_size_e2']}")
+        out.append(f"group letters: {conv['letters']}")
     if "note" in conv:
         out.append(conv["note"])
     out.extend(comp.eval_notes)
@@ -212,6 +215,45 @@ def pair_rows(comp: Comparison, digits: int) -> list[list[str]]:
     return rows
 
 
+ANOVA_HEADER = ["source", "SS", "df", "MS", "F", "p"]
+SYSTEM_HEADER = ["", "run", "mean", "CI low", "CI high", "group"]
+
+
+def many_blocks(comp: Comparison, digits: int) -> list[tuple[str, list[list[str]], str, list[list[str]]]]:
+    """For a test of many runs at once, per metric: the ANOVA table's title and rows, then the per-run table's
+    title and rows (best mean first: label, run, mean, interval, letters); empty for a paired test."""
+    labels = comp.labels
+    out = []
+    for metric, many in comp.many.items():
+        anova = [
+            [r.source, _num(r.ss, digits), str(r.df), _num(r.ms, digits)]
+            + (["", ""] if r.source == "residual" else [_num(r.f, 2), p_text(r.p)])
+            for r in many.anova.rows
+        ]
+        order = sorted(range(len(many.runs)), key=lambda j: -float(many.means[j]))
+        systems = [
+            [
+                labels[many.runs[j]],
+                many.runs[j],
+                _num(float(many.means[j]), digits),
+                _num(float(many.lower[j]), digits),
+                _num(float(many.upper[j]), digits),
+                many.letters[j],
+            ]
+            for j in order
+        ]
+        head = (
+            f"{metric}: two-way ANOVA (topic x system), {many.n_topics} topics x {len(many.runs)} runs; "
+            f"V_E = {_num(many.residual_variance, 6)} on {many.anova.residual_df} df"
+        )
+        sys_head = (
+            f"{metric}: each run's {many.confidence:.0%} interval (mean +- {_num(many.margin, digits)}, from V_E) "
+            f"and group letters ({comp.conventions['test']}, alpha {many.alpha:g}: runs sharing a letter do not differ)"
+        )
+        out.append((head, anova, sys_head, systems))
+    return out
+
+
 def delta_blocks(comp: Comparison, digits: int, top: int | None) -> list[tuple[str, list[list[str]]]]:
     from stagewise.stats.result import top_and_bottom
 
@@ -262,6 +304,9 @@ def plain(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top:
         for label, run, cells in rows
     ]
     out = [title(comp, sep="; "), *_grid(["", "run", *comp.metrics], body, set())]
+    for head, anova, sys_head, systems in many_blocks(comp, digits):
+        out += ["", head, *_grid(ANOVA_HEADER, anova, {1, 2, 3, 4, 5})]
+        out += ["", sys_head, *_grid(SYSTEM_HEADER, systems, {2, 3, 4})]
     if with_pairs:
         out += ["", *_grid(PAIR_HEADER, pair_rows(comp, digits), {3, 5, 7, 8, 9})]
     if per_query:
@@ -280,6 +325,12 @@ def markdown(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, t
         shown = [f"**{v}**" if b else v for v, b, _ in cells]
         shown = [f"{s}<sup>{m}</sup>" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
         out.append("| " + " | ".join([label, markdown_escape(run), *shown]) + " |")
+    for head_line, anova, sys_head, systems in many_blocks(comp, digits):
+        for caption, header, rows in ((head_line, ANOVA_HEADER, anova), (sys_head, SYSTEM_HEADER, systems)):
+            out += ["", f"*{markdown_escape(caption)}*", "", "| " + " | ".join(header) + " |"]
+            numeric = range(1, 6) if header is ANOVA_HEADER else range(2, 5)
+            out.append("|" + "".join("---:|" if i in numeric else ":---|" for i in range(len(header))))
+            out += ["| " + " | ".join(markdown_escape(c) for c in r) + " |" for r in rows]
     if with_pairs:
         out += ["", "| " + " | ".join(PAIR_HEADER) + " |", "|:---|:---|:---|" + "---:|" * (len(PAIR_HEADER) - 3)]
         out += ["| " + " | ".join(markdown_escape(c) for c in r) + " |" for r in pair_rows(comp, digits)]
@@ -307,6 +358,12 @@ def latex(comp: Comparison, digits: int, with_pairs: bool, per_query: bool, top:
         shown = [f"{s}\\textsuperscript{{{m}}}" if m else s for s, (_, _, m) in zip(shown, cells, strict=True)]
         out.append(" & ".join([label, latex_escape(run), *shown]) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
+    for head_line, anova, sys_head, systems in many_blocks(comp, digits):
+        for caption, header, rows in ((head_line, ANOVA_HEADER, anova), (sys_head, SYSTEM_HEADER, systems)):
+            out += ["", f"% {caption}", f"\\begin{{tabular}}{{l{'r' * (len(header) - 1)}}}", "\\toprule"]
+            out += [" & ".join(latex_escape(h) for h in header) + " \\\\", "\\midrule"]
+            out += [" & ".join(latex_escape(c) for c in r) + " \\\\" for r in rows]
+            out += ["\\bottomrule", "\\end{tabular}"]
     if with_pairs:
         out += [
             "",
@@ -364,6 +421,9 @@ class _RichComparison:
                 shown.append(text)
             main.add_row(label, run, *shown)
         parts: list[Any] = [Text(title(comp), style="bold"), main]
+        for head_line, anova, sys_head, systems in many_blocks(comp, digits):
+            parts += [Text(head_line), _rich_simple(ANOVA_HEADER, anova, 1)]
+            parts += [Text(sys_head), _rich_simple(SYSTEM_HEADER, systems, 2, letters=5)]
         notes_below = notes(comp, self.with_pairs)
         if self.with_pairs:
             pairs = _rich_pairs(comp, digits, narrow=False)
@@ -387,6 +447,20 @@ class _RichComparison:
                 parts.append(dt)
         parts.append(Text("\n".join(notes_below), style="dim"))
         return parts
+
+
+def _rich_simple(header: list[str], rows: list[list[str]], first_number: int, letters: int | None = None) -> Any:
+    """A light table: text columns left, numbers from ``first_number`` on right, the letters column in cyan."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False)
+    for i, h in enumerate(header):
+        right = first_number <= i and i != letters
+        table.add_column(h, justify="right" if right else "left", no_wrap=True, style="cyan" if i == letters else "")
+    for r in rows:
+        table.add_row(*r)
+    return table
 
 
 def _rich_pairs(comp: Comparison, digits: int, narrow: bool) -> Any:

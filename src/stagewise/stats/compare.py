@@ -449,7 +449,8 @@ def _conventions(
         else "each pair uses the queries both runs have scores for",
     }
     if opts.standardise != "none":
-        conventions["standardise"] = opts.standardise
+        conventions["standardise"] = STANDARDISATIONS.lookup(opts.standardise).description
+        conventions["standardise_reference"] = list(opts.reference or table.names)
     if table.non_mean_metrics:
         conventions["note"] = (
             f"{', '.join(table.non_mean_metrics)}: the table shows the metric's own aggregate (sum or geometric "

@@ -434,11 +434,15 @@ def _conventions(
         "anova": "two-way ANOVA without replication (topic x system): SS, df, MS, F, p per source",
         "system_interval": f"{level:.0%} interval of each run's mean: mean +- t(phi_E; {(1 - level) / 2:g}) "
         "sqrt(V_E / n), V_E the ANOVA residual variance (one margin for every run)",
-        "effect_size_e2": "ES_E2 = (mean(b) - mean(a)) / sqrt(V_E)",
+        "effect_size_e2": "ES_E2[x][y] = (mean(x) - mean(y)) / sqrt(V_E)",
         "letters": f"compact letter display (Piepho 2004): runs sharing a letter do not differ at alpha {opts.alpha:g}"
         "; a is the group of the best mean",
-        "standardise": opts.standardise,
     }
+    if opts.standardise != "none":
+        from stagewise.stats.catalogue import STANDARDISATIONS
+
+        conventions["standardise"] = STANDARDISATIONS.lookup(opts.standardise).description
+        conventions["standardise_reference"] = list(opts.reference or table.names)
     if table.eval_conventions is not None:
         conventions["evaluation"] = table.eval_conventions
     return conventions
