@@ -242,9 +242,12 @@ def test_junit_has_the_shape_ci_tools_read(two_files, tmp_path: Path) -> None:
     assert root.tag == "testsuites" and root.get("name") == "stagewise gate"
     [suite] = list(root)
     assert suite.tag == "testsuite"
+    # the attributes Jenkins' junit-10.xsd allows on each (tests, failures and errors required on testsuite)
+    assert set(root.attrib) <= {"name", "time", "tests", "failures", "errors"}
+    assert {"name", "tests", "failures", "errors"} <= set(suite.attrib) <= {*root.attrib, "skipped", "timestamp"}
     for element in (root, suite):  # the counts CI tools sum, consistent with the cases
-        assert {"tests", "failures", "errors", "skipped", "time"} <= set(element.attrib)
         assert (element.get("tests"), element.get("failures"), element.get("errors")) == ("2", "1", "0")
+        assert float(element.get("time")) == 0.0
     order = [child.tag for child in suite]
     assert order == ["properties", "testcase", "testcase", "system-out"]  # the schema's order
     cases = suite.findall("testcase")
