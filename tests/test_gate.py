@@ -339,3 +339,33 @@ def test_the_library_checks_before_reading() -> None:
 
 def test_the_result_types_are_exported() -> None:
     assert GateResult.__module__ == "stagewise.gate.result" and Check.__module__ == "stagewise.gate.result"
+
+
+def _demoted(robust, folder: Path, topics: int) -> str:
+    """The best run with, on its first ``topics`` topics (by id), the first relevant document of the top 10 moved
+    to rank 11 (docs/gate.md's figures)."""
+    relevant = set()
+    for line in Path(robust["qrels"]).read_text().splitlines():
+        qid, _, doc, rel = line.split()
+        if int(rel) > 0:
+            relevant.add((qid, doc))
+    by_query: dict[str, list[tuple[str, float]]] = {}
+    for qid, docs in _read_trec(robust["best"]).items():
+        by_query[qid] = sorted(docs.items(), key=lambda item: (-item[1], item[0]))
+    path = folder / f"demoted{topics}.run"
+    with path.open("w") as fh:
+        for i, (qid, ranked) in enumerate(sorted(by_query.items())):
+            hit = next((j for j, (doc, _) in enumerate(ranked[:10]) if (qid, doc) in relevant), None)
+            if i < topics and hit is not None:
+                ranked = ranked[:hit] + ranked[hit + 1 : 11] + [ranked[hit]] + ranked[11:]
+            fh.writelines(f"{qid} Q0 {doc} {r + 1} {1000 - r} demoted\n" for r, (doc, _) in enumerate(ranked))
+    return str(path)
+
+
+def test_a_significant_small_drop_passes_inside_the_margin_and_a_larger_one_fails(robust, tmp_path: Path) -> None:
+    small = gate(robust["qrels"], _demoted(robust, tmp_path, 5), robust["best"], metrics="ndcg@10").checks[0]
+    assert small.mean_diff < 0 and small.ci_high < 0 and small.p_value < 0.05  # a drop, significant
+    assert small.passed  # yet within the margin of 0.01: non-inferior
+    larger = _demoted(robust, tmp_path, 20)
+    assert not gate(robust["qrels"], larger, robust["best"], metrics="ndcg@10", max_drop=0.01).passed
+    assert gate(robust["qrels"], larger, robust["best"], metrics="ndcg@10", max_drop=0.05).passed
