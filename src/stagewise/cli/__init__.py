@@ -30,6 +30,7 @@ from stagewise.cli import (
     search_cmd,
     serve_cmd,
     trec_eval_cmd,
+    trust_cmd,
     validate_cmd,
 )
 from stagewise.cli.command import StagewiseCommand
@@ -89,6 +90,7 @@ def _command(name: str, func: Callable[..., Any], **settings: Any) -> None:
 
 _command("eval", eval_cmd.eval_command)
 _command("validate", validate_cmd.validate_command)
+_command("trust", trust_cmd.trust_command)
 _command("compare", compare_cmd.compare_command)
 _command("gate", gate_cmd.gate_command)
 _command("fuse", fuse_cmd.fuse_command)

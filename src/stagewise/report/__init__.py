@@ -45,6 +45,7 @@ _RENDERERS = {
     "ValidationReport": "stagewise.report.validate",
     "TopicSetSize": "stagewise.report.power",
     "DiscriminativePower": "stagewise.report.power",
+    "TrustReport": "stagewise.report.trust",
     "GateResult": "stagewise.report.gate",
 }
 
