@@ -257,7 +257,7 @@ def _check(strategy: Any, ranking: str, coverage_at: int, seed: Any, shuffle: bo
             f"The 'coverage_at' parameter of make_pool must be an int >= 1. Got {coverage_at!r} instead."
         )
     if seed is not None and not shuffle:
-        raise ConventionError("make_pool: a seed is for a shuffled judging order; pass shuffle=True with it")
+        raise ConventionError("a seed is for a shuffled judging order: pass shuffle=True (--shuffle) with it")
     return chosen, rank_name
 
 

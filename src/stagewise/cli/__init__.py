@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from stagewise.cli import (
+    agreement_cmd,
     compare_cmd,
     demo_cmd,
     encode_cmd,
@@ -23,6 +24,7 @@ from stagewise.cli import (
     gate_cmd,
     hybrid_cmd,
     index_cmd,
+    pool_cmd,
     power_cmd,
     rag_cmd,
     report_cmd,
@@ -109,6 +111,9 @@ _command("rag", rag_cmd.rag_command)
 _command("report", report_cmd.report_command)
 _command("demo", demo_cmd.demo_command)
 _command("serve", serve_cmd.serve_command)
+_command("pool", pool_cmd.pool_command)
+_command("agreement", agreement_cmd.agreement_command)
+_command("merge", agreement_cmd.merge_command)
 for _info in serve_cmd.labels_app.registered_commands:
     _info.cls = StagewiseCommand
 app.add_typer(serve_cmd.labels_app)

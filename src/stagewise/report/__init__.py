@@ -43,6 +43,8 @@ _RENDERERS = {
     "RagReport": "stagewise.report.rag",
     "FusionReport": "stagewise.report.fusion",
     "ValidationReport": "stagewise.report.validate",
+    "Pool": "stagewise.report.pool",
+    "AgreementReport": "stagewise.report.assess",
     "TopicSetSize": "stagewise.report.power",
     "DiscriminativePower": "stagewise.report.power",
     "TrustReport": "stagewise.report.trust",
@@ -104,7 +106,8 @@ FORMATS: FormatRegistry = FormatRegistry(
     "format",
     OutputFormat("table", "aligned plain-text columns (a rich table on a terminal)", aliases=("text",), kinds=_ALL),
     OutputFormat("json", "one JSON document", ("json",), kinds=_ALL),
-    OutputFormat("jsonl", "one JSON record a line", ("jsonl",), kinds=("RagReport",)),
+    OutputFormat("jsonl", "one JSON record a line", ("jsonl",), kinds=("RagReport", "Pool")),
+    OutputFormat("trec", "TREC columns (a pool: qid Q0 docid order priority strategy)", kinds=("Pool",)),
     OutputFormat(
         "csv",
         "comma-separated values with a header",

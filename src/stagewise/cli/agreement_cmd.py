@@ -1,0 +1,138 @@
+"""``stagewise agreement A B [C ...]`` and ``stagewise merge A B C --policy P -o MERGED``"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from stagewise.cli.common import (
+    INT64_MAX,
+    check_output,
+    emit,
+    format_option,
+    int_option,
+    output_format,
+    usage_error,
+    user_errors,
+)
+
+
+def _names(paths: list[str]) -> list[str]:
+    from stagewise.data.readers import path_labels
+
+    return path_labels(paths)
+
+
+def agreement_command(
+    qrels: Annotated[list[str], typer.Argument(help="Two qrels files or more (assessors, judges, versions).")],
+    fmt: Annotated[str | None, format_option("AgreementReport")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
+    ] = None,
+    relevance_level: Annotated[
+        int | None,
+        typer.Option(
+            "--relevance-level",
+            "-l",
+            **int_option(-INT64_MAX - 1),
+            help="Binary agreement: a label >= this is relevant (graded by default).",
+        ),
+    ] = None,
+) -> None:
+    """Agreement between qrels files: Cohen's kappa (unweighted, linear, quadratic) and the confusion matrix per
+    pair, Fleiss' kappa, Krippendorff's alpha (nominal, ordinal), per-assessor figures, and for two files the
+    qrels diff.
+
+    Files are aligned on their (query, document) pairs; a pair one file did not judge is missing there (Cohen's
+    kappa uses the pairs both judged, Fleiss' kappa those all judged, Krippendorff's alpha those judged twice or
+    more).
+
+    Examples:
+
+        stagewise agreement ann.qrels bob.qrels
+        stagewise agreement ann.qrels bob.qrels judge.qrels --format json -l 1
+    """
+    with user_errors():
+        from stagewise.errors import InputError
+
+        if len(qrels) < 2:
+            raise InputError("QRELS", f"{len(qrels)} file given", expected="two qrels files or more")
+        check_output(output, list(qrels))
+        from stagewise.report import offered, render
+
+        chosen = output_format(fmt, output, offered("AgreementReport"))
+        from stagewise.assess.summary import agreement_report
+
+        report = agreement_report(dict(zip(_names(qrels), qrels, strict=True)), relevance_level=relevance_level)
+        emit(render(report, chosen), output, chosen)
+
+
+def _policy(value: Any) -> Any:
+    from stagewise.assess.catalogue import parse_policy
+    from stagewise.errors import StagewiseError
+
+    if value is None:
+        return value
+    try:
+        return str(parse_policy(str(value)))
+    except StagewiseError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def merge_command(
+    qrels: Annotated[
+        list[str], typer.Argument(help="The assessors' qrels files (each file's name names its assessor).")
+    ],
+    policy: Annotated[
+        str,
+        typer.Option(
+            "--policy",
+            "-p",
+            parser=_policy,
+            metavar="POLICY",
+            help="How labels merge, in the spec grammar (adjudicator(name=B), mean(threshold=1.5)): "
+            "{entries:stagewise.assess.catalogue:MERGE_POLICIES}.",
+        ),
+    ] = "majority",
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the merged qrels to this file (atomically) instead of stdout."),
+    ] = None,
+) -> None:
+    """Merge several assessors' qrels into one, the policy stated in a header comment.
+
+    Every (query, document) pair some assessor judged is in the result; the policy sees only the labels that
+    pair received. The first line of the output is a '#' comment naming the policy with its parameters and the
+    assessors (trec_eval and stagewise skip it). An adjudicator is named by its file's name as shown in the
+    header (its file name; a longer path suffix where two files share one).
+
+    Examples:
+
+        stagewise merge ann.qrels bob.qrels cy.qrels --policy majority -o merged.qrels
+        stagewise merge ann.qrels bob.qrels boss.qrels --policy 'adjudicator(name=boss.qrels)' -o merged.qrels
+    """
+    with user_errors():
+        from stagewise.errors import InputError
+
+        if len(qrels) < 2:
+            raise InputError("QRELS", f"{len(qrels)} file given", expected="two qrels files or more to merge")
+        check_output(output, list(qrels))
+        from stagewise.assess.catalogue import merge
+
+        merged = merge(dict(zip(_names(qrels), qrels, strict=True)), policy)
+        emit(qrels_text(merged), output, f"qrels, {len(merged.qrels):,} judgements, policy {merged.policy}")
+
+
+def qrels_text(merged: Any) -> str:
+    """The merged qrels as TREC lines (``qid 0 docid label``, by query then document, byte order) after a header
+    comment stating the policy and the assessors."""
+    q = merged.qrels
+    queries = q.query_ids[q.query_codes].tolist()
+    lines = [f"# merged by stagewise: policy {merged.policy}; assessors {', '.join(merged.assessors)}\n"]
+    rows = sorted(
+        zip(queries, q.docs.values(), q.labels.tolist(), strict=True), key=lambda r: (r[0].encode(), r[1].encode())
+    )
+    lines += [f"{a} 0 {d} {int(x)}\n" for a, d, x in rows]
+    return "".join(lines)
