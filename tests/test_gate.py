@@ -369,3 +369,15 @@ def test_a_significant_small_drop_passes_inside_the_margin_and_a_larger_one_fail
     larger = _demoted(robust, tmp_path, 20)
     assert not gate(robust["qrels"], larger, robust["best"], metrics="ndcg@10", max_drop=0.01).passed
     assert gate(robust["qrels"], larger, robust["best"], metrics="ndcg@10", max_drop=0.05).passed
+
+
+def test_gate_options_take_mappings_pairs_or_name_value_strings() -> None:
+    given = GateOptions("map", floors=["recall@100=0.8", ("P@10", "0.3")], ceilings={"lucky": 0.1})
+    assert given.floors == (("recall@100", 0.8), ("P@10", 0.3)) and given.ceilings == (("lucky", 0.1),)
+    assert given.measured == ("map", "recall@100", "P@10")
+    assert GateOptions(max_drop=0) == GateOptions(max_drop=0.0)  # a value: equal when it checks the same
+    for bad in ({"floors": ["map=0.1", "map=0.2"]}, {"ceilings": {"ok": 1.5}}, {"max_drop": float("nan")}):
+        with pytest.raises(ConventionError):
+            GateOptions(**bad)
+    with pytest.raises(ConventionError, match="no ceiling"):
+        gate(lambda: pytest.fail("read"), "a.run", "b.run", rag="records.jsonl")
