@@ -79,8 +79,8 @@ BOMB_CASES = {
     "qrels": ["eval", "BOMB", "run.txt"],
     "run, stream engine": ["eval", "--engine", "stream", "qrels.txt", "BOMB"],
     "rag records": ["rag", "BOMB"],
-    "search queries (tsv)": ["search", "idx", "BOMB", "-f", "tsv"],
-    "search queries (jsonl)": ["search", "idx", "BOMB", "-f", "jsonl"],
+    "search queries (tsv)": ["search", "idx", "BOMB", "--input-format", "tsv"],
+    "search queries (jsonl)": ["search", "idx", "BOMB", "--input-format", "jsonl"],
     "search queries from stdin": ["search", "idx", "-"],
     "corpus": ["index", "BOMB", "--input-format", "jsonl", "-o", "idx2"],
 }
