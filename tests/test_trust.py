@@ -205,6 +205,9 @@ def test_the_agreement_is_between_the_full_and_the_left_out_scores_and_a_second_
     assert first.kendall_tau == pytest.approx(kendall_tau(full, reduced), nan_ok=True)
     assert second.kendall_tau == pytest.approx(kendall_tau(full, dict(report.other_scores)), nan_ok=True)
     assert second.second == "other.qrels" and second.systems == 3
+    assert math.isnan(second.tau_ap)  # two runs tie on the other qrels: undefined, and null in JSON
+    data = json.loads(render(report, "json"))
+    assert data["agreements"][1]["tau_ap"] is None and data["agreements"][1]["rbo"] is None
 
 
 def test_options_are_one_value_with_overrides_and_wrong_ones_are_refused() -> None:

@@ -243,24 +243,37 @@ class TrustReport:
             self.options.group_by
         )  # fmt: skip
         big = self.largest_change
-        return {
-            "metric": self.options.metric,
-            "options": opts,
-            "left_out_unit": self.options.unit,
-            "conventions": self.conventions.describe(),
-            "qrels": {"name": self.qrels_name, "judgements": self.judgements},
-            "pool": {"depth": self.options.depth, "pairs": self.pool_pairs, "judged": self.pool_judged},
-            "summary": {
-                "runs": len(self.left_out),
-                "runs_changing_rank": self.rank_changes,
-                "largest_change": {"run": big.run, "change": big.change},
-                "largest_rank_change": max(abs(r.rank_change) for r in self.left_out),
-            },
-            "left_out": [{**asdict(r), "change": r.change, "rank_change": r.rank_change} for r in self.left_out],
-            "bounds": [{**asdict(b), "low": b.low, "high": b.high} for b in self.bounds],
-            "agreements": [_agreement_dict(a) for a in self.agreements],
-            **({"other_scores": dict(self.other_scores)} if self.other_scores is not None else {}),
-        }
+        return _json_ready(
+            {
+                "metric": self.options.metric,
+                "options": opts,
+                "left_out_unit": self.options.unit,
+                "conventions": self.conventions.describe(),
+                "qrels": {"name": self.qrels_name, "judgements": self.judgements},
+                "pool": {"depth": self.options.depth, "pairs": self.pool_pairs, "judged": self.pool_judged},
+                "summary": {
+                    "runs": len(self.left_out),
+                    "runs_changing_rank": self.rank_changes,
+                    "largest_change": {"run": big.run, "change": big.change},
+                    "largest_rank_change": max(abs(r.rank_change) for r in self.left_out),
+                },
+                "left_out": [{**asdict(r), "change": r.change, "rank_change": r.rank_change} for r in self.left_out],
+                "bounds": [{**asdict(b), "low": b.low, "high": b.high} for b in self.bounds],
+                "agreements": [_agreement_dict(a) for a in self.agreements],
+                **({"other_scores": dict(self.other_scores)} if self.other_scores is not None else {}),
+            }
+        )
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` with every NaN float as None (JSON has no NaN: an undefined tau_ap is ``null``)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(v) for v in value]
+    return value
 
 
 def _agreement_dict(a: RankingAgreement) -> dict[str, Any]:

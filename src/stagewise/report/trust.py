@@ -20,7 +20,7 @@ FORMATS = tuple(name for name in REGISTRY.names() if "TrustReport" in REGISTRY[n
 def render(report: TrustReport, fmt: str = "table", *, digits: int = 4) -> str:
     """The report as ``table`` (plain text: leave-one-out, bounds, ranking agreement) or ``json``."""
     if fmt == "json":
-        return json.dumps(report.to_dict(), indent=2, allow_nan=True) + "\n"
+        return json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
     return "\n".join([*_head(report), "", *_left_out(report, digits), "", *_bounds(report, digits), "",
