@@ -76,6 +76,11 @@ def test_topics_from_runs_estimates_v_e_and_takes_the_systems_from_them(runs: li
     assert data["variance"]["value"] == estimate.value and data["systems"] == 3
     assert data["topics"] == P.topic_set_size("anova", 0.1, estimate).topics
     assert "two-way ANOVA" in data["variance"]["source"] and data["variance"]["metric"] == "map"
+    table = invoke("topics", QRELS, *runs, "-m", "ndcg@10", "--min-diff", "0.1", "--relevance-level", "0")
+    assert table.exit_code == 0, table.output
+    assert "evaluated: qrels qrels.test; relevance level 0; ties: " in table.stdout
+    flat = invoke("topics", QRELS, RUN, RUN, "-m", "map", "--min-diff", "0.1")  # two copies: nothing varies
+    assert flat.exit_code == 2 and "have no residual variance (V_E = 0" in flat.stderr, flat.stderr
 
 
 @pytest.mark.parametrize(

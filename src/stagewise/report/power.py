@@ -41,6 +41,12 @@ def _variance_lines(r: TopicSetSize, digits: int) -> list[str]:
             f"the design reads the variance of a difference between two systems: {r.variance_factor:g} V = "
             f"{r.design_variance:.{digits + 2}g}"
         )
+    conv = v.conventions
+    if conv:
+        lines.append(
+            f"evaluated: qrels {conv.get('qrels')}; relevance level {conv.get('relevance_level')}; "
+            f"ties: {conv.get('ties')}; missing queries: {conv.get('missing_queries')}"
+        )
     return lines
 
 

@@ -333,7 +333,16 @@ def estimate_variance(
     )
     names, _, matrices = score_matrices(result)
     x = matrices[metric]
-    v = two_way_anova(x, f"{metric} scores").residual_variance
+    try:
+        v = two_way_anova(x, f"{metric} scores").residual_variance
+    except ZeroDivisionError:  # stats.anova divides by V_E as a Python float: V_E = 0 (no variance to estimate)
+        v = 0.0
+    if not v > 0:
+        raise InputError(
+            "power",
+            f"the runs' {metric} scores have no residual variance (V_E = 0 on {x.shape[0]} topics)",
+            hint="every score is a topic effect plus a system effect; choose another metric, runs or --variance",
+        )
     source = (
         f"residual variance V_E of the two-way ANOVA (topics x systems) of {x.shape[1]} runs on {x.shape[0]} "
         f"topics, {metric}"
