@@ -304,9 +304,9 @@ def make_pool(
     chosen, rank_name = _check(strategy, ranking, coverage_at, seed, shuffle)
     from stagewise.data.readers import read_qrels, read_runs
 
-    read = read_runs(list(runs))
-    if not read:
+    if not runs:
         raise InputError("runs", "are none", expected="at least one run to pool")
+    read = read_runs(list(runs))
     names = [r.name for r in read]
     rows = pl.concat([_run_frame(i, run, rank_name) for i, run in enumerate(read)])
     judged_qrels = None if qrels is None else read_qrels(qrels)
