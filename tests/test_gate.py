@@ -302,6 +302,8 @@ def test_the_bootstrap_verdict_is_seeded(two_files) -> None:
         (["--max", "retrieval_failure=0.05"], "needs RAG records"),
         (["--max", "retreival_failure=0.05", "--rag", "x.jsonl"], "unknown RAG label"),
         (["-m", "ndcg@ten"], "cutoff"),
+        (["--test", "tukey-hsd"], "the gate compares a run with its baseline: give one of t, wilcoxon"),
+        (["--test", "median"], "unknown statistical test"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(two_files, extra: list[str], message: str) -> None:

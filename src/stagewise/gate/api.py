@@ -81,6 +81,7 @@ def gate(
     opts = gate_options(options, mine)
     copts, conv = split_options(compare, conventions, rest, "gate")
     directions = _check_cheap(opts, run, baseline, rag)
+    _check_test(copts.test)
     from stagewise.stats.compare import compare as compare_runs
 
     runs = dict(zip(_labels(baseline, run), (baseline, run), strict=True))
@@ -132,6 +133,18 @@ def _check_cheap(opts: GateOptions, run: Any, baseline: Any, rag: Any) -> dict[s
             str(run), "is also the baseline", hint="give the run to gate and the run it must not fall behind"
         )
     return directions
+
+
+def _check_test(name: str) -> None:
+    """The gate compares two runs: a test of many runs at once (``kind="many"``) is refused, naming the others."""
+    from stagewise.stats.catalogue import TESTS
+
+    if getattr(TESTS.lookup(name), "kind", "paired") != "paired":
+        paired = [n for n in TESTS.names() if getattr(TESTS[n], "kind", "paired") == "paired"]
+        raise ConventionError(
+            f"test {name!r} compares many runs at once; the gate compares a run with its baseline: give one of "
+            f"{', '.join(paired)}"
+        )
 
 
 def _labels(baseline: Any, run: Any) -> tuple[str, str]:
