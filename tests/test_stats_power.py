@@ -290,3 +290,13 @@ def test_discriminative_power_on_robust_is_reproducible() -> None:
     assert first.measures[1].asl == again.measures[0].asl
     assert first.topics == 100 and len(first.runs) == 17 and first.measures[0].pairs == 136
     assert first.conventions is not None and first.conventions["qrels"].endswith("robust03_qrels.txt")
+
+
+def test_progress_hears_every_pair_and_changes_no_number() -> None:
+    rng = np.random.default_rng(8)
+    scores = {"m1": rng.uniform(0, 1, (20, 4)), "m2": rng.uniform(0, 1, (20, 4))}
+    heard: list[tuple[float, int]] = []
+    with_progress = D.discriminative_power_scores(scores, resamples=300, progress=lambda d, t: heard.append((d, t)))
+    assert heard and heard[-1] == pytest.approx((12.0, 12)) and all(t == 12 for _, t in heard)
+    assert [d for d, _ in heard] == sorted(d for d, _ in heard)
+    assert with_progress.measures == D.discriminative_power_scores(scores, resamples=300).measures
