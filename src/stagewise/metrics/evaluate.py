@@ -63,7 +63,8 @@ def evaluate(
         return [measure_run(judgements, run, measures, base) for run in chosen]
 
     scores = resolved_scores(judgements, loaded, parsed, base, score)
-    return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
+    stated = resolve_measures(parsed, judgements)  # the outputs say each default taken from the data
+    return EvalResult(conventions=base, measures=stated, runs=scores, qrels_name=judgements.name)
 
 
 def parse_metrics(metrics: str | Iterable[str]) -> Parsed:

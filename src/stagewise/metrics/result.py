@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from stagewise.metrics.context import Conventions
-from stagewise.metrics.measures import Measure
+from stagewise.metrics.measures import Measure, measure_notes
 
 
 @dataclass
@@ -168,6 +168,7 @@ class EvalResult:
         ]
         if gains:
             notes.append(f"gain: {', '.join(gains)}; ideal DCG from all judged documents; discount log2(rank+1)")
+        notes += measure_notes(self.measures)
         for r in self.runs:
             if r.missing_queries:
                 action = {"zero": "scored 0", "skip": "left out", "error": "error"}[conv.missing]
