@@ -335,8 +335,10 @@ def test_the_library_checks_before_reading() -> None:
         gate(never, "a.run", "b.run", max_drop=-0.01)
     with pytest.raises(InputError, match="is also the baseline"):
         gate(never, "a.run", "./a.run")
-    with pytest.raises(ConventionError, match="unknown keyword"):
+    with pytest.raises(ConventionError, match=r"unknown keyword.*max_drop, floors"):
         gate(never, "a.run", "b.run", margin=0.01)
+    with pytest.raises(ConventionError, match="needs a metric"):
+        gate(never, "a.run", "b.run", metrics=(), ceilings={"ok": 0.5}, rag="records.jsonl")
 
 
 def test_the_result_types_are_exported() -> None:

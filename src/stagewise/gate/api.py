@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from stagewise.errors import ConventionError, InputError, MetricError
-from stagewise.gate.options import GateOptions, gate_options, split_gate
+from stagewise.gate.options import GATE_FIELDS, GateOptions, gate_options, split_gate
 from stagewise.gate.result import Check, GateResult
 
 __all__ = ["gate"]
@@ -78,6 +78,7 @@ def gate(
     from stagewise.stats.compare import split_options
 
     mine, rest = split_gate(overrides)
+    _check_keywords(rest)
     opts = gate_options(options, mine)
     copts, conv = split_options(compare, conventions, rest, "gate")
     directions = _check_cheap(opts, run, baseline, rag)
@@ -112,8 +113,8 @@ def _check_cheap(opts: GateOptions, run: Any, baseline: Any, rag: Any) -> dict[s
     from stagewise.metrics.measures import Measure
     from stagewise.rag.labels import LABELS
 
-    if not opts.metrics and not opts.floors and not opts.ceilings:
-        raise ConventionError("the gate has nothing to check: give a metric, a floor or a ceiling")
+    if not opts.measured:
+        raise ConventionError("the gate needs a metric: one held to the margin (metrics=, -m) or a floor")
     measures = {name: Measure.parse(name) for name in opts.measured}  # a misspelt metric fails here
     directions = {}
     for name in opts.metrics:
@@ -133,6 +134,20 @@ def _check_cheap(opts: GateOptions, run: Any, baseline: Any, rag: Any) -> dict[s
             str(run), "is also the baseline", hint="give the run to gate and the run it must not fall behind"
         )
     return directions
+
+
+def _check_keywords(rest: dict[str, Any]) -> None:
+    """A keyword of none of the three values is an error listing all their fields."""
+    from stagewise.metrics.context import CONVENTION_FIELDS
+    from stagewise.stats.compare import OPTION_FIELDS
+
+    unknown = sorted(set(rest) - {*OPTION_FIELDS, *CONVENTION_FIELDS, "permutations"})
+    if unknown:
+        raise ConventionError(
+            f"gate() got unknown keyword(s) {', '.join(map(repr, unknown))}; what is checked: "
+            f"{', '.join(GATE_FIELDS)}; the comparison's options: {', '.join(OPTION_FIELDS)}; the conventions: "
+            f"{', '.join(CONVENTION_FIELDS)}"
+        )
 
 
 def _check_test(name: str) -> None:
