@@ -18,7 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from stagewise.errors import ConventionError, MetricError, StagewiseError
-from stagewise.fusion import METHODS, FusionMethod, Normalization, method_names, normalization_names
+from stagewise.fusion import METHODS, FusionMethod, FusionOptions, Normalization, method_names, normalization_names
 from stagewise.metrics.measures import FAMILIES, TREC_EVAL_NAMES, Measure, expand_cutoff_lists, known_names
 from stagewise.rag.answers import Criterion, parse_criterion
 from stagewise.retrieval.variants import VARIANTS, Scoring
@@ -215,6 +215,9 @@ def _inline_names(text: str) -> list[str]:
 
 # Spellings the docs show as errors, on purpose.
 DOCUMENTED_ERRORS = {"rrf(k=60)"}
+# Names the docs register in a worked example (docs/architecture.md: adding a measure, a fusion method), so they
+# exist only once the example has run.
+DOCUMENTED_PLUGINS = {"votes", "top_hit"}
 
 
 def _inline_kind(name: str) -> str | None:
@@ -243,7 +246,7 @@ def documented() -> list[tuple[str, str, str]]:
             kind = _inline_kind(name)
             if kind is not None and name not in DOCUMENTED_ERRORS:
                 out.append((where, kind, name))
-    return sorted(set(out))
+    return sorted({found for found in out if found[2] not in DOCUMENTED_PLUGINS})
 
 
 DOCUMENTED = documented()
@@ -269,9 +272,9 @@ def test_every_documented_spelling_parses(where: str, kind: str, spelling: str) 
             assert Measure.parse(str(measure)) == measure
     elif kind == "trec_eval":
         assert T.expand([spelling])
-    elif kind == "method":
-        method = FusionMethod.parse(spelling)
-        assert FusionMethod.parse(str(method)) == method
+    elif kind == "method":  # a method with its parameters, or a whole FusionOptions (norm=, depth=, ...)
+        options = FusionOptions.parse(spelling)
+        assert FusionOptions.parse(str(options)) == options
     elif kind == "norm":
         assert Normalization.parse(spelling).name in normalization_names()
     elif kind == "criterion":
