@@ -10,7 +10,7 @@ from stagewise.data.readers import read_qrels, read_run
 from stagewise.data.run import Run
 from stagewise.metrics.context import Conventions, conventions_from
 from stagewise.metrics.defaults import DEFAULT_METRICS
-from stagewise.metrics.evaluate import parse_metrics, resolved_scores
+from stagewise.metrics.evaluate import parse_metrics, resolve_measures, resolved_scores
 from stagewise.metrics.measures import Measure
 from stagewise.metrics.result import EvalResult, RunScores
 
@@ -59,7 +59,9 @@ class Engine:
             return self.score_runs(judgements, chosen, measures, base, duplicates)
 
         scores = resolved_scores(judgements, sources, parsed, base, score)
-        return EvalResult(conventions=base, measures=parsed, runs=scores, qrels_name=judgements.name)
+        # the measures as evaluated, data-dependent defaults stated (err's max_label), so outputs say the value used
+        stated = resolve_measures(parsed, judgements)
+        return EvalResult(conventions=base, measures=stated, runs=scores, qrels_name=judgements.name)
 
     def _report(self, done: int, total: int) -> None:
         """Tell ``progress`` (if any) how far the work is."""

@@ -608,7 +608,13 @@ def _ranx_forms(text: str) -> tuple[str, int | None]:
 
 def _ranx_level(fam: Family, params: dict[str, Any], level: int, whole: str) -> dict[str, Any]:
     """ranx's ``-lN``: labels below N are not relevant, so binary measures take rel=N and graded ones gain 0
-    for labels 1..N-1."""
+    for labels 1..N-1. ranx's bpref with a level above 1 is refused: it gives 0 where trec_eval's bpref at that
+    level does not (ranx 0.3.21 on random qrels, tests/test_peer_names.py)."""
+    if fam.name == "bpref" and level > 1:
+        raise MetricError(
+            f"{whole!r} is ranx's bpref at relevance level {level}, which gives 0 on queries where bpref does "
+            f"not; write bpref(rel={level}) for trec_eval's bpref at that level"
+        )
     if "rel" in fam.options and (fam.binary or fam.name == "rbp") and "gains" not in params:
         return {**params, "rel": level} if fam.binary else {**params, "gains": {g: 0 for g in range(level)}}
     if "gains" in fam.options:
@@ -814,6 +820,31 @@ def expand_cutoff_lists(pieces: list[str]) -> list[str]:
         head = (match.group("name"), match.group("cutoff"), len(out)) if match else None
         out.append(piece)
     return out
+
+
+def measure_notes(measures: list[tuple[str, Measure]]) -> list[str]:
+    """A note for each measure whose name as given hides a parameter that changes its number: a peer's
+    spelling with its stagewise meaning (``ERR@10 = err@10(max_label=4)``), and a default taken from the
+    judgements (``err@10: max_label=3 (from the judgements)``). ``measures`` are (name as given, the measure as
+    evaluated, resolved).
+
+    >>> measure_notes([("ERR@10", Measure.parse("ERR@10")), ("err@5", Measure.parse("err@5(max_label=2)"))])
+    ['ERR@10 = err@10(max_label=4)', 'err@5: max_label=2 (from the judgements)']
+    """
+    notes: list[str] = []
+    for name, measure in measures:
+        try:
+            given = Measure.parse(name)
+        except MetricError:  # a measure built in code, its name free text
+            given = dataclasses.replace(measure, options=())
+        if str(given) != name and any(key != "gain" for key, _ in given.options):
+            notes.append(f"{name} = {given}")
+        stated = dict(given.options)
+        added = [(key, value) for key, value in measure.options if key not in stated]
+        if added:
+            shown = ", ".join(f"{key}={format_value(value)}" for key, value in added)
+            notes.append(f"{name}: {shown} (from the judgements)")
+    return notes
 
 
 def known_names() -> list[str]:
