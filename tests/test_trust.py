@@ -170,6 +170,34 @@ def test_precision_bounds_bracket_every_labelling_of_the_unjudged(data: tuple[di
         assert b.low <= b.score <= b.high
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    collections(),
+    st.integers(1, 5),
+    st.sampled_from(["dcg@{k}", "rbp(p=0.8,rel=1)", "rbp(p=0.8,scale=False)"]),
+    st.integers(0, 2**16),
+)
+def test_dcg_and_rbp_bounds_bracket_every_labelling_up_to_the_stated_label(
+    data: tuple[dict, dict], k: int, metric: str, seed: int
+) -> None:
+    from stagewise import evaluate
+
+    qrels, runs = data
+    metric = metric.format(k=k)
+    report = trust(qrels, runs, metric=metric, depth=k, bound_label=2)
+    rng = random.Random(seed)
+    for b in report.bounds:
+        unjudged = [(q, d) for q in qrels for d in ranking(runs[b.run], q)[:k] if d not in qrels[q]]
+        # labels from 0 to the bound's label: a gain never falls as a label rises (not so for rbp's default,
+        # which scales gains by the query's top label, nor for err)
+        for _ in range(3):
+            some = {
+                q: {**docs, **{d: rng.choice([0, 1, 2]) for qq, d in unjudged if qq == q}} for q, docs in qrels.items()
+            }
+            value = evaluate(some, {b.run: runs[b.run]}, [metric]).means[b.run][metric]
+            assert b.if_nonrelevant - 1e-12 <= value <= b.if_relevant + 1e-12
+
+
 def test_bounds_of_a_measure_that_counts_judged_non_relevant_documents_differ_from_its_score() -> None:
     # bpref reads an unjudged document as nothing, a judged non-relevant one as a penalty: the 0 filling lowers it
     qrels = {"q": {"a": 1, "b": 0}}

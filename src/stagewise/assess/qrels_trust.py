@@ -9,10 +9,11 @@ their full-qrels scores, which gives its score change and its rank change among 
 pooled, is in that position: a large change says its number is not to be trusted with these qrels.
 
 **Score bounds.** Every unjudged document in a run's first ``k`` results is labelled non-relevant (label 0)
-and then relevant (a stated label), and the run scored both ways. For precision, DCG and RBP the two are the
-least and the most any labelling of those documents gives; for measures normalised by the number of relevant
-documents (AP, recall, nDCG, R-precision) more relevant documents can also lower the score, so the two are the
-extreme fillings, not a bound over every labelling.
+and then relevant (a stated label), and the run scored both ways. For precision, DCG and RBP with binary or
+unscaled gains the two are the least and the most any labelling with labels up to that label gives; for
+measures normalised by the number of relevant documents (AP, recall, nDCG, R-precision) more relevant documents
+can also lower the score, and RBP's default gains and ERR are scaled by each query's top label, so for them the
+two are the extreme fillings, not a bound over every labelling.
 
 **Ranking agreement.** Kendall's tau-b, tau_ap, Spearman's rho and RBO between the ranking of the systems by
 their full-qrels scores and by their left-out scores (and between two qrels files, when a second is given).

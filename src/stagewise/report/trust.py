@@ -93,8 +93,8 @@ def _bounds(report: TrustReport, digits: int) -> list[str]:
         f"score bounds: the unjudged documents in each run's first {first.depth} results labelled non-relevant "
         f"(0), then relevant ({first.label})",
         *_table(header, rows),
-        "for AP, recall, nDCG and R-precision more relevant documents can also lower a score: the two columns "
-        "are the two fillings, not a bound over every labelling",
+        "for AP, recall, nDCG, R-precision, ERR and scaled RBP more relevant documents can also lower a score: the two "
+        "columns are the two fillings, not a bound over every labelling",
     ]
 
 
