@@ -51,6 +51,21 @@ def input_errors(source: PathLike) -> Iterator[None]:
 # ---------------------------------------------------------------------------------------------------------
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: An LZ4 frame (what ``lz4.frame`` and ranx's ``.lz4`` files hold); read with the ``lz4`` package.
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def compression_of(head: bytes) -> str | None:
+    """``"gzip"`` or ``"lz4"`` when ``head`` (a file's first bytes) starts a compressed stream, else ``None``.
+
+    >>> compression_of(b"\\x1f\\x8b\\x08"), compression_of(b"\\x04\\x22\\x4d\\x18"), compression_of(b"q1 Q0")
+    ('gzip', 'lz4', None)
+    """
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    return "lz4" if head.startswith(LZ4_MAGIC) else None
+
+
 RATIO_ENV = "STAGEWISE_MAX_EXPANSION_RATIO"
 BYTES_ENV = "STAGEWISE_MAX_EXPANDED_BYTES"
 #: Real TREC runs, qrels and JSONL records compress 3-12x; deflate cannot go past about 1030x (a file of zeros
@@ -135,21 +150,21 @@ def _size(n: float) -> str:
     return f"{int(n)} bytes"
 
 
-def _check_expansion(source: str, limits: ExpansionLimits, expanded: int, consumed: int) -> None:
+def _check_expansion(source: str, limits: ExpansionLimits, expanded: int, consumed: int, kind: str = "gzip") -> None:
     """Refuse input that expanded past a limit, before it takes more memory or time."""
     fix = "or decompress it yourself first (plain files have no limit)"
     if limits.max_bytes is not None and expanded > limits.max_bytes:
         raise InputError(
             source,
             f"expands to more than {_size(limits.max_bytes)} (the limit on decompressed input) from "
-            f"{_size(consumed)} of gzip data",
+            f"{_size(consumed)} of {kind} data",
             hint=f"if the file is genuine, raise the limit with {BYTES_ENV}=SIZE (0: no limit) {fix}",
         )
     if limits.ratio is not None and expanded > RATIO_GRACE and expanded > limits.ratio * consumed:
         raise InputError(
             source,
             f"expands more than {limits.ratio:g} times its compressed size ({_size(expanded)} from "
-            f"{_size(consumed)} of gzip data so far): a decompression bomb, or a file far more repetitive "
+            f"{_size(consumed)} of {kind} data so far): a decompression bomb, or a file far more repetitive "
             "than real data",
             hint=f"if the file is genuine, raise the limit with {RATIO_ENV}=N (0: no limit) {fix}",
         )
@@ -195,6 +210,49 @@ def _inflate(raw: IO[bytes], source: str, first: bytes = b"") -> Iterator[bytes]
         raise InputError(source, "corrupt gzip data (the file ends inside a gzip member: truncated)")
 
 
+def _unlz4(raw: IO[bytes], source: str, first: bytes = b"") -> Iterator[bytes]:
+    """The decompressed content of LZ4 frames (one or several in a row), in pieces of at most 1 MiB, under
+    :func:`expansion_limits`, as :func:`_inflate` reads gzip."""
+    try:
+        import lz4.frame
+    except ImportError:
+        raise InputError(
+            source, "is LZ4-compressed, which needs the lz4 package", hint="pip install 'stagewise[lz4]' (or lz4)"
+        ) from None
+    limits = expansion_limits()
+    decoder, inside = lz4.frame.LZ4FrameDecompressor(), True
+    data, read, expanded = first, len(first), 0
+    while True:
+        if not inside:  # between frames: another frame, or the end
+            if len(data) < 4:
+                more = raw.read(_READ_BYTES)
+                read += len(more)
+                data += more
+            if not data:
+                return
+            if data[:4] != LZ4_MAGIC:
+                raise InputError(source, "corrupt LZ4 data (trailing bytes after the last frame)")
+            decoder, inside = lz4.frame.LZ4FrameDecompressor(), True
+        chunk = b""
+        if decoder.needs_input:  # else it still holds input past the last max_length
+            if not data:
+                data = raw.read(_READ_BYTES)
+                read += len(data)
+                if not data:
+                    raise InputError(source, "corrupt LZ4 data (the file ends inside a frame: truncated)")
+            chunk, data = data, b""
+        try:
+            out = decoder.decompress(chunk, max_length=_OUT_BYTES)
+        except RuntimeError as exc:  # lz4 reports a damaged frame as a RuntimeError
+            raise InputError(source, f"corrupt LZ4 data ({exc})") from None
+        if decoder.eof:
+            data, inside = (decoder.unused_data or b"") + data, False
+        if out:
+            expanded += len(out)
+            _check_expansion(source, limits, expanded, read - len(data), "lz4")
+            yield out
+
+
 def _plain_chunks(raw: IO[bytes], first: bytes) -> Iterator[bytes]:
     if first:
         yield first
@@ -233,47 +291,61 @@ def _raw_input(source: PathLike) -> Iterator[IO[bytes]]:
         yield fh
 
 
-def _sniff(raw: IO[bytes]) -> tuple[bool, bytes]:
-    """Whether the stream starts with gzip's magic bytes, and the bytes read from it to tell (none where it
-    could seek back or peek)."""
+def _sniff(raw: IO[bytes]) -> tuple[str | None, bytes]:
+    """How the stream is compressed (:func:`compression_of`: gzip, lz4 or ``None``), and the bytes read from it
+    to tell (none where it could seek back or peek)."""
     if raw.seekable():
-        head = raw.read(2)
+        head = raw.read(4)
         raw.seek(-len(head), os.SEEK_CUR)
-        return head == GZIP_MAGIC, b""
+        return compression_of(head), b""
     peek = getattr(raw, "peek", None)
     if peek is not None:
-        head = peek(2)[:2]
-        if len(head) == 2 or not head:
-            return head == GZIP_MAGIC, b""
-    head = raw.read(2)
-    return head == GZIP_MAGIC, head
+        head = peek(4)[:4]
+        if len(head) == 4 or not head:
+            return compression_of(head), b""
+    head = raw.read(4)
+    return compression_of(head), head
+
+
+def _expanded(raw: IO[bytes], name: str, kind: str | None, first: bytes) -> Iterator[bytes]:
+    """The decompressed pieces of a ``kind`` stream (``first``: bytes already read from it)."""
+    return _inflate(raw, name, first) if kind == "gzip" else _unlz4(raw, name, first)
 
 
 @contextlib.contextmanager
 def open_input(source: PathLike) -> Iterator[IO[bytes]]:
-    """A file or stdin (``-``) as a binary stream; gzip (told by its magic bytes, whatever the name) is
-    decompressed as it is read, under :func:`expansion_limits`. Every reader of user input opens it here."""
+    """A file or stdin (``-``) as a binary stream; gzip and LZ4 (told by their magic bytes, whatever the name)
+    are decompressed as they are read, under :func:`expansion_limits`. Every reader of user input opens it here."""
     with _raw_input(source) as raw:
-        gz, first = _sniff(raw)
-        if not gz and not first:
+        kind, first = _sniff(raw)
+        if not kind and not first:
             yield raw
             return
-        chunks = _inflate(raw, display_name(source), first) if gz else _plain_chunks(raw, first)
+        chunks = _expanded(raw, display_name(source), kind, first) if kind else _plain_chunks(raw, first)
         yield io.BufferedReader(_ChunkStream(chunks), buffer_size=_READ_BYTES)
 
 
+def decompressed(data: bytes, source: str) -> bytes:
+    """``data`` itself, or, when it is a gzip or LZ4 stream (ranx compresses its ``.lz4`` files twice), what it
+    expands to, under :func:`expansion_limits`."""
+    kind = compression_of(data[:4])
+    if kind is None:
+        return data
+    return b"".join(_expanded(io.BytesIO(data), source, kind, b""))
+
+
 def read_bytes(source: PathLike) -> bytes:
-    """The whole content of a file, a gzip file (detected by its magic bytes) or stdin (``-``). Gzip is
+    """The whole content of a file, a gzip or LZ4 file (detected by its magic bytes) or stdin (``-``). Either is
     decompressed in steps under :func:`expansion_limits`, into one buffer that grows in place: memory is the
     expanded size (and a little), not two or three copies of it."""
     name = display_name(source)
     with _raw_input(source) as raw, input_errors(source):
-        gz, first = _sniff(raw)
-        if not gz:
+        kind, first = _sniff(raw)
+        if not kind:
             return first + raw.read() if first else raw.read()
         out = io.BytesIO()
         try:
-            for chunk in _inflate(raw, name, first):
+            for chunk in _expanded(raw, name, kind, first):
                 out.write(chunk)
         except MemoryError:
             size = _size(out.tell())

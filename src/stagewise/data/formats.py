@@ -26,7 +26,7 @@ from stagewise.spec import Registry
 @dataclass(frozen=True)
 class InputFormat:
     """A format a reader takes: its ``name``, other ``aliases``, the file ``extensions`` that name it (without
-    the dot, before any ``.gz``) and a line of ``help``."""
+    the dot, before any ``.gz`` or ``.lz4``) and a line of ``help``."""
 
     name: str
     help: str
@@ -73,8 +73,8 @@ DUPLICATE_POLICIES: tuple[str, ...] = ("error", "first", "best")
 
 
 def format_of_extension(path: str | os.PathLike[str], formats: Registry[InputFormat], default: str = "trec") -> str:
-    """The format whose extensions name ``path`` (a ``.gz`` looked through), else ``default``."""
-    name = os.fspath(path).lower().removesuffix(".gz")
+    """The format whose extensions name ``path`` (a ``.gz`` or ``.lz4`` looked through), else ``default``."""
+    name = os.fspath(path).lower().removesuffix(".gz").removesuffix(".lz4")
     suffix = os.path.splitext(name)[1].lstrip(".")
     for entry in dict.fromkeys(formats.values()):
         if suffix in entry.extensions:

@@ -7,13 +7,13 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any, Literal
 
 import polars as pl
 
-from stagewise._io import PathLike, display_name, read_bytes
+from stagewise._io import PathLike, compression_of, decompressed, display_name, read_bytes
 from stagewise.data import classic, shape, trec
 from stagewise.data.columns import LineLookup, clip, lines_from, no_lines
 from stagewise.data.formats import QRELS_FORMATS as _QRELS_REGISTRY
@@ -135,21 +135,70 @@ def _plain_file(source: PathLike) -> bool:
     path = Path(source)
     try:
         with path.open("rb") as fh:
-            return path.is_file() and fh.read(2) != b"\x1f\x8b"
+            return path.is_file() and compression_of(fh.read(4)) is None
     except OSError:
         return False  # read_bytes then reports the problem with its own message
 
 
 def _frame_from_object(obj: Any, value_column: str, source: str) -> pl.DataFrame | None:
-    """A frame from a DataFrame or a dict-of-dicts; ``None`` when ``obj`` is neither."""
+    """A frame from a DataFrame, a dict-of-dicts, a ranx ``Qrels``/``Run`` or an iterable of records
+    (namedtuples such as ir_datasets' ``TrecQrel`` or ir_measures' ``Qrel``/``ScoredDoc``); ``None`` when
+    ``obj`` is none of these."""
     if isinstance(obj, pl.DataFrame):
         return obj
     module = type(obj).__module__
     if module.startswith("pandas") and hasattr(obj, "to_dict"):
         return pl.from_pandas(obj.reset_index(drop=not _has_named_index(obj)))
+    if _is_ranx(obj):
+        return _frame_from_nested(obj.to_dict(), value_column, source)
     if isinstance(obj, Mapping):
         return _frame_from_nested(obj, value_column, source)
+    if isinstance(obj, Iterable) and not isinstance(obj, str | bytes | os.PathLike):
+        return _frame_from_tuples(obj, value_column, source)
     return None
+
+
+def _is_ranx(obj: Any) -> bool:
+    """A ranx ``Qrels`` or ``Run`` (told by its class, so ranx is never imported here)."""
+    return type(obj).__module__.startswith("ranx") and type(obj).__name__ in ("Qrels", "Run")
+
+
+def object_name(obj: Any) -> str:
+    """The name an object carries (a ranx ``Run``'s ``name``), else ``"run"``."""
+    name = getattr(obj, "name", None) if _is_ranx(obj) else None
+    return name if isinstance(name, str) and name else "run"
+
+
+def is_record(item: Any) -> bool:
+    """A namedtuple (``_fields``): one row of an ir_datasets or ir_measures iterable, not a run of its own."""
+    return isinstance(item, tuple) and isinstance(getattr(item, "_fields", None), tuple)
+
+
+def _frame_from_tuples(records: Iterable, value_column: str, source: str) -> pl.DataFrame:
+    """Columns named by the records' fields (``query_id, doc_id, relevance``/``score``, any further field such
+    as ``iteration`` ignored by the column matching); every item must be a namedtuple of the first's fields."""
+    expected = f"namedtuples with fields query_id, doc_id, {value_column} (as ir_datasets' and ir_measures')"
+    rows = iter(records)
+    first = next(rows, None)
+    if first is None:
+        raise InputError(source, "is empty", expected=expected)
+    if not is_record(first):
+        raise InputError(source, f"holds a {type(first).__name__}, not a record", expected=expected)
+    fields = first._fields
+    columns: list[list[Any]] = [[value] for value in first]
+    for number, row in enumerate(rows, start=2):
+        if not is_record(row) or row._fields != fields:
+            raise InputError(
+                source, f"item {number} is a {type(row).__name__} {row!r:.80}", expected=f"{expected}, all alike"
+            )
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+    data = {}
+    for field, values in zip(fields, columns, strict=True):
+        if field in ("query_id", "doc_id"):
+            values = [str(v) for v in values]
+        data[field] = pl.Series(field, values, strict=False)
+    return pl.DataFrame(data)
 
 
 def _has_named_index(frame: Any) -> bool:
@@ -279,48 +328,93 @@ def _json_kind(value: Any) -> str:
 
 def _load(
     source: Any, fmt: str | None, value_column: str, optional: tuple[str, ...]
-) -> tuple[pl.DataFrame, str, str, LineLookup]:
-    """(normalised frame, display name for messages, default container name, line lookup)."""
+) -> tuple[pl.DataFrame, str, str, LineLookup, str | None]:
+    """(normalised frame, display name for messages, default container name, line lookup, where the scores
+    come from: ``"rank"`` for a 3-column run, else ``None``)."""
     where = f"<{type(source).__name__}>"
     frame = _frame_from_object(source, value_column, where)
     if frame is not None:
-        return (
-            _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where),
-            where,
-            "run",
-            no_lines,
-        )
+        frame = _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where)
+        return frame, where, object_name(source), no_lines, None
     if not isinstance(source, str | os.PathLike):
         raise InputError(
             where,
-            "is not a file path, DataFrame or dict",
-            expected="a path, '-', a polars/pandas DataFrame or {query_id: {doc_id: value}}",
+            "is not a file path, DataFrame, dict or iterable of records",
+            expected="a path, '-', a polars/pandas DataFrame, {query_id: {doc_id: value}}, ranx Qrels/Run or "
+            "namedtuples (query_id, doc_id, relevance or score)",
         )
     where = display_name(source)
     name = "stdin" if where == "<stdin>" else Path(source).name
     kind = _format_of(source, fmt, QRELS_FORMATS if value_column == "relevance" else FORMATS)
+    parse = trec.parse_run if value_column == "score" else trec.parse_qrels
     if kind == "trec" and _plain_file(source):
-        parse = trec.parse_run if value_column == "score" else trec.parse_qrels
         parsed, line_of = parse(Path(source), where)
-        return parsed, where, name, line_of
+        return parsed, where, name, line_of, _score_from(parsed)
     data = read_bytes(source)
+    if compression_of(data[:4]) == "lz4":  # ranx compresses its .lz4 twice: read_bytes undid the first
+        data = decompressed(data, where)
+    if data[:1] and 0xA0 <= data[0] <= 0xBF:  # a CBOR map (no UTF-8 text starts with such a byte): ranx's .lz4
+        nested = _cbor(data, where)
+        return _frame_from_nested(nested, value_column, where), where, name, no_lines, None
     if kind != "parquet":  # a UTF-8 byte-order mark dropped, CR-only line ends made LF, UTF-16 refused
         data = shape.normalise(data, where)
+    if kind == "tsv" and _headerless_trec(data, value_column):
+        kind = "trec"  # MS MARCO's .tsv runs (qid docid rank) and qrels (qid 0 docid label) have no header
     if kind in ("json", "csv", "tsv"):  # JSONL is decoded line by line where it is parsed
         trec.decode_text(data, where)  # invalid UTF-8 is an error naming its line
     if kind in classic.QRELS_LAYOUTS:
         nested = classic.read_layout(kind, trec.decode_text(data, where), where)
-        return _frame_from_nested(nested, value_column, where), where, name, no_lines
+        return _frame_from_nested(nested, value_column, where), where, name, no_lines, None
     if kind == "trec":
-        parse = trec.parse_run if value_column == "score" else trec.parse_qrels
         parsed, line_of = parse(data, where)
-        return parsed, where, name, line_of
+        return parsed, where, name, line_of, _score_from(parsed)
     if kind == "json" and data.lstrip()[:1] == b"{":
         nested = _json_loads(data, where)
-        return _frame_from_nested(nested, value_column, where), where, name, no_lines
+        return _frame_from_nested(nested, value_column, where), where, name, no_lines, None
     frame, line_of = _read_tabular(data, kind, where)
     frame = _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where)
-    return frame, where, name, line_of
+    return frame, where, name, line_of, None
+
+
+def _cbor(data: bytes, source: str) -> Any:
+    """The ``{query: {doc: value}}`` a ranx ``.lz4`` file holds, as CBOR (read with the cbor2 package)."""
+    expected = "ranx's .lz4 layout: {query_id: {doc_id: value}} as CBOR"
+    try:
+        import cbor2
+    except ImportError:
+        raise InputError(source, "holds CBOR (ranx's .lz4 layout), which needs the cbor2 package",
+                         hint="pip install cbor2") from None  # fmt: skip
+    try:
+        content = cbor2.loads(data)
+    except (cbor2.CBORDecodeError, ValueError, TypeError) as exc:
+        raise InputError(source, f"is not valid CBOR ({exc})", expected=expected) from None
+    if not isinstance(content, Mapping):
+        raise InputError(source, f"holds a CBOR {type(content).__name__}", expected=expected)
+    return content
+
+
+def _score_from(parsed: Any) -> str | None:
+    """``"rank"`` for what :func:`stagewise.data.trec.parse_run` read from a 3-column run (a frame without the
+    tag column: the scores are ``-rank``)."""
+    ranked = isinstance(parsed, pl.DataFrame) and "score" in parsed.columns and "tag" not in parsed.columns
+    return trec.RANK_ONLY if ranked else None
+
+
+_KNOWN_COLUMNS = frozenset(alias for aliases in _ALIASES.values() for alias in aliases)
+
+
+def _headerless_trec(data: bytes, value_column: str) -> bool:
+    """True when a ``.tsv`` file's first line is data in a TREC layout, not a header: a run's ``qid docid
+    rank`` (MS MARCO, Pyserini) or ``qid Q0 docid rank score tag``, qrels' ``qid docid`` or ``qid 0 docid
+    label``; no field is a column name the tabular reader knows."""
+    line = data[: shape.HEAD_BYTES].split(b"\n", 1)[0].strip()
+    fields = line.split(b"\t")
+    if not line or any(f.strip().lower().decode("utf-8", "replace") in _KNOWN_COLUMNS for f in fields):
+        return False
+    integer = [f.strip().lstrip(b"+-").isdigit() for f in fields]
+    if value_column == "score":
+        return (len(fields) == 3 and integer[2]) or (len(fields) == 6 and integer[3])
+    return len(fields) == 2 or (len(fields) == 4 and integer[3])
 
 
 def read_run(
@@ -355,7 +449,7 @@ def read_run(
     if isinstance(source, Run):
         return source if name is None or name == source.name else source.renamed(name)
     with _unicode_checked(source):
-        frame, where, default_name, line_of = _load(source, format, "score", ("rank", "tag"))
+        frame, where, default_name, line_of, score_from = _load(source, format, "score", ("rank", "tag"))
     if isinstance(frame, trec.Parsed):
         return Run.from_columns(
             frame.first_seen,
@@ -373,7 +467,14 @@ def read_run(
     if frame["score"].dtype == pl.String:
         frame = _strict_numeric(frame, "score", where, line_of)
     with _unicode_checked(where):
-        return Run.from_frame(frame, name=name or default_name, source=where, line_of=line_of, duplicates=duplicates)
+        return Run.from_frame(
+            frame,
+            name=name or default_name,
+            source=where,
+            line_of=line_of,
+            duplicates=duplicates,
+            score_from=score_from,
+        )
 
 
 def _is_single_nested_run(obj: Mapping) -> bool:
@@ -427,6 +528,8 @@ def read_runs(runs: Any) -> list[Run]:
     """
     if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
         loaded = [read_run(v, name=str(k)) for k, v in runs.items()]
+    elif isinstance(runs, list | tuple) and runs and is_record(runs[0]):
+        loaded = [read_run(runs)]  # one run as namedtuples (ir_measures' ScoredDoc), not a list of runs
     elif isinstance(runs, list | tuple):
         if not runs:
             raise StagewiseError("no runs given: pass a run, or a list or {name: run} mapping of runs")
@@ -457,7 +560,7 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
     if isinstance(source, Qrels):
         return source
     with _unicode_checked(source):
-        frame, where, default_name, line_of = _load(source, format, "relevance", ())
+        frame, where, default_name, line_of, _ = _load(source, format, "relevance", ())
     if isinstance(frame, trec.Parsed):
         return Qrels.from_columns(
             frame.first_seen,

@@ -49,6 +49,9 @@ class Run:
         Rows of query ``c`` are ``offsets[c]:offsets[c + 1]``.
     duplicates_dropped : int
         Repeated documents dropped when read with ``duplicates="first"`` or ``"best"``.
+    score_from : str or None
+        ``"rank"`` when the input had no scores, only ranks (a 3-column ``qid docid rank`` MS MARCO run): each
+        score is ``-rank``, so the rank is the only order; ``None`` when the scores are the input's own.
     """
 
     __slots__ = (
@@ -61,6 +64,7 @@ class Run:
         "query_codes",
         "query_ids",
         "ranks",
+        "score_from",
         "scores",
         "source",
         "tag",
@@ -80,6 +84,7 @@ class Run:
         source: str | None = None,
         tag: str | None = None,
         duplicates_dropped: int = 0,
+        score_from: str | None = None,
     ) -> None:
         self.query_ids = query_ids
         self.query_codes = query_codes
@@ -94,6 +99,7 @@ class Run:
         self.source = source
         self.tag = tag
         self.duplicates_dropped = duplicates_dropped
+        self.score_from = score_from
 
     # -- construction -------------------------------------------------------------------------------------
 
@@ -112,6 +118,7 @@ class Run:
         tag: str | None = None,
         line_of: LineLookup = no_lines,
         duplicates: str = "error",
+        score_from: str | None = None,
     ) -> Run:
         """Build from columns in input order: query ids numbered by first appearance (``codes``), document
         ids, finite scores, optional ranks and pair keys. See :meth:`from_frame` for ``duplicates``."""
@@ -162,6 +169,7 @@ class Run:
             source=source,
             tag=tag,
             duplicates_dropped=dropped,
+            score_from=score_from,
         )
 
     @classmethod
@@ -173,6 +181,7 @@ class Run:
         source: str | None = None,
         line_of: LineLookup = no_lines,
         duplicates: str = "error",
+        score_from: str | None = None,
     ) -> Run:
         """Build from a polars frame with columns ``query_id``, ``doc_id``, ``score`` and optionally ``rank``
         and ``tag``. Rejects missing values and non-finite scores. A document repeated within a query is an
@@ -217,6 +226,7 @@ class Run:
             tag=tag,
             line_of=line_of,
             duplicates=duplicates,
+            score_from=score_from,
         )
 
     # -- views ----------------------------------------------------------------------------------------------

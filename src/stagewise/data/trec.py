@@ -28,6 +28,15 @@ RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 RUN_FORM = "6 fields 'query_id Q0 doc_id rank score run_tag'"
 QRELS_FORM = "4 fields 'query_id iteration doc_id relevance'"
+#: MS MARCO's and Pyserini's run layout: the rank is the only order (no score).
+RANKED_FIELDS = ("query_id", "doc_id", "rank")
+RANKED_FORM = "3 fields 'query_id doc_id rank' (an MS MARCO / Pyserini run; tab or space separated)"
+#: Qrels as bare pairs, each relevant: what ``qid docid`` lists (MS MARCO's and TREC-COVID-style exports,
+#: ir_datasets' ``qrels_iter()`` written without its label) hold.
+PAIR_FIELDS = ("query_id", "doc_id")
+PAIR_FORM = "2 fields 'query_id doc_id' (every listed pair relevant, label 1)"
+#: What a 3-column run's rows say of their scores (``Run.score_from``); the notes of an evaluation repeat it.
+RANK_ONLY = "rank"
 
 
 def _first_data_line(data: bytes) -> bytes | None:
@@ -38,14 +47,22 @@ def _first_data_line(data: bytes) -> bytes | None:
     return None
 
 
-def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
-    """Parse with polars when the layout is regular; ``None`` sends the caller to the careful reader."""
+def data_fields(data: bytes) -> int:
+    """How many fields the first data line of ``data`` (a file's start) has, split as the parsers split; 0
+    when the start holds no data line."""
+    first = _first_data_line(data)
+    return 0 if first is None else len(first.split())
+
+
+def _fast_frame(data: bytes, fields: tuple[str, ...], exact: bool = False) -> pl.DataFrame | None:
+    """Parse with polars when the layout is regular; ``None`` sends the caller to the careful reader. With
+    ``exact``, a line with more fields than ``fields`` goes to the careful reader too (which names it)."""
     first = _first_data_line(data)
     if first is None:
         return None
     separator = "\t" if b"\t" in first else " "
     n_columns = len(first.split(separator.encode()))
-    if n_columns < len(fields) or first != first.strip() or b"\r" in first:
+    if n_columns < len(fields) or (exact and n_columns != len(fields)) or first != first.strip() or b"\r" in first:
         return None
     if b"\x0b" in data or b"\x0c" in data:  # blanks to the parsers, field bytes to polars' CSV reader
         return None
@@ -58,7 +75,7 @@ def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
             quote_char=None,
             comment_prefix="#",
             schema=dict.fromkeys(names, pl.String),
-            truncate_ragged_lines=True,
+            truncate_ragged_lines=not exact,
         ).select(fields)
     except (pl.exceptions.PolarsError, ValueError):
         return None
@@ -73,7 +90,9 @@ def _fast_frame(data: bytes, fields: tuple[str, ...]) -> pl.DataFrame | None:
     return frame
 
 
-def _careful_rows(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[list[list[str]], list[int]]:
+def _careful_rows(
+    data: bytes, source: str, fields: tuple[str, ...], form: str, exact: bool = False
+) -> tuple[list[list[str]], list[int]]:
     decode_text(data, source)  # invalid UTF-8 is an error naming its line
     rows: list[list[str]] = []
     lines: list[int] = []
@@ -84,7 +103,7 @@ def _careful_rows(data: bytes, source: str, fields: tuple[str, ...], form: str) 
         parts = line.split()
         if not parts or parts[0].startswith(b"#"):
             continue
-        if len(parts) < n:
+        if len(parts) < n or (exact and len(parts) != n):
             raise InputError(source, f"found {len(parts)} field(s)", line=lineno, expected=form)
         rows.append([part.decode("utf-8") for part in parts[:n]])
         lines.append(lineno)
@@ -121,13 +140,15 @@ def _check_labels(frame: pl.DataFrame, line_of: LineLookup, source: str) -> pl.D
     return frame.with_columns(pl.Series("relevance", labels, dtype=pl.Int32))
 
 
-def _read(data: bytes, source: str, fields: tuple[str, ...], form: str) -> tuple[pl.DataFrame, LineLookup]:
+def _read(
+    data: bytes, source: str, fields: tuple[str, ...], form: str, exact: bool = False
+) -> tuple[pl.DataFrame, LineLookup]:
     if not data.strip():
         raise InputError(source, "is empty", expected=f"lines of {form}")
-    frame = _fast_frame(data, fields)
+    frame = _fast_frame(data, fields, exact)
     lines: list[int] | None = None
     if frame is None:
-        rows, lines = _careful_rows(data, source, fields, form)
+        rows, lines = _careful_rows(data, source, fields, form, exact)
         if not rows:
             raise InputError(source, "has no data lines, only comments or blank lines", expected=form)
         frame = pl.DataFrame(rows, schema=dict.fromkeys(fields, pl.String), orient="row")
@@ -237,6 +258,8 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
 def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering). ``data`` is
     the file's bytes, or the path of a plain (uncompressed) file, which the C parser reads in pieces."""
+    if data_fields(shape.head_of(data) if isinstance(data, Path) else data[: shape.HEAD_BYTES]) == 3:
+        return parse_ranked(data.read_bytes() if isinstance(data, Path) else data, source)
     if not parsing.available() and isinstance(data, Path):
         data = data.read_bytes()  # the polars reader reads the whole file: check all of it
     data = _prepare(data, source, 0, RUN_FORM)
@@ -253,6 +276,8 @@ def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, L
 
 def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, relevance``; ``data`` as for :func:`parse_run`."""
+    if data_fields(shape.head_of(data) if isinstance(data, Path) else data[: shape.HEAD_BYTES]) == 2:
+        return parse_pairs(data.read_bytes() if isinstance(data, Path) else data, source)
     if not parsing.available() and isinstance(data, Path):
         data = data.read_bytes()  # the polars reader reads the whole file: check all of it
     data = _prepare(data, source, 1, QRELS_FORM)
@@ -264,3 +289,34 @@ def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed,
     frame, line_of = _read(data, source, QRELS_FIELDS, QRELS_FORM)
     frame = _check_labels(frame, line_of, source)
     return frame.select("query_id", "doc_id", "relevance"), line_of
+
+
+def parse_ranked(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
+    """A 3-column ``query_id doc_id rank`` run (MS MARCO's, Pyserini's ``--output-format msmarco``): columns
+    ``query_id, doc_id, score, rank``, the score derived from the rank (``-rank``), so the rank is the only
+    order; every line has 3 fields and an integer rank, else an error names the line.
+
+    >>> frame, _ = parse_ranked(b"q1\\td7\\t1\\nq1\\td3\\t2\\n", "run.tsv")
+    >>> frame["score"].to_list()
+    [-1.0, -2.0]
+    """
+    data = shape.normalise(data, source)
+    frame, line_of = _read(data, source, RANKED_FIELDS, RANKED_FORM, exact=True)
+    ranks = frame["rank"].cast(pl.Int64, strict=False)
+    if ranks.null_count():
+        row = int(ranks.is_null().arg_true()[0])
+        raise InputError(
+            source,
+            f"rank {clip(frame['rank'][row])!r} is not an integer",
+            line=line_of(row),
+            expected=RANKED_FORM + "; the rank is the only order of such a run",
+        )
+    return frame.select("query_id", "doc_id", (-ranks).cast(pl.Float64).alias("score"), ranks.alias("rank")), line_of
+
+
+def parse_pairs(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
+    """2-column ``query_id doc_id`` qrels: every listed pair relevant (label 1); columns ``query_id, doc_id,
+    relevance``. Every line has 2 fields, else an error names the line."""
+    data = shape.normalise(data, source)
+    frame, line_of = _read(data, source, PAIR_FIELDS, PAIR_FORM, exact=True)
+    return frame.with_columns(pl.lit(1, dtype=pl.Int32).alias("relevance")), line_of

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stagewise.data.readers import _format_of, _is_single_nested_run, path_labels
+from stagewise.data.readers import _format_of, _is_single_nested_run, is_record, object_name, path_labels
 from stagewise.data.run import Run
 from stagewise.errors import InputError, StagewiseError
 
@@ -36,7 +36,7 @@ def _default_name(source: Any) -> str:
         return source.name
     if isinstance(source, str | os.PathLike):
         return "stdin" if str(source) == "-" else Path(source).name
-    return "run"
+    return object_name(source)
 
 
 def run_sources(runs: Any) -> list[tuple[str, Any]]:
@@ -44,6 +44,8 @@ def run_sources(runs: Any) -> list[tuple[str, Any]]:
     still given twice becomes ``name#2``)."""
     if isinstance(runs, Mapping) and runs and not _is_single_nested_run(runs):
         named = [(str(k), v) for k, v in runs.items()]
+    elif isinstance(runs, list | tuple) and runs and is_record(runs[0]):
+        named = [(_default_name(runs), runs)]  # one run as namedtuples (ir_measures' ScoredDoc)
     elif isinstance(runs, list | tuple) or (
         isinstance(runs, str) and any(c in runs for c in _MAGIC) and not os.path.exists(runs)
     ):

@@ -67,9 +67,38 @@ def evaluate(
     return EvalResult(conventions=base, measures=stated, runs=scores, qrels_name=judgements.name)
 
 
+def split_metrics(metrics: str | Iterable[str]) -> list[str]:
+    """Metric names from a name, a comma list or an iterable of them, as the command line's ``-m`` reads them:
+    commas inside parentheses kept, trec_eval's cutoff lists expanded to the names trec_eval prints.
+
+    >>> split_metrics("map,ndcg@10")
+    ['map', 'ndcg@10']
+    >>> split_metrics(["ndcg_cut.10,20", "P@5(rel=2)", "wsum(weights=(0.7,0.3))"])
+    ['ndcg_cut_10', 'ndcg_cut_20', 'P@5(rel=2)', 'wsum(weights=(0.7,0.3))']
+    """
+    from stagewise.metrics.measures import expand_cutoff_lists
+
+    out: list[str] = []
+    for value in [metrics] if isinstance(metrics, str) else list(metrics):
+        if not isinstance(value, str) or "," not in value:
+            out.append(value)
+            continue
+        pieces, depth, start = [], 0, 0
+        for i, ch in enumerate(value):
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch == "," and depth == 0:
+                pieces.append(value[start:i])
+                start = i + 1
+        pieces.append(value[start:])
+        out.extend(expand_cutoff_lists([piece.strip() for piece in pieces if piece.strip()]))
+    return out
+
+
 def parse_metrics(metrics: str | Iterable[str]) -> Parsed:
-    """``(name as given, Measure)`` for each metric; at least one."""
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    """``(name as given, Measure)`` for each metric (a comma list is split: :func:`split_metrics`); at least
+    one."""
+    names = split_metrics(metrics)
     if not names:
         raise MetricError("give at least one metric, such as ndcg@10 or map")
     return [(name, Measure.parse(name)) for name in names]
@@ -125,6 +154,7 @@ def measure_run(judgements: Qrels, run: Run, parsed: Parsed, base: Conventions) 
         means={name: aggregate(measure, values[name]) for name, measure in parsed},
         missing_queries=ctx.missing_queries,
         run_only_queries=ctx.run_only_queries,
+        score_from=getattr(run, "score_from", None),
     )
 
 

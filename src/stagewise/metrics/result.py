@@ -23,6 +23,8 @@ class RunScores:
     means: dict[str, float]
     missing_queries: list[str]
     run_only_queries: list[str]
+    #: Where the run's scores came from when not its own: ``"rank"`` for a 3-column run (``Run.score_from``).
+    score_from: str | None = None
 
 
 @dataclass
@@ -176,6 +178,8 @@ class EvalResult:
                     f"{r.name}: {len(r.missing_queries)} judged quer"
                     f"{'y' if len(r.missing_queries) == 1 else 'ies'} absent from the run, {action}"
                 )
+            if r.score_from == "rank":
+                notes.append(f"{r.name}: no scores, ranks only (qid docid rank): ordered by rank, score = -rank")
             if r.run_only_queries:
                 notes.append(
                     f"{r.name}: {len(r.run_only_queries)} quer"
