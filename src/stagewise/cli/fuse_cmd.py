@@ -155,8 +155,9 @@ TrainingLevelOption = Annotated[
 OptimizeTiesOption = Annotated[
     Ties,
     typer.Option(
-        help="Tie convention of the evaluation during --optimize (see stagewise eval --help); the fused run "
-        "itself is always in trec_eval's order."
+        help="How equal scores order each input run, so the ranks fusion reads (docid: compared in single "
+        "precision as trec_eval 9; docid-double: as doubles, as ranx) and the evaluation during --optimize (see "
+        "stagewise eval --help); the fused run itself is always in trec_eval's order."
     ),
 ]
 ReportFormatOption = Annotated[
@@ -240,7 +241,7 @@ def fuse_command(
         meta_path = None if no_meta else meta if meta is not None else _default_meta(output)
         check_output(meta_path, [*runs, qrels], option="--meta", others={"--output": output})
         named = dict(zip(run_labels(runs), runs, strict=True))  # a/run.trec and b/run.trec keep their folders
-        options = _options(method, rrf_k, weights, param, norm, depth, queries, missing)
+        options = _options(method, rrf_k, weights, param, norm, depth, queries, missing).replace(ties=ties.value)
         if engine != "local" or scheduler is not None:
             if optimize or output_depth is not None:
                 flag = "--optimize fits on every query at once" if optimize else "--output-depth cuts in memory"

@@ -12,7 +12,7 @@ from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.fusion.methods import MISSING_DOCUMENT_POLICIES, FusionMethod, MethodInfo
 from stagewise.fusion.normalize import Normalization
-from stagewise.fusion.options import FusionOptions, resolve_options
+from stagewise.fusion.options import FUSION_TIES, FusionOptions, resolve_options
 from stagewise.fusion.table import QUERY_POLICIES, FusionTable, build_table, load_runs
 
 TIES = (
@@ -78,8 +78,10 @@ def describe(
     table: FusionTable,
     trained: dict[str, Any] | None = None,
     training: dict[str, Any] | None = None,
+    ties: str = "docid",
 ) -> dict[str, Any]:
-    """A JSON-ready statement of how a fused run was made."""
+    """A JSON-ready statement of how a fused run was made (``ties``: how equal scores ordered the inputs; a
+    statement says it only when it is not the default, ``docid``)."""
     from stagewise._version import __version__
     from stagewise.fusion.train import describe_trained
 
@@ -105,6 +107,12 @@ def describe(
         "n_results": len(table),
         "stagewise_version": __version__,
     }
+    if ties != "docid":
+        out["input_ties"] = ties
+        out["input_ranks"] = (
+            f"a document's rank in a run is its position in the run's order, {FUSION_TIES[ties]}, after the depth "
+            "cut; a normalisation that reverses the order (minmax_inverted) re-ranks"
+        )
     if info.missing_rule is not None:
         out["missing_rule"] = info.missing_rule
     if trained is not None:
@@ -176,7 +184,7 @@ def fuse(
     info = chosen.info
     normalization = resolve_norm(info, chosen.norm)
     policy = resolve_missing(info, normalization, chosen.missing)
-    table = build_table(loaded, norm=normalization, depth=chosen.depth, queries=chosen.queries)
+    table = build_table(loaded, norm=normalization, depth=chosen.depth, queries=chosen.queries, ties=chosen.ties)
     trained, training = train_on(chosen, table, qrels, relevance_level)
     statement = describe(
         chosen.fusion_method,
@@ -187,6 +195,7 @@ def fuse(
         table=table,
         trained=trained if info.supervised else None,
         training=training,
+        ties=chosen.ties,
     )
     scores, rows = apply(chosen.fusion_method, table, policy, trained), table.output_rows()
     del table  # its per-run columns go before the run is built: a lower peak of memory

@@ -394,7 +394,7 @@ def _prepare(
     judgements = read_qrels(qrels)
     normalization = resolve_norm(info, options.norm)
     policy = resolve_missing(info, normalization, options.missing)
-    table = build_table(loaded, norm=normalization, depth=options.depth, queries=options.queries)
+    table = build_table(loaded, norm=normalization, depth=options.depth, queries=options.queries, ties=options.ties)
     if info.weighted and search == "auto":
         points = math.comb(_divisions(step) + table.n_runs - 1, table.n_runs - 1)
         search = "grid" if points <= GRID_LIMIT else "coordinate"
@@ -451,6 +451,7 @@ def _metadata(setup: _Setup, report: FusionReport, trained: dict | None, *, rele
         table=setup.table,
         trained=trained,
         training={"qrels": setup.judgements.name, "relevance_level": relevance_level, "queries": judged},
+        ties=setup.options.ties,
     )
     out["optimization"] = {
         **report.describe(),

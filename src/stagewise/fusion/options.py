@@ -12,7 +12,7 @@ FusionMethod(name='rrf', params=(('rrf_k', 20.0), ('weights', None)))
 Traceback (most recent call last):
 ...
 stagewise.errors.ConventionError: unknown fusion option 'depht'; the options are method, norm, depth, queries, \
-missing, weights, params, and the parameters of rrf: rrf_k, weights
+missing, weights, params, ties, and the parameters of rrf: rrf_k, weights
 """
 
 from __future__ import annotations
@@ -43,6 +43,15 @@ MISSING_DOCUMENT_POLICIES: dict[str, str] = {
 #: How :func:`~stagewise.fusion.optimize` searches weights: every point of the grid, coordinate ascent, or the
 #: grid up to GRID_LIMIT points and coordinate ascent beyond.
 SEARCHES = ("auto", "grid", "coordinate")
+#: How equal scores order a run's list, and so the ranks fusion reads (the evaluation's tie conventions,
+#: :data:`stagewise.metrics.defaults.TIE_POLICIES`): what each one says in a fused run's statement.
+FUSION_TIES: dict[str, str] = {
+    "docid": "score descending compared in single precision (C float, as trec_eval 9 and pytrec_eval hold "
+    "scores), then doc id descending (trec_eval)",
+    "docid-double": "score descending compared in double precision (as ranx and trec_eval 10), then doc id descending",
+    "input": "score descending (double precision), then the order of the run's input",
+    "rank": "the run's own rank column (ascending), then the order of the run's input",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +78,11 @@ class FusionOptions:
     params : mapping, optional
         The method's hyperparameters (``rrf_k``, ``gamma``, ``phi``...) and trained parameters (``probs``,
         ``map_scores``, ``log_odds``).
+    ties : {"docid", "docid-double", "input", "rank"}, default="docid"
+        How equal scores order each input run's list, so which rank (and which depth cut) a document gets
+        (:data:`FUSION_TIES`): ``docid`` compares scores in single precision as trec_eval 9 reads a run;
+        ``docid-double`` compares doubles, as ranx does (scores that collide only in single precision then keep
+        their order). The fused run itself is always stored in trec_eval's order.
 
     Examples
     --------
@@ -87,6 +101,7 @@ class FusionOptions:
     missing: str | None = None
     weights: Any = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    ties: str = "docid"
     _method: FusionMethod = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -121,11 +136,14 @@ class FusionOptions:
                 choices = ", ".join(MISSING_DOCUMENT_POLICIES)
                 raise ConventionError(f"unknown missing-document policy {missing!r}; choose one of {choices}")
             object.__setattr__(self, "missing", missing)
+        if str(self.ties) not in FUSION_TIES:
+            raise ConventionError(f"unknown tie convention {self.ties!r}; choose one of {', '.join(FUSION_TIES)}")
+        object.__setattr__(self, "ties", str(self.ties))
 
     @classmethod
     def parse(cls, text: str | FusionOptions) -> FusionOptions:
         """Read the options written as one call of the spec grammar: the method's name, its parameters and the
-        options that are not their defaults (``norm``, ``depth``, ``queries``, ``missing``), as :func:`str`
+        options that are not their defaults (``norm``, ``depth``, ``queries``, ``missing``, ``ties``), as :func:`str`
         writes them.
 
         >>> options = FusionOptions.parse("wsum(weights=(0.3,0.7),norm=zscore,depth=100)")
@@ -150,6 +168,7 @@ class FusionOptions:
         method = self._method
         shown = {k: getattr(self, k) for k in _SHOWN}
         shown["queries"] = None if self.queries == "union" else self.queries
+        shown["ties"] = None if self.ties == "docid" else self.ties
         shown["norm"] = None if self.norm is None else str(self.norm)
         return canonical(method.name, None, (*method.params, *shown.items()))
 
@@ -209,7 +228,7 @@ class FusionOptions:
         return dataclasses.replace(self, **given)
 
 
-_SHOWN = ("norm", "depth", "queries", "missing")  # the options a canonical spelling shows beside the method's
+_SHOWN = ("norm", "depth", "queries", "missing", "ties")  # the options a canonical spelling shows beside the method's
 _EXAMPLES = "rrf, rrf(rrf_k=20), wsum(weights=(0.7,0.3),norm=zscore) or combmnz(depth=100)"
 
 

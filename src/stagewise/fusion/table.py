@@ -352,6 +352,46 @@ def select_queries(runs: list[Run], policy: str) -> np.ndarray:
     return union
 
 
+def in_order(run: Run, ties: str) -> Run:
+    """``run`` with each query's rows in the order ``ties`` gives them (its positions then are the ranks fusion
+    reads, and its depth cut): itself for ``docid`` (a run is stored in trec_eval's order), else a copy whose
+    rows are permuted within their queries.
+
+    >>> from stagewise.data.readers import read_run
+    >>> run = read_run({"q": {"a": 1.0000000001, "b": 1.0}})  # equal as C floats: trec_eval's order is b, a
+    >>> run.doc_ids.to_list(), in_order(run, "docid-double").doc_ids.to_list()
+    (['b', 'a'], ['a', 'b'])
+    """
+    if ties == "docid" or len(run) < 2:
+        return run
+    if ties == "docid-double":
+        order = evaluation_order(run.query_codes, run.scores, run.docs, np.arange(len(run)), single=False)
+    elif ties == "input":
+        key = pl.DataFrame({"q": run.query_codes, "s": run.scores, "p": run.input_position}).with_row_index("i")
+        order = key.sort(["q", "s", "p"], descending=[False, True, False])["i"].to_numpy()
+    elif ties == "rank":
+        if run.ranks is None or np.isnan(np.asarray(run.ranks, dtype=float)).any():
+            raise ConventionError(f"ties='rank' needs a run with an integer rank column on every row ({run.name})")
+        key = pl.DataFrame({"q": run.query_codes, "r": run.ranks, "p": run.input_position}).with_row_index("i")
+        order = key.sort(["q", "r", "p"])["i"].to_numpy()
+    else:
+        raise ConventionError(f"unknown tie convention {ties!r}; choose one of docid, docid-double, input, rank")
+    if np.array_equal(order, np.arange(len(run))):
+        return run
+    return Run(
+        run.query_ids,
+        run.query_codes[order],
+        run.docs.take(order),
+        run.scores[order],
+        None if run.ranks is None else run.ranks[order],
+        run.input_position[order],
+        run.pair_keys[order],
+        name=run.name,
+        source=run.source,
+        tag=run.tag,
+    )
+
+
 def _segments(part: Part) -> tuple[np.ndarray, np.ndarray]:
     """Start and length of each of the part's lists (its rows grouped by query, at least one)."""
     if part.rows is None:  # the whole run: its own query offsets (every query it has holds a row)
@@ -385,9 +425,11 @@ def build_table(
     norm: Normalization | str | None = None,
     depth: int | None = None,
     queries: str = "union",
+    ties: str = "docid",
 ) -> FusionTable:
-    """Join ``runs`` into a :class:`FusionTable` under the depth, query and normalisation choices."""
-    runs = load_runs(runs)
+    """Join ``runs`` into a :class:`FusionTable` under the depth, query, normalisation and tie choices
+    (``ties``: how equal scores order each run's list, :data:`stagewise.fusion.options.FUSION_TIES`)."""
+    runs = [in_order(run, ties) for run in load_runs(runs)]
     if not runs:
         raise StagewiseError("give at least one run to fuse")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
