@@ -352,3 +352,32 @@ def test_robust_leave_one_run_out_matches_the_naive_pool_and_the_figures_in_the_
     assert f"{big.run.removeprefix('input.').removesuffix('.gz')} ({big.change:+.4f}" in text
     tau = report.agreements[0].kendall_tau
     assert re.search(rf"Kendall's tau between the full and the left-out rankings\s+{tau:.4f}", text)
+
+
+def test_the_command_leaves_out_groups_by_prefix_or_file_and_compares_a_second_qrels(tmp_path: Path) -> None:
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 a 1\nq1 0 b 1\nq1 0 c 0\nq1 0 d 1\nq2 0 a 1\nq2 0 e 0\n")
+    rows = {"teamA1": "a c b", "teamA2": "c a e", "teamB1": "d b a"}
+    paths = []
+    for tag, docs in rows.items():
+        path = tmp_path / f"{tag}.run"
+        lines = [f"{q} Q0 {d} {i} {10 - i} {tag}" for q in ("q1", "q2") for i, d in enumerate(docs.split(), 1)]
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(str(path))
+    (tmp_path / "groups.txt").write_text("teamA1 A\nteamA2 A\nteamB1 B\n")
+    other = tmp_path / "other.qrels"
+    other.write_text("q1 0 a 0\nq1 0 d 1\nq2 0 e 1\n")
+    runner = CliRunner()
+    common = ["trust", str(qrels), *paths, "-m", "map", "-k", "2", "--format", "json"]
+    by_prefix = runner.invoke(app, [*common, "--group-by", "prefix:5", "--other-qrels", str(other)])
+    by_file = runner.invoke(app, [*common, "--group-by", str(tmp_path / "groups.txt")])
+    assert by_prefix.exit_code == 0 and by_file.exit_code == 0, by_prefix.output + by_file.output
+    prefix, listed = json.loads(by_prefix.output), json.loads(by_file.output)
+    groups = {"teamA1.run": "A", "teamA2.run": "A", "teamB1.run": "B"}
+    named = {f"{t}.run": p for t, p in zip(rows, paths, strict=True)}
+    expected = trust(str(qrels), named, metric="map", depth=2, group_by=groups)
+    assert [r["reduced_score"] for r in listed["left_out"]] == [r.reduced_score for r in expected.left_out]
+    assert [r["reduced_score"] for r in prefix["left_out"]] == [r.reduced_score for r in expected.left_out]
+    assert [r["group"] for r in prefix["left_out"]] == ["teamA", "teamA", "teamB"]
+    assert prefix["left_out_unit"] == "group (prefix:5)" and len(prefix["agreements"]) == 2
+    assert prefix["agreements"][1]["second"] == "other.qrels"
