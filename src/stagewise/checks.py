@@ -32,6 +32,8 @@ class RunReport:
     queries_only_in_run: list[str]
     duplicate_documents: int
     unjudged_at_k: dict[int, float]
+    """trec_eval's ``unj@k`` per k: unjudged results in the top k, over k; ranks past the end of a short run
+    count as judged (a run of 6 results per query has at most 0.06 at k = 100)."""
     results_per_query: dict[str, float]
     tied_score_share: float
     single_precision_ties: int = 0
@@ -39,6 +41,11 @@ class RunReport:
     them (and so does the default convention); trec_eval 10.0 does not."""
     warnings: list[str] = field(default_factory=list)
     """Things that parse but are likely misread, each naming the file and line (or the queries) it saw."""
+    unjudged: dict[str, float] = field(default_factory=dict)
+    """The two unjudged shares by measure name, each k: ``unj@k`` (as :attr:`unjudged_at_k`) and ``unjudged@k``
+    = 1 - judged@k, which counts ranks past the end of the run as unjudged (the report's judgement plot)."""
+    shorter_than_k: dict[int, int] = field(default_factory=dict)
+    """Per k, the answered queries with fewer than k results: where the two shares differ."""
 
 
 @dataclass
@@ -85,6 +92,8 @@ class ValidationReport:
                     "tied_score_share": r.tied_score_share,
                     "single_precision_ties": r.single_precision_ties,
                     "warnings": r.warnings,
+                    "unjudged": r.unjudged,
+                    "shorter_than_k": {str(k): v for k, v in r.shorter_than_k.items()},
                 }
                 for r in self.runs
             },
@@ -213,6 +222,20 @@ def validate(qrels: Any, runs: Any, k: tuple[int, ...] = (10, 100)) -> Validatio
                 tied_score_share=ties,
                 single_precision_ties=single_only,
                 warnings=rank_score_warnings(run, _file_head(item)),
+                unjudged=_unjudged_shares(ctx, k),
+                shorter_than_k={cut: int(np.count_nonzero(ctx.num_ret[ctx.in_run] < cut)) for cut in k},
             )
         )
     return report
+
+
+def _unjudged_shares(ctx: Any, cutoffs: tuple[int, ...]) -> dict[str, float]:
+    """``unj@k`` and ``unjudged@k`` (= 1 - judged@k) for each k, means over the queries the run answered: one
+    definition per name (see :class:`RunReport`)."""
+    from stagewise.metrics import kernels
+
+    out: dict[str, float] = {}
+    for cut in cutoffs:
+        out[f"unj@{cut}"] = _mean(kernels.unjudged(ctx, cut)[ctx.in_run])
+        out[f"unjudged@{cut}"] = _mean(kernels.unjudged_at(ctx, cut)[ctx.in_run])
+    return out

@@ -50,7 +50,10 @@ def _run_lines(r: RunReport) -> list[str]:
             if r.duplicate_documents
             else ""
         ),
-        "  unjudged share: " + ", ".join(f"@{k} {v:.3f}" for k, v in r.unjudged_at_k.items()),
+        "  unjudged share: "
+        + ", ".join(f"@{k} {v:.3f}" for k, v in r.unjudged_at_k.items())
+        + " (unj@k, trec_eval's: unjudged results in the top k over k)",
+        *_short_note(r),
         f"  adjacent results with tied scores: {r.tied_score_share:.1%} (scores compared in single precision, "
         "as trec_eval 9 and pytrec_eval do; ordered by doc id descending)",
         *(
@@ -62,6 +65,20 @@ def _run_lines(r: RunReport) -> list[str]:
             else []
         ),
         *(f"  warning: {w}" for w in r.warnings),
+    ]
+
+
+def _short_note(r: RunReport) -> list[str]:
+    """A note where some answered query has fewer than k results: there unj@k counts the missing ranks as
+    judged and unjudged@k (1 - judged@k, the report's plot) as unjudged, so the two differ."""
+    short = [k for k, n in r.shorter_than_k.items() if n]
+    if not short:
+        return []
+    counts = ", ".join(f"@{k} {r.shorter_than_k[k]}" for k in short)
+    other = ", ".join(f"@{k} {r.unjudged[f'unjudged@{k}']:.3f}" for k in short)
+    return [
+        f"  note: queries with fewer than k results: {counts}; unj@k counts their missing ranks as judged, "
+        f"unjudged@k = 1 - judged@k (the report's plot) as unjudged: {other}"
     ]
 
 

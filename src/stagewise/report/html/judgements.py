@@ -43,15 +43,16 @@ def section(qrels: Any, curves: Any, cutoffs: Sequence[int], relevance_level: in
         ax.plot(cutoffs, [1 - means[run][f"judged@{k}"] for k in cutoffs], label=run, markersize=3, **style(i))
     ax.set_xscale("log")
     ax.set_xlabel("cutoff k (documents, log scale)")
-    ax.set_ylabel("unjudged share of the top k (0 to 1)")
+    ax.set_ylabel("unjudged@k = 1 − judged@k (0 to 1)")
     ax.set_title("Unjudged documents in each run's top k")
     legend(ax, len(runs))
     out.append(
         figure(
             fig,
             "Unjudged documents in each run's top k",
-            "1 − judged@k (mean over queries) for each run: the share of the top k with no judgement, which every "
-            "metric counts as non-relevant.",
+            "unjudged@k = 1 − judged@k (mean over queries) for each run: the share of the top k with no judgement, "
+            "which every metric counts as non-relevant; ranks past the end of a run shorter than k count as "
+            "unjudged (stagewise validate also prints trec_eval's unj@k, which counts them as judged).",
             ["run", *(f"k={k}" for k in cutoffs)],
             [[run, *(round(1 - means[run][f"judged@{k}"], 4) for k in cutoffs)] for run in runs],
         )
