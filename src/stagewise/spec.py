@@ -19,12 +19,21 @@ Spellings accepted besides the grammar, each kept because it is documented or is
 - trec_eval's measure names: ``P_10``, ``ndcg_cut_10``, ``ndcg_cut.10``, ``recip_rank``, ``map_cut_100``,
   ``iprec_at_recall_0.10``, and its cutoff lists ``ndcg_cut.10,20`` (see
   :func:`stagewise.metrics.measures.expand_cutoff_lists` and :data:`stagewise.metrics.measures.TREC_EVAL_NAMES`).
-- ir_measures' names where they mean the same: ``AP``, ``nDCG@10``, ``P(rel=2)@10``, ``RR@10``, ``R@100``,
-  ``Judged@10``, ``Rprec``, ``Bpref``, ``infAP``, ``IPrec@0.5``, ``SetP``, ``SetR``, ``SetF``, ``SetAP``,
-  ``NumRet``, ``NumRel``, ``NumRelRet``, ``Success@5``, ``AP(rel=2)``, ``nDCG(dcg='log2')@10`` (linear gain) and
-  ``nDCG(dcg='exp-log2')@10`` (= ``ndcg@10(gain=exp)``: gain 2**label - 1, discount log2(rank + 1)). Not
-  ir_measures' ``RBP`` and ``ERR``: their defaults differ from ours (p = 0.8; a fixed highest grade), so the same
-  spelling would mean another number; write ``rbp(p=0.8)`` and ``err@20(max_label=4)`` instead.
+- ir_measures' names, each meaning ir_measures' number: ``AP``, ``nDCG@10``, ``P(rel=2)@10``, ``RR@10``,
+  ``R@100``, ``Rprec``, ``Bpref``, ``infAP``, ``SetP``, ``SetR``, ``SetF``, ``SetAP``, ``NumRet``, ``NumRel``,
+  ``NumRelRet``, ``Success@5``, ``Accuracy@10``, ``Compat``, ``AP(judged_only=True)``,
+  ``nDCG(gains={0:0,1:1,2:3})@10``, ``nDCG(dcg='log2')@10`` (linear gain) and ``nDCG(dcg='exp-log2')@10``
+  (= ``ndcg@10(gain=exp)``). Where the spelling differs from ours only in case and the number differs, the
+  exact spelling decides (:data:`stagewise.metrics.measures.PEER_NAMES`): ``ERR@10`` is gdeval's
+  (``err@10(max_label=4)``) and ``err@10`` ours (highest grade from the qrels); ``RBP`` is ir_measures'
+  (``rbp(p=0.8,scale=False)``; ``RBP(rel=2)`` binary) and ``rbp`` trec_eval's; ``IPrec@0.1`` is trec_eval 9's
+  (``iprec_at_recall@0.1(rounding=0.9)``); ``Judged@10`` is ``judged_retrieved@10``. ndeval's and cwl_eval's
+  measures are refused with a message saying so.
+- ranx's names, each meaning ranx's number: ``hits@10``, ``hit_rate@10`` (= ``success@10``), ``precision@10``,
+  ``recall@10``, ``f1@10``, ``mrr@10``, ``map@100``, ``ndcg@10``, ``dcg@10``, ``ndcg_burges@10``
+  (= ``ndcg@10(gain=exp)``), ``r-precision``, ``bpref``, ``rbp.95`` (= ``rbp(p=0.95,scale=False)``), and its
+  relevance level suffix ``map@100-l2`` (= ``map@100(rel=2)``); ``precision`` and ``recall`` without a cutoff
+  are ranx's whole-list ``set_P`` and ``set_recall``.
 - The answer criterion ``f1:0.5`` (documented before this grammar; the same as ``f1@0.5``).
 - Names are case-insensitive, and ``-`` reads as ``_`` (``reciprocal-rank-fusion``).
 
