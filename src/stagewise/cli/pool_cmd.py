@@ -74,7 +74,6 @@ def pool_command(
     inputs: Annotated[
         list[str],
         typer.Argument(
-            metavar="[QRELS] RUN...",
             help="[QRELS] RUN...: the runs to pool, after the judgements already made (optional; a 4-column "
             "file first is read as qrels)."
         ),
