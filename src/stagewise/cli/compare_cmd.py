@@ -255,7 +255,6 @@ def compare_command(
     with user_errors():
         from stagewise.engines import expand_globs
         from stagewise.errors import StagewiseError
-        from stagewise.metrics.context import Conventions
         from stagewise.metrics.defaults import DEFAULT_METRICS
         from stagewise.report import offered
         from stagewise.stats import CompareOptions
@@ -265,9 +264,10 @@ def compare_command(
         chosen_format = output_format(fmt, output, offered("Comparison"))
         if len(runs) < 2:
             raise StagewiseError(f"compare needs at least two runs; got {len(runs)}")
+        label = lambda name: baseline_label(name, runs, run_labels(runs))  # noqa: E731  (a name or a path)
         options = CompareOptions(
             test=test,
-            baseline=None if baseline is None else baseline_label(baseline, runs, run_labels(runs)),
+            baseline=None if baseline is None else label(baseline),
             correction=correction,
             alpha=alpha,
             alternative=alternative.value,
@@ -279,22 +279,27 @@ def compare_command(
             ci_level=ci_level,
             family=family.value,
             standardise=standardise,
-            reference=None
-            if reference is None
-            else tuple(baseline_label(r, runs, run_labels(runs)) for r in reference),
+            reference=None if reference is None else tuple(map(label, reference)),
         )
-        conventions = Conventions(
-            relevance_level=relevance_level,
-            ties=ties.value,  # type: ignore[arg-type]
-            missing=missing.value,  # type: ignore[arg-type]
-            max_ret=max_ret,
-            judged_only=judged_only,
-        )
+        conventions = _conventions(relevance_level, ties, missing, max_ret, judged_only)
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         read = lambda: read_qrels_as(qrels, qrels_format)  # noqa: E731
         result = _compare(read, runs, metrics, options, conventions, engine, scheduler, duplicates)
         shown = dict(digits=digits, show_pairs=pairs, per_query=per_query, top=top)
         _show(result, chosen_format, output, shown, f"{chosen_format}, {len(runs)} runs, {len(metrics)} metric(s)")
+
+
+def _conventions(relevance_level: int, ties: Ties, missing: Missing, max_ret: int | None, judged: bool) -> Conventions:
+    """The evaluation's conventions from the command's options."""
+    from stagewise.metrics.context import Conventions
+
+    return Conventions(
+        relevance_level=relevance_level,
+        ties=ties.value,  # type: ignore[arg-type]
+        missing=missing.value,  # type: ignore[arg-type]
+        max_ret=max_ret,
+        judged_only=judged,
+    )
 
 
 class _Stages:
