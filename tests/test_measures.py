@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -33,6 +35,26 @@ from stagewise.metrics.measures import FAMILIES, Measure
         ("judged@10", "judged@10"),
         ("success_5", "success@5"),
         ("11pt_avg", "11pt_avg"),
+        # a peer's exact spelling means the peer's number (docs/names.md)
+        ("ERR@10", "err@10(max_label=4)"),
+        ("err@10", "err@10"),
+        ("RBP", "rbp(p=0.8,scale=False)"),
+        ("RBP(rel=2)", "rbp(p=0.8,rel=2,scale=False)"),
+        ("IPrec@0.1", "iprec_at_recall@0.1(rounding=0.9)"),
+        ("Judged@10", "judged_retrieved@10"),
+        ("hit_rate@10", "success@10"),
+        ("hits@10", "hits@10"),
+        ("precision", "set_P"),
+        ("r-precision", "Rprec"),
+        ("ndcg_burges@10", "ndcg@10(gain=exp)"),
+        ("rbp.95", "rbp(p=0.95,scale=False)"),
+        ("map@100-l2", "map@100(rel=2)"),
+        ("ndcg@10-l2", "ndcg@10(gains={0:0,1:0})"),
+        ("nDCG(gains={0:0,1:1,2:3})@10", "ndcg@10(gains={0:0,1:1,2:3})"),
+        ("P(judged_only=True)@5", "P@5(judged_only=True)"),
+        ("P@5(judged_only=False)", "P@5"),
+        ("Compat(p=0.8)", "compat(p=0.8)"),
+        ("Accuracy@5", "accuracy@5"),
     ],
 )
 def test_parse_to_canonical(text: str, canonical: str) -> None:
@@ -81,3 +103,20 @@ def test_canonical_form_round_trips(family: str, cutoff: int) -> None:
     measure = Measure.parse(text)
     assert Measure.parse(str(measure)) == measure
     assert hash(Measure.parse(str(measure))) == hash(measure)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("alpha_nDCG@10", "ndeval"),
+        ("BPM", "cwl_eval"),
+        ("NumQ", "num_queries"),
+        ("bpref-l2", "bpref(rel=2)"),
+        ("nDCG(gains='x')@10", "gains"),
+        ("map(judged_only=2)", "judged_only"),
+        ("judged@10-l2", "no relevance level"),
+    ],
+)
+def test_a_refused_peer_name_says_what_to_write(text: str, says: str) -> None:
+    with pytest.raises(MetricError, match=re.escape(says)):
+        Measure.parse(text)
