@@ -147,8 +147,10 @@ def _group_task(
 
 
 def _plain(path: str) -> bool:
+    from stagewise._io import compression_of
+
     with open(path, "rb") as fh:
-        return fh.read(2) != b"\x1f\x8b"
+        return compression_of(fh.read(4)) is None  # gzip and lz4 are read whole, decompressed
 
 
 # ----------------------------------------------------------------------------------------------------- engine
