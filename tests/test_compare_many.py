@@ -323,3 +323,25 @@ def test_the_html_report_has_the_anova_letters_and_error_bars() -> None:
     assert "each run&#x27;s mean and interval" in page and "<svg" in page
     plain = render(stagewise.study(qrels, runs, ["ap"], cutoffs=(1, 10)))
     assert "two-way ANOVA" not in plain and 'class="groups"' not in plain
+
+
+def test_letters_start_at_the_lowest_mean_where_lower_is_better() -> None:
+    scores = {r: {"unjudged@10": per["ap"]} for r, per in _scores(20, 4, seed=8).items()}
+    comp = compare_scores(scores, test="anova")
+    many = comp.many["unjudged@10"]
+    assert many.better == "lower"
+    lowest = int(np.argmin(many.means))
+    assert many.best_first()[0] == lowest and "a" in many.letters[lowest]
+    _assert_letters_match_decisions(comp, "unjudged@10")
+
+
+def test_a_many_system_test_runs_on_the_queries_every_run_has() -> None:
+    scores = {
+        "a": {"ap": {"q1": 0.1, "q2": 0.5, "q3": 0.3}},
+        "b": {"ap": {"q1": 0.2, "q3": 0.4, "q4": 0.9}},
+        "c": {"ap": {"q1": 0.0, "q2": 0.2, "q3": 0.35}},
+    }
+    comp = compare_scores(scores, test="anova")
+    assert comp.many["ap"].n_topics == 2 and comp.conventions["pairing"] == "the queries every run has"
+    assert comp.many["ap"].means.tolist() == pytest.approx([0.2, 0.3, 0.175])
+    assert all(p.n_queries == 2 for p in comp.pairs)

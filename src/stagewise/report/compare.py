@@ -230,7 +230,7 @@ def many_blocks(comp: Comparison, digits: int) -> list[tuple[str, list[list[str]
             + (["", ""] if r.source == "residual" else [_num(r.f, 2), p_text(r.p)])
             for r in many.anova.rows
         ]
-        order = sorted(range(len(many.runs)), key=lambda j: -float(many.means[j]))
+        order = many.best_first()
         systems = [
             [
                 labels[many.runs[j]],

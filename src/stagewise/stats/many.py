@@ -204,8 +204,14 @@ class ManySystems:
 
     ``means``, ``lower``, ``upper`` and ``letters`` follow ``runs``; ``effect_sizes[j, k]`` is
     ``(mean_j - mean_k) / sqrt(V_E)``; ``p_values[j, k]`` the test's family-wise p of the pair (1 on the
-    diagonal). ``n_topics`` are the queries every run has (the matrix the test ran on).
+    diagonal). ``n_topics`` are the queries every run has (the matrix the test ran on). ``better`` is
+    ``"lower"`` for a measure where lower is better: its letters then start (``a``) at the lowest mean.
     """
+
+    def best_first(self) -> list[int]:
+        """The runs' indices, best mean first (the highest, or the lowest where lower is better)."""
+        sign = -1.0 if self.better == "lower" else 1.0
+        return sorted(range(len(self.runs)), key=lambda j: -sign * float(self.means[j]))
 
     metric: str
     runs: tuple[str, ...]
@@ -221,6 +227,7 @@ class ManySystems:
     p_values: np.ndarray
     alpha: float
     n_topics: int
+    better: str = "higher"
 
     @property
     def residual_variance(self) -> float:
@@ -268,9 +275,11 @@ def many_systems(
     seed: int = 0,
     alpha: float = 0.05,
     confidence: float = 0.95,
+    better: str = "higher",
 ) -> tuple[ManySystems, np.ndarray, np.ndarray, str]:
     """A many-system test on a ``(topics, runs)`` matrix: the :class:`ManySystems` and each pair's statistic,
-    family-wise p-value and method (pairs ``j < k`` in ``numpy.triu_indices`` order).
+    family-wise p-value and method (pairs ``j < k`` in ``numpy.triu_indices`` order). ``better="lower"`` letters
+    the runs from the lowest mean (a measure where lower is better).
 
     >>> x = [[0.2, 0.3, 0.5], [0.1, 0.3, 0.2], [0.4, 0.6, 0.7], [0.3, 0.3, 0.5], [0.2, 0.4, 0.4]]
     >>> many, stat, p, _ = many_systems(x, ["a", "b", "c"], test="anova")
@@ -304,11 +313,12 @@ def many_systems(
         upper=ci.upper,
         margin=ci.margin,
         confidence=ci.confidence,
-        letters=tuple(M.letters(table.means, pm < alpha)),
+        letters=tuple(M.letters(-table.means if better == "lower" else table.means, pm < alpha)),
         effect_sizes=A.effect_sizes(x),
         p_values=pm,
         alpha=float(alpha),
         n_topics=x.shape[0],
+        better="lower" if better == "lower" else "higher",
     )
     return many, np.asarray(stat, dtype=np.float64), p, method
 
@@ -340,7 +350,7 @@ def compare_many(
 ) -> Comparison:
     """Every metric of ``table`` tested by the many-system ``paired_test`` (see the module docstring)."""
     from stagewise.stats.compare import _bootstrap_ci, _effects
-    from stagewise.stats.result import Comparison, PairResult
+    from stagewise.stats.result import Comparison, PairResult, _direction
 
     check_many(opts, paired_test)
     names = table.names
@@ -355,7 +365,7 @@ def compare_many(
         n_common = len(common)
         result, stat, p, method = many_systems(
             x, names, metric=metric, test=paired_test.name, resamples=test_opts.resamples, seed=test_opts.seed,
-            alpha=opts.alpha, confidence=opts.ci_level,
+            alpha=opts.alpha, confidence=opts.ci_level, better=_direction(metric) or "higher",
         )  # fmt: skip
         many[metric] = result
         methods.add(method)
@@ -436,7 +446,7 @@ def _conventions(
         "sqrt(V_E / n), V_E the ANOVA residual variance (one margin for every run)",
         "effect_size_e2": "ES_E2[x][y] = (mean(x) - mean(y)) / sqrt(V_E)",
         "letters": f"compact letter display (Piepho 2004): runs sharing a letter do not differ at alpha {opts.alpha:g}"
-        "; a is the group of the best mean",
+        "; a is the group of the best mean (the lowest where lower is better)",
     }
     if opts.standardise != "none":
         from stagewise.stats.catalogue import STANDARDISATIONS

@@ -82,7 +82,7 @@ def many_section(comp: Any, digits: int = 4) -> str:
     out = []
     for (metric, many), (head, anova, sys_head, _) in zip(comp.many.items(), many_blocks(comp, digits), strict=True):
         out.append(table(ANOVA_HEADER, anova, caption=head, numeric=()))
-        order = sorted(range(len(many.runs)), key=lambda j: -float(many.means[j]))
+        order = many.best_first()
         rows = [
             [
                 esc(many.runs[j]),
