@@ -345,3 +345,19 @@ def test_a_many_system_test_runs_on_the_queries_every_run_has() -> None:
     assert comp.many["ap"].n_topics == 2 and comp.conventions["pairing"] == "the queries every run has"
     assert comp.many["ap"].means.tolist() == pytest.approx([0.2, 0.3, 0.175])
     assert all(p.n_queries == 2 for p in comp.pairs)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=0, max_value=10_000), st.floats(min_value=0.2, max_value=5.0))
+def test_z_scores_make_the_comparison_blind_to_each_topics_scale_and_shift(seed: int, scale: float) -> None:
+    scores = _scores(12, 4, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    stretch = {q: (scale * rng.uniform(0.5, 2.0), rng.uniform(-1, 1)) for q in scores["r0"]["ap"]}
+    moved = {
+        r: {"ap": {q: stretch[q][0] * v + stretch[q][1] for q, v in per["ap"].items()}} for r, per in scores.items()
+    }
+    a = compare_scores(scores, test="anova", standardise="zscore")
+    b = compare_scores(moved, test="anova", standardise="zscore")
+    assert b.many["ap"].anova.row("systems").f == pytest.approx(a.many["ap"].anova.row("systems").f, rel=1e-9)
+    assert [p.p_value for p in b.pairs] == pytest.approx([p.p_value for p in a.pairs], rel=1e-6, abs=1e-12)
+    assert b.many["ap"].letters == a.many["ap"].letters
