@@ -183,7 +183,7 @@ def test_which_way_is_better_lives_on_the_family() -> None:
 
 def test_prefix_safe_lives_on_the_family() -> None:
     safe = {name for name in FAMILIES.names() if FAMILIES[name].prefix_safe}
-    assert safe == {"recall", "P", "ndcg", "mrr", "map", "success", "Rprec"}
+    assert safe == {"recall", "P", "ndcg", "mrr", "map", "success", "Rprec", "hits"}
     assert Measure.parse("ndcg@10").prefix_safe and not Measure.parse("bpref").prefix_safe
 
 

@@ -13,6 +13,8 @@ import random
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import stagewise
 from stagewise.errors import MetricError
@@ -286,3 +288,30 @@ def test_stated_parameters_reach_the_notes_and_the_json() -> None:
     notes = "\n".join(result.notes())
     assert "ERR@10 = err@10(max_label=4)" in notes and "IPrec@0.1 = iprec_at_recall@0.1(rounding=0.9)" in notes
     assert "RBP = rbp(p=0.8,scale=False)" in notes and "err@10: max_label=4" in notes
+
+
+# -- invariants -----------------------------------------------------------------------------------------------------
+
+_LABELS = st.dictionaries(st.sampled_from([f"d{i}" for i in range(12)]), st.integers(-1, 3), min_size=1, max_size=12)
+_SCORES = st.dictionaries(
+    st.sampled_from([f"d{i}" for i in range(16)]), st.sampled_from([0.1, 0.2, 0.5, 0.9]), min_size=1
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(labels=_LABELS, scores=_SCORES, k=st.integers(1, 20))
+def test_new_measures_stay_in_their_ranges(labels: dict, scores: dict, k: int) -> None:
+    """hits@k <= min(k, ret, R); accuracy, compat, f1, judged_retrieved in [0, 1]; unjudged@k >= unj@k and they
+    differ by exactly (k - ret)/k when ret < k; judged_only never changes a measure of a fully judged run."""
+    qrels, run = {"q": labels}, {"q": scores}
+    names = [f"hits@{k}", "accuracy", f"accuracy@{k}", "compat", f"f1@{k}", f"judged_retrieved@{k}", f"unj@{k}"]
+    names += [f"unjudged@{k}", f"R@{k}", f"P@{k}(judged_only=True)", f"P@{k}"]
+    v = {n: float(stagewise.evaluate(qrels, run, names).runs[0].values[n][0]) for n in names}
+    relevant = sum(1 for label in labels.values() if label >= 1)
+    assert 0 <= v[f"hits@{k}"] <= min(k, len(scores), relevant)
+    for name in ("accuracy", f"accuracy@{k}", "compat", f"f1@{k}", f"judged_retrieved@{k}"):
+        assert -1e-12 <= v[name] <= 1 + 1e-12, name
+    assert v[f"unjudged@{k}"] >= v[f"unj@{k}"] - 1e-12
+    assert v[f"unjudged@{k}"] - v[f"unj@{k}"] == pytest.approx(max(k - len(scores), 0) / k, abs=1e-12)
+    if all(labels.get(d, -1) >= 0 for d in scores):
+        assert v[f"P@{k}(judged_only=True)"] == pytest.approx(v[f"P@{k}"], abs=1e-12)
