@@ -49,6 +49,7 @@ _EXPORTS = {
     "LexicalJudge": "stagewise.rag.judges",
     "GoldEvidenceJudge": "stagewise.rag.judges",
     "CachedJudge": "stagewise.rag.judges",
+    "CalibratedJudge": "stagewise.rag.calibrated",
 }
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "REASONS",
     "AnswerCriterion",
     "CachedJudge",
+    "CalibratedJudge",
     "GoldEvidenceJudge",
     "Judge",
     "JudgeEntry",
@@ -81,6 +83,7 @@ __all__ = [
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.rag.adapters import ADAPTERS, load_records
     from stagewise.rag.answers import CRITERIA, AnswerCriterion
+    from stagewise.rag.calibrated import CalibratedJudge
     from stagewise.rag.diagnose import RagSample, evaluate_rag
     from stagewise.rag.judges import (
         JUDGES,

@@ -287,6 +287,13 @@ def _auto(records: Sequence[Any]) -> str:
     return "lexical" if any(rec.passages for rec in records) else "gold"
 
 
+def _calibrated(**params: Any) -> Any:
+    """:class:`stagewise.rag.calibrated.CalibratedJudge`, imported on use (it reads its fitted parameters)."""
+    from stagewise.rag.calibrated import CalibratedJudge
+
+    return CalibratedJudge(**params)
+
+
 _JUDGE_THRESHOLD = Param(
     float, 0.6, "the least share of the claim's content words found in the passages", "a number in [0, 1]",
     lambda v: 0 <= v <= 1,
@@ -307,6 +314,17 @@ JUDGES: Registry[JudgeEntry] = Registry(
         "enough of the claim's content words occur in the cited passages' text",
         LexicalJudge,
         {"threshold": _JUDGE_THRESHOLD},
+    ),
+    JudgeEntry(
+        "calibrated",
+        "a logistic regression over lexical, number, entity, negation and MiniLM signals, fitted on ExpertQA's "
+        "expert labels (features=lexical: without MiniLM, numpy only)",
+        _calibrated,
+        {
+            "features": Param(
+                str, "dense", "the fitted model: dense (MiniLM cosines too) or lexical", choices=("dense", "lexical")
+            )
+        },
     ),
     JudgeEntry("none", "no judge: sentence-level citation scores are not computed", None),
 )
