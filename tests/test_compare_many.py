@@ -361,3 +361,29 @@ def test_z_scores_make_the_comparison_blind_to_each_topics_scale_and_shift(seed:
     assert b.many["ap"].anova.row("systems").f == pytest.approx(a.many["ap"].anova.row("systems").f, rel=1e-9)
     assert [p.p_value for p in b.pairs] == pytest.approx([p.p_value for p in a.pairs], rel=1e-6, abs=1e-12)
     assert b.many["ap"].letters == a.many["ap"].letters
+
+
+def test_stagewise_report_takes_a_many_system_test_and_a_standardisation(tmp_path: Path) -> None:
+    from stagewise.cli import app
+
+    qrels, runs = _write(tmp_path, 10, 3)
+    out = tmp_path / "report.html"
+    args = [
+        "report",
+        qrels,
+        *runs,
+        "-m",
+        "ap",
+        "--test",
+        "maxt",
+        "-B",
+        "200",
+        "--standardise",
+        "zscore",
+        "-o",
+        str(out),
+    ]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    page = out.read_text()
+    assert "two-way ANOVA (topic x system), 10 topics x 3 runs" in page and "z-scores per topic" in page

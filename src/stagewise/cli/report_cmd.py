@@ -41,8 +41,10 @@ from stagewise.cli.compare_cmd import (
     Interval,
     IntervalOption,
     LevelOption,
+    ReferenceOption,
     ResamplesOption,
     SeedOption,
+    StandardiseOption,
     TestOption,
     TieToleranceOption,
 )
@@ -118,6 +120,8 @@ def report_command(
     ci: IntervalOption = Interval["t"],
     ci_level: LevelOption = 0.95,
     family: FamilyOption = Family["metric"],
+    standardise: StandardiseOption = "none",
+    reference: ReferenceOption = None,
     rag: RagOption = None,
     rag_run: RagRunOption = None,
     context_k: ContextKOption = None,
@@ -169,6 +173,8 @@ def report_command(
             ci=ci.value,
             ci_level=ci_level,
             family=family.value,
+            standardise=standardise,
+            reference=None if reference is None else tuple(baseline_label(r, runs, labels) for r in reference),
         )
         conventions = Conventions(
             relevance_level=relevance_level,
