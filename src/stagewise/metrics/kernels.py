@@ -507,16 +507,18 @@ def rbp(
     gain: GainFunction = linear_gain,
     extra_gains: tuple[float, ...] = (),
     scale: bool = True,
+    k: int | None = None,
 ) -> np.ndarray:
     """Rank-biased precision (Moffat and Zobel): (1 - p) * sum of gain * p**(rank - 1).
 
     Gains are scaled into [0, 1] per query when the query's gain table (labels 0 to its highest label,
     plus ``extra_gains``) falls outside it, as trec_eval does: with labels 0..4 the gain is label / 4.
     ``scale=False`` keeps the gains as they are (ranx's ``rbp.95`` and ir_measures' ``RBP`` weigh by the
-    label itself). Results labelled below 0 and unjudged results gain 0.
+    label itself). Results labelled below 0 and unjudged results gain 0; with ``k``, only the top k count.
     """
+    within = np.ones(len(ctx.row_rank), dtype=bool) if k is None else ctx.row_rank <= k
     if not scale:
-        q, judged_row = ctx.row_query, ctx.row_label >= 0
+        q, judged_row = ctx.row_query, (ctx.row_label >= 0) & within
         gains = np.where(judged_row, gain(ctx.row_label), 0.0)
         return (1.0 - p) * _bincount(ctx, q, gains * np.power(p, ctx.row_rank - 1.0))
     top_label = np.zeros(ctx.n_queries, dtype=np.int64)
@@ -528,7 +530,7 @@ def rbp(
     if extra_gains:
         low, high = np.minimum(low, min(extra_gains)), np.maximum(high, max(extra_gains))
     q = ctx.row_query
-    judged_row = ctx.row_label >= 0
+    judged_row = (ctx.row_label >= 0) & within
     gains = np.where(judged_row, gain(ctx.row_label), 0.0)
     outside = (low[q] < 0) | (high[q] > 1)
     span = np.where(high[q] > low[q], high[q] - low[q], 1.0)

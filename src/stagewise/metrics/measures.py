@@ -302,8 +302,9 @@ FAMILIES: Registry[Family] = Registry(
     Family(
         "rbp",
         "rank-biased precision with persistence p, gains scaled to [0, 1] per query (trec_eval); rel=N: binary, "
-        "label >= N gains 1; scale=False: gains as they are (ranx rbp.95)",
-        lambda c, k, o: K.rbp(c, o["p"], _rbp_gain(o), scale=o["scale"]),
+        "label >= N gains 1; scale=False: gains as they are (ranx rbp.95); rbp@k: the top k only",
+        lambda c, k, o: K.rbp(c, o["p"], _rbp_gain(o), scale=o["scale"], k=k),
+        cutoff="optional",
         options={
             "p": PERSISTENCE,
             "rel": Param(int, None, "binary relevance: a label >= rel gains 1, others 0 (default: graded gains)"),
@@ -535,7 +536,8 @@ _BARE_CUTOFF = re.compile(r"^\d+(?:\.\d+)?$")
 _EXAMPLES = "ndcg@10, P@5(rel=2), P(rel=2)@10 or map"
 # ranx's relevance level suffix, "map@100-l2", and its RBP spelling with the persistence's digits, "rbp.95".
 _RANX_LEVEL = re.compile(r"^(?P<rest>[^()]+?)-l(?P<level>\d+)$")
-_RANX_RBP = re.compile(r"^rbp[.@](?P<digits>\d+)$")
+# (ranx reads rbp@95 so too, but @k is a cutoff in this grammar and in ir_measures' RBP@k: rbp@10 is the top 10)
+_RANX_RBP = re.compile(r"^rbp\.(?P<digits>\d+)$")
 
 
 @dataclass(frozen=True)
