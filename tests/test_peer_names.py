@@ -111,6 +111,9 @@ IR_MEASURES_EXTRA = [
     "Compat(p=0.8)",
     "Compat(normalize=False)",
     "IPrec(rel=2)@0.4",
+    "SetP(relative=True)",
+    "NumRet(rel=2)",
+    "RBP(p=0.9)@10",
 ]
 
 

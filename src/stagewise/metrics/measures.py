@@ -551,6 +551,9 @@ class PeerName:
     options: tuple[tuple[str, Any], ...] = ()
     uncut: str | None = None
     instead: str = ""
+    #: (parameter, the family it selects): ir_measures' SetP(relative=True) is set_relative_P, NumRet(rel=2)
+    #: num_rel_ret(rel=2); the parameter is dropped (relative) or kept (rel) as the family takes it.
+    switch: tuple[tuple[str, str], ...] = ()
 
 
 _NDEVAL = "ndeval's intent-aware and diversity measures are not in stagewise yet"
@@ -569,6 +572,8 @@ PEER_NAMES: dict[str, PeerName] = {
     "IPrec": PeerName("ir_measures", "iprec_at_recall", (("rounding", 0.9),)),
     "Judged": PeerName("ir_measures", "judged_retrieved"),
     "SetRelP": PeerName("ir_measures", "set_relative_P"),
+    "SetP": PeerName("ir_measures", "set_P", switch=(("relative", "set_relative_P"),)),
+    "NumRet": PeerName("ir_measures", "num_ret", switch=(("rel", "num_rel_ret"),)),
     "NumQ": PeerName("ir_measures", None, instead="the number of queries is in every result (num_queries)"),
     "hit_rate": PeerName("ranx", "success"),
     "precision": PeerName("ranx", "P", uncut="set_P"),
@@ -658,6 +663,12 @@ class Measure:
             chosen = peer.uncut if cutoff_text is None and peer.uncut else peer.family
             if chosen is None:
                 raise _refuse(name, peer)
+            for key, other in peer.switch:
+                if params.get(key) not in (None, False):
+                    chosen = other
+                    params = params if key in FAMILIES[other].options else {k: v for k, v in params.items() if k != key}
+                elif key in params:
+                    params = {k: v for k, v in params.items() if k != key}
             fam, params = FAMILIES[chosen], {**dict(peer.options), **params}
         if fam is None and cutoff_text is None:
             trec = _TREC_STYLE.match(name)
