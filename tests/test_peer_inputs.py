@@ -406,3 +406,21 @@ def test_fuse_command_ties_changes_the_fused_run(tmp_path):
     assert (tmp_path / "docid.run").read_bytes() != (tmp_path / "docid-double.run").read_bytes()
     meta = json.loads((tmp_path / "docid-double.run.meta.json").read_text())
     assert meta["input_ties"] == "docid-double"
+
+
+def test_a_table_with_ranks_and_no_scores_is_ordered_by_rank(tmp_path):
+    import polars as pl
+
+    qrels, run = random_data(12, ties=False)
+    order = ranked(run)
+    rows = [(q, d, i + 1) for q, docs in order.items() for i, d in enumerate(docs)]
+    (tmp_path / "run.csv").write_text("qid,docid,rank\n" + "".join(f"{q},{d},{r}\n" for q, d, r in rows[::-1]))
+    frame = pl.DataFrame(rows, schema=["query_id", "doc_id", "rank"], orient="row")
+    for source in (tmp_path / "run.csv", frame):
+        read = stagewise.read_run(source)
+        assert read.score_from == "rank" and read.rankings() == order
+    result = stagewise.evaluate(qrels, frame, list(TREC.values()))
+    assert_per_query(result, pytrec(qrels, run), "run")
+    (tmp_path / "bad.csv").write_text("qid,docid,rank\nq1,d1,1\nq1,d2,two\n")
+    with pytest.raises(InputError, match=r"bad.csv:3: rank 'two' is not an integer"):
+        stagewise.read_run(tmp_path / "bad.csv")

@@ -35,7 +35,12 @@ class InputFormat:
 
 
 _TABLES = (
-    InputFormat("trec", "whitespace-separated columns, trec_eval's layout (any other extension)", ("trec", "txt")),
+    InputFormat(
+        "trec",
+        "whitespace-separated columns, trec_eval's layout, or a 3-column 'qid docid rank' run (ordered by rank) and "
+        "2-column 'qid docid' qrels (each pair relevant); any other extension, .gz or .lz4 too",
+        ("trec", "txt"),
+    ),
     InputFormat("json", "one JSON document: {query: {doc: value}} or a list of records", ("json",)),
     InputFormat("jsonl", "one JSON record a line", ("jsonl", "ndjson")),
     InputFormat("csv", "comma-separated columns with a header", ("csv",)),

@@ -334,8 +334,9 @@ def _load(
     where = f"<{type(source).__name__}>"
     frame = _frame_from_object(source, value_column, where)
     if frame is not None:
+        frame, score_from = _scores_from_ranks(frame, value_column, where, no_lines)
         frame = _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where)
-        return frame, where, object_name(source), no_lines, None
+        return frame, where, object_name(source), no_lines, score_from
     if not isinstance(source, str | os.PathLike):
         raise InputError(
             where,
@@ -372,8 +373,30 @@ def _load(
         nested = _json_loads(data, where)
         return _frame_from_nested(nested, value_column, where), where, name, no_lines, None
     frame, line_of = _read_tabular(data, kind, where)
+    frame, score_from = _scores_from_ranks(frame, value_column, where, line_of)
     frame = _normalise_columns(frame, ("query_id", "doc_id", value_column), optional, where)
-    return frame, where, name, line_of, None
+    return frame, where, name, line_of, score_from
+
+
+def _scores_from_ranks(
+    frame: pl.DataFrame, value_column: str, source: str, line_of: LineLookup
+) -> tuple[pl.DataFrame, str | None]:
+    """A run's table with a ``rank`` column and no score (``qid, docid, rank``): the score ``-rank``, so the rank
+    is the only order, and ``"rank"`` to say so; any other table as it is, with ``None``."""
+    lower = {c.lower(): c for c in frame.columns}
+    if value_column != "score" or "rank" not in lower or any(a in lower for a in _ALIASES["score"]):
+        return frame, None
+    column = lower["rank"]
+    ranks = frame[column].cast(pl.Int64, strict=False)
+    if ranks.null_count():
+        row = int(ranks.is_null().arg_true()[0])
+        raise InputError(
+            source,
+            f"rank {frame[column][row]!r} is not an integer",
+            line=line_of(row),
+            expected="an integer rank in every row: a run without scores is ordered by its ranks alone",
+        )
+    return frame.with_columns(ranks.alias(column), (-ranks).cast(pl.Float64).alias("score")), trec.RANK_ONLY
 
 
 def _cbor(data: bytes, source: str) -> Any:
