@@ -6,6 +6,8 @@ one grammar of :mod:`stagewise.spec` (which lists every spelling it accepts, ir_
 a list of them de-duplicates itself. trec_eval's spellings are accepted too: ``P_10``, ``ndcg_cut_10``,
 ``ndcg_cut.10``, ``recip_rank``, and its lists of cutoffs (``ndcg_cut.10,20``) through
 :func:`expand_cutoff_lists`; :data:`TREC_EVAL_NAMES` is the one table from trec_eval's names to families.
+A name spelt as ir_measures or ranx spells it gives that tool's number or is refused (:data:`PEER_NAMES`, read on
+the exact spelling before the case-insensitive registry: ``ERR@10`` is gdeval's, ``err@10`` ours; docs/names.md).
 """
 
 from __future__ import annotations
