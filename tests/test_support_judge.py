@@ -40,7 +40,7 @@ def naive_score(passages: list[Passage], claim: str) -> float:
     model = load_parameters()["models"]["lexical"]
     feats = lexical_features(passages, claim)
     z = sum(
-        (feats[n] - m) / s * c
+        min(max((feats[n] - m) / s, -model["clip"]), model["clip"]) * c
         for n, m, s, c in zip(model["features"], model["mean"], model["scale"], model["coef"], strict=True)
     )
     return 1 / (1 + math.exp(-(z + model["intercept"])))
@@ -71,7 +71,7 @@ def test_the_score_is_the_logistic_model_written_out_by_hand() -> None:
     claims = ["Emma was published by Jane Austen in 1815.", "Dickens never wrote Emma.", "It rained in Paris."]
     for claim in claims:
         assert judge.score(AUSTEN, claim) == pytest.approx(naive_score(AUSTEN, claim), rel=1e-12)
-    assert judge.scores([(AUSTEN, c) for c in claims]) == [judge.score(AUSTEN, c) for c in claims]
+    assert judge.scores([(AUSTEN, c) for c in claims]) == pytest.approx([judge.score(AUSTEN, c) for c in claims])
 
 
 def test_lexical_features_count_what_they_say() -> None:

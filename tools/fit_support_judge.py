@@ -8,8 +8,9 @@ cosines included; ``lexical``: the signals without MiniLM):
 
 1. reads the claims of ``rand_val.jsonl`` whose evidence includes passage text and whose expert support label is
    Complete (supported), Partial or Incomplete (not supported) (``load_claims``); records the file's SHA-256;
-2. computes the signals (:meth:`CalibratedJudge.feature_rows`), standardises them (mean and scale of rand_val)
-   and fits scikit-learn's ``LogisticRegression`` (L2, C=1, lbfgs);
+2. computes the signals (:meth:`CalibratedJudge.feature_rows`), standardises them (mean and scale of rand_val),
+   clips them to [-3, 3] (so a claim unlike rand_val's is not extrapolated) and fits scikit-learn's
+   ``LogisticRegression`` (L2, C=1, lbfgs);
 3. chooses the ``supported`` threshold that maximises macro-F1 on **out-of-fold** probabilities of rand_val (5
    stratified folds, seed 0), so the threshold is not chosen on scores the model was fitted to; and the
    ``partial`` threshold (at most the first) that best separates Complete and Partial from Incomplete, the same
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "expertqa" / "rand_val.jsonl"
 DEFAULT_OUT = ROOT / "src" / "stagewise" / "_bundled" / "support_judge.json"
 VERSION = "1"
+CLIP = 3.0  # standardised features are clipped to [-3, 3]: a value far outside rand_val's range is not extrapolated
 SUPPORTED = "Complete"
 NOT_SUPPORTED = ("Partial", "Incomplete")
 
@@ -87,26 +89,28 @@ def fit(rows: list[dict[str, float]], names: tuple[str, ...], labels: list[str])
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
     x = np.array([[row[n] for n in names] for row in rows], dtype=np.float64)
     y = np.array([label == SUPPORTED for label in labels])
     out_of_fold = np.zeros(len(y))
     for train, held in StratifiedKFold(5, shuffle=True, random_state=0).split(x, y):
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
+        clip = FunctionTransformer(lambda z: np.clip(z, -CLIP, CLIP))
+        model = make_pipeline(StandardScaler(), clip, LogisticRegression(C=1.0, max_iter=1000))
         model.fit(x[train], y[train])
         out_of_fold[held] = model.predict_proba(x[held])[:, 1]
     threshold = best_threshold(out_of_fold, list(y))
     at_least_partial = [label != "Incomplete" for label in labels]
     partial = best_threshold(out_of_fold, at_least_partial, ceiling=threshold)
     scaler, model = StandardScaler().fit(x), LogisticRegression(C=1.0, max_iter=1000)
-    model.fit(scaler.transform(x), y)
+    model.fit(np.clip(scaler.transform(x), -CLIP, CLIP), y)
     return {
         "features": list(names),
         "mean": [round(float(v), 10) for v in scaler.mean_],
         "scale": [round(float(v), 10) for v in scaler.scale_],
         "coef": [round(float(v), 10) for v in model.coef_[0]],
         "intercept": round(float(model.intercept_[0]), 10),
+        "clip": CLIP,
         "threshold": round(threshold, 10),
         "partial_threshold": round(partial, 10),
         "out_of_fold_macro_f1": round(macro_f1(list(out_of_fold >= threshold), list(y)), 4),
