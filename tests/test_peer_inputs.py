@@ -424,3 +424,13 @@ def test_a_table_with_ranks_and_no_scores_is_ordered_by_rank(tmp_path):
     (tmp_path / "bad.csv").write_text("qid,docid,rank\nq1,d1,1\nq1,d2,two\n")
     with pytest.raises(InputError, match=r"bad.csv:3: rank 'two' is not an integer"):
         stagewise.read_run(tmp_path / "bad.csv")
+
+
+@pytest.mark.parametrize("engine", ["local", "stream"])
+def test_every_engine_notes_a_run_of_ranks_only(tmp_path, engine):
+    qrels, run = random_data(13, ties=False)
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"{q}\t{d}\t{i + 1}\n" for q, ds in ranked(run).items() for i, d in enumerate(ds)))
+    result = stagewise.evaluate(qrels, path, list(TREC.values()), engine=engine)
+    assert_per_query(result, pytrec(qrels, run), "run.txt")
+    assert "run.txt: no scores, ranks only (qid docid rank): ordered by rank, score = -rank" in result.notes()

@@ -205,7 +205,10 @@ def run_from_block(
     starts = np.flatnonzero(np.concatenate(([True], (column[1:] != column[:-1]).to_numpy()))) if len(column) else []
     if groups is not None:
         groups.check([column[int(i)] for i in starts], np.asarray(starts, dtype=np.int64), line_of)
-    return Run.from_frame(frame, name=name, source=source, line_of=line_of, duplicates=duplicates)
+    score_from = trec.RANK_ONLY if "tag" not in frame.columns else None  # a 3-column 'qid docid rank' run
+    return Run.from_frame(
+        frame, name=name, source=source, line_of=line_of, duplicates=duplicates, score_from=score_from
+    )
 
 
 def runs_from_stream(

@@ -35,6 +35,7 @@ class Part:
     values: dict[str, np.ndarray] | None
     all_ids: np.ndarray
     run_only: np.ndarray
+    score_from: str | None = None  # "rank": the part's rows had ranks only (Run.score_from)
 
 
 def evaluate_part(qrels: Qrels, run: Run, parsed: list[tuple[str, Measure]], base: Conventions) -> Part:
@@ -44,10 +45,10 @@ def evaluate_part(qrels: Qrels, run: Run, parsed: list[tuple[str, Measure]], bas
     judged = qrels.query_ids[at] == run.query_ids
     run_only = run.query_ids[~judged]
     if not judged.any():
-        return Part(run.query_ids[:0], None, run.query_ids, run_only)
+        return Part(run.query_ids[:0], None, run.query_ids, run_only, run.score_from)
     own = judgements_of(qrels, run.query_ids[judged])
     scores = measure_run(own, run, parsed, dataclasses.replace(base, missing="skip"))
-    return Part(scores.query_ids, scores.values, run.query_ids, run_only)
+    return Part(scores.query_ids, scores.values, run.query_ids, run_only, run.score_from)
 
 
 def judgements_of(qrels: Qrels, query_ids: np.ndarray) -> Qrels:
@@ -86,6 +87,7 @@ def merge_parts(parts: list[Part]) -> Part:
         values,
         np.concatenate([p.all_ids for p in parts]),
         np.concatenate([p.run_only for p in parts]),
+        next((p.score_from for p in parts if p.score_from is not None), None),
     )
 
 
@@ -131,6 +133,7 @@ def gather(qrels: Qrels, parts: list[Part], parsed: list[tuple[str, Measure]], b
         means={n: aggregate(measure, values[n]) for n, measure in parsed},
         missing_queries=missing,
         run_only_queries=[str(q) for q in np.sort(merged.run_only)],
+        score_from=merged.score_from,
     )
 
 
