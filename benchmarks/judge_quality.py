@@ -1,0 +1,196 @@
+"""How well does each support judge agree with people, and how fast is it?
+
+    python benchmarks/judge_quality.py [--data ../shared/data] [--resamples 1000] [--json OUT.json]
+                                       [--judges lexical,calibrated(features=lexical),calibrated]
+
+Two human-labelled sets, neither of which any judge was fitted on:
+
+- **ExpertQA rand_test** (the headline): the claims whose evidence includes passage text and whose expert
+  support label is Complete (supported), Partial or Incomplete (not supported): 793 claims, 562 supported. The
+  calibrated judge was fitted on rand_val (``tools/fit_support_judge.py``); rand_test was read only here.
+- **SciFact validation** (attribution of another kind: short scientific claims against the abstracts they
+  cite): each (claim, cited abstract) pair, supported when SciFact's annotators marked the abstract SUPPORT,
+  not supported when CONTRADICT or when the abstract has no rationale for the claim.
+
+For each judge: accuracy, macro-F1 (mean of the F1 of "supported" and of "not supported") and Cohen's kappa,
+each with a 95% percentile bootstrap interval (claims resampled with replacement, ``--resamples`` times, seed
+0), the confusion counts, and claims/s: claims judged divided by the seconds it took, after the judge is built
+and has judged one claim (so a model's loading is not counted, its encoding is). Judges that have a batch
+``scores(items)`` method are called once per set, others claim by claim. Each target line says PASS or MISS:
+
+- ExpertQA: macro-F1 >= 0.65 and kappa >= 0.30 (issue 27's bar for a default; the lexical judge: 0.478, 0.082);
+- SciFact: macro-F1 and kappa no lower than the lexical judge's;
+- speed: >= 200 claims/s on ExpertQA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import io
+import json
+import os
+import re
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from fit_support_judge import items_of, load_claims  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_JUDGES = "lexical,calibrated(features=lexical),calibrated"
+TARGET_F1, TARGET_KAPPA, TARGET_RATE = 0.65, 0.30, 200.0
+_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def scifact_items(path: Path) -> tuple[list[tuple[list[Any], str]], list[bool]]:
+    """(passages, claim) per (claim, cited abstract) of SciFact's validation claims, and whether it supports."""
+    from stagewise.rag.judges import Passage
+
+    csv.field_size_limit(1 << 28)
+    with zipfile.ZipFile(path) as archive:
+        corpus = archive.read("corpus_train.csv").decode("utf-8")
+        claims = archive.read("claims_validation.csv").decode("utf-8")
+    abstracts = {}
+    for row in csv.DictReader(io.StringIO(corpus)):
+        sentences = [ast.literal_eval(s) for s in _LITERAL.findall(row["abstract"])]
+        abstracts[row["doc_id"]] = " ".join([row["title"] + ".", *sentences])
+    verdicts: dict[tuple[str, str], tuple[str, bool]] = {}
+    for row in csv.DictReader(io.StringIO(claims)):
+        for doc in re.findall(r"\d+", row["cited_doc_ids"]):
+            key = (row["id"], doc)
+            supported = row["evidence_doc_id"] == doc and row["evidence_label"] == "SUPPORT"
+            if key not in verdicts or supported:
+                verdicts[key] = (row["claim"], supported)
+    keys = sorted(verdicts, key=lambda k: (int(k[0]), int(k[1])))
+    items = [([Passage(doc, abstracts[doc])], verdicts[(cid, doc)][0]) for cid, doc in keys]
+    return items, [verdicts[k][1] for k in keys]
+
+
+def figures(predicted: Any, reference: Any) -> dict[str, float]:
+    """Accuracy, macro-F1 and Cohen's kappa of two boolean arrays."""
+    import numpy as np
+
+    tp = float(np.sum(predicted & reference))
+    fp = float(np.sum(predicted & ~reference))
+    fn = float(np.sum(~predicted & reference))
+    n = float(len(reference))
+    tn = n - tp - fp - fn
+    f1_yes = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0
+    f1_no = 2 * tn / (2 * tn + fp + fn) if tn + fp + fn else 1.0
+    observed = (tp + tn) / n
+    p_pred, p_ref = (tp + fp) / n, (tp + fn) / n
+    expected = p_pred * p_ref + (1 - p_pred) * (1 - p_ref)
+    kappa = 0.0 if expected == 1 else (observed - expected) / (1 - expected)
+    return {"accuracy": observed, "macro_f1": (f1_yes + f1_no) / 2, "kappa": kappa}
+
+
+def with_intervals(predicted: list[bool], reference: list[bool], resamples: int) -> dict[str, Any]:
+    """The figures, their 95% percentile bootstrap intervals and the confusion counts."""
+    import numpy as np
+
+    p, r = np.asarray(predicted, bool), np.asarray(reference, bool)
+    point = figures(p, r)
+    rng = np.random.default_rng(0)
+    draws = [figures(p[i], r[i]) for i in rng.integers(0, len(r), size=(resamples, len(r)))]
+    out: dict[str, Any] = {"n": len(r), "human_supported": int(r.sum())}
+    for key, value in point.items():
+        low, high = np.percentile([d[key] for d in draws], [2.5, 97.5])
+        out[key] = [round(value, 4), round(float(low), 4), round(float(high), 4)]
+    out["confusion"] = {
+        "tp": int(np.sum(p & r)), "fp": int(np.sum(p & ~r)), "fn": int(np.sum(~p & r)), "tn": int(np.sum(~p & ~r))
+    }  # fmt: skip
+    return out
+
+
+def judge_all(judge: Any, items: list[tuple[list[Any], str]]) -> tuple[list[bool], float]:
+    """Each item's verdict and the claims/s, after one warm-up claim (a model loads there)."""
+    judge.supports(*items[0])
+    start = time.perf_counter()
+    if hasattr(judge, "scores"):
+        cut = judge.threshold
+        predicted = [s >= cut for s in judge.scores(items)]
+    else:
+        predicted = [bool(judge.supports(passages, claim)) for passages, claim in items]
+    return predicted, len(items) / (time.perf_counter() - start)
+
+
+def run(data: Path, names: list[str], resamples: int) -> dict[str, Any]:
+    from stagewise.rag.judges import judge_name, parse_judge
+
+    expertqa = load_claims(data / "expertqa" / "rand_test.jsonl")
+    sets = {
+        "expertqa_rand_test": (items_of(expertqa), [c["support"] == "Complete" for c in expertqa]),
+        "scifact_validation": scifact_items(data / "scifact" / "scifact.zip"),
+    }
+    results: dict[str, Any] = {}
+    for name in names:
+        judge = parse_judge(name).build()
+        row: dict[str, Any] = {"judge": judge_name(judge), "version": getattr(judge, "version", None)}
+        for set_name, (items, reference) in sets.items():
+            predicted, rate = judge_all(judge, items)
+            row[set_name] = {**with_intervals(predicted, reference, resamples), "claims_per_s": round(rate, 1)}
+        results[name] = row
+        print(f"judged with {row['judge']}", file=sys.stderr, flush=True)
+    return results
+
+
+def verdicts(results: dict[str, Any]) -> dict[str, dict[str, bool]]:
+    """PASS (True) or MISS per judge and target."""
+    lexical = results.get("lexical", {}).get("scifact_validation")
+    out = {}
+    for name, row in results.items():
+        eq, sf = row["expertqa_rand_test"], row["scifact_validation"]
+        out[name] = {
+            "expertqa macro-F1 >= 0.65": eq["macro_f1"][0] >= TARGET_F1,
+            "expertqa kappa >= 0.30": eq["kappa"][0] >= TARGET_KAPPA,
+            "scifact no worse than lexical": lexical is None
+            or (sf["macro_f1"][0] >= lexical["macro_f1"][0] and sf["kappa"][0] >= lexical["kappa"][0]),
+            "claims/s >= 200": eq["claims_per_s"] >= TARGET_RATE,
+        }
+    return out
+
+
+def show(results: dict[str, Any]) -> str:
+    lines = []
+    for set_name in ("expertqa_rand_test", "scifact_validation"):
+        first = next(iter(results.values()))[set_name]
+        lines.append(f"{set_name}: {first['n']} claims, {first['human_supported']} supported by people")
+        lines.append(f"  {'judge':34} {'accuracy':>22} {'macro-F1':>22} {'kappa':>22} {'claims/s':>9}")
+        for row in results.values():
+            fig = row[set_name]
+            cells = [f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]" for v in (fig["accuracy"], fig["macro_f1"], fig["kappa"])]
+            lines.append(
+                f"  {row['judge']:34} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {fig['claims_per_s']:>9,.0f}"
+            )
+    lines.append("targets (issue 27):")
+    for name, checks in verdicts(results).items():
+        lines.append(
+            f"  {results[name]['judge']}: " + "; ".join(f"{k} {'PASS' if v else 'MISS'}" for k, v in checks.items())
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Support judges against human labels: agreement and speed.")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--judges", default=DEFAULT_JUDGES, help="comma-separated judge names (spec grammar)")
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="also write every figure as JSON")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    names = [n for n in re.split(r",(?![^()]*\))", args.judges) if n.strip()]
+    results = run(args.data, names, args.resamples)
+    print(show(results))
+    if args.json:
+        args.json.write_text(json.dumps({"results": results, "targets": verdicts(results)}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
