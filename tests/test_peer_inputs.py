@@ -434,3 +434,11 @@ def test_every_engine_notes_a_run_of_ranks_only(tmp_path, engine):
     result = stagewise.evaluate(qrels, path, list(TREC.values()), engine=engine)
     assert_per_query(result, pytrec(qrels, run), "run.txt")
     assert "run.txt: no scores, ranks only (qid docid rank): ordered by rank, score = -rank" in result.notes()
+
+
+def test_the_json_of_an_evaluation_says_a_run_was_ordered_by_rank(tmp_path):
+    (tmp_path / "run.txt").write_text("q1 d1 1\nq1 d2 2\n")
+    report = stagewise.evaluate({"q1": {"d2": 1}}, [tmp_path / "run.txt", {"q1": {"d2": 1.0}}], "map").to_dict()
+    assert report["conventions"]["ordered_by_rank_only"] == {"run.txt": "no scores in the input: score = -rank"}
+    plain = stagewise.evaluate({"q1": {"d2": 1}}, {"q1": {"d2": 1.0}}, "map").to_dict()
+    assert "ordered_by_rank_only" not in plain["conventions"]

@@ -110,6 +110,9 @@ class EvalResult:
         report["queries_missing_from_run"] = {r.name: len(r.missing_queries) for r in self.runs}
         report["queries_only_in_run"] = {r.name: len(r.run_only_queries) for r in self.runs}
         report["num_queries"] = {r.name: len(r.query_ids) for r in self.runs}
+        ranked = [r.name for r in self.runs if r.score_from == "rank"]
+        if ranked:  # 3-column 'qid docid rank' runs: no scores of their own
+            report["ordered_by_rank_only"] = {name: "no scores in the input: score = -rank" for name in ranked}
         report["qrels"] = self.qrels_name
         return report
 
