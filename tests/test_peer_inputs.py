@@ -442,3 +442,25 @@ def test_the_json_of_an_evaluation_says_a_run_was_ordered_by_rank(tmp_path):
     assert report["conventions"]["ordered_by_rank_only"] == {"run.txt": "no scores in the input: score = -rank"}
     plain = stagewise.evaluate({"q1": {"d2": 1}}, {"q1": {"d2": 1.0}}, "map").to_dict()
     assert "ordered_by_rank_only" not in plain["conventions"]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(
+        st.text("qrs01", min_size=1, max_size=3),
+        st.lists(st.text("abcxyz0189", min_size=1, max_size=4), min_size=1, max_size=12, unique=True),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["\t", " "]),
+)
+def test_a_three_column_run_ranks_as_written_in_any_line_order(tmp_path, rankings, shuffler, separator):
+    lines = [f"{q}{separator}{d}{separator}{i + 1}\n" for q, docs in rankings.items() for i, d in enumerate(docs)]
+    shuffler.shuffle(lines)
+    path = tmp_path / "run.txt"
+    path.write_text("".join(lines))
+    read = stagewise.read_run(path)
+    assert read.rankings() == rankings and read.score_from == "rank"
