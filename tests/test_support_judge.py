@@ -184,3 +184,21 @@ def test_the_fit_script_reproduces_the_shipped_lexical_model(tmp_path: Path) -> 
     fitted, shipped = json.loads(out.read_text()), load_parameters()
     assert fitted["fitted_on"] == shipped["fitted_on"]
     assert fitted["models"]["lexical"] == shipped["models"]["lexical"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(pairs=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=2, max_size=40))
+def test_the_benchmark_figures_equal_scikit_learns(pairs: list[tuple[bool, bool]]) -> None:
+    metrics = pytest.importorskip("sklearn.metrics")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from judge_quality import figures
+
+    predicted, reference = (np.array(column, bool) for column in zip(*pairs, strict=True))
+    got = figures(predicted, reference)
+    assert got["accuracy"] == pytest.approx(metrics.accuracy_score(reference, predicted))
+    labels = [False, True]
+    f1 = metrics.f1_score(reference, predicted, average="macro", labels=labels, zero_division=1.0)
+    assert got["macro_f1"] == pytest.approx(f1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = metrics.cohen_kappa_score(reference, predicted, labels=labels)
+    assert got["kappa"] == pytest.approx(0.0 if np.isnan(kappa) else kappa)  # both constant and equal: 0 here
