@@ -147,6 +147,19 @@ def test_a_bad_three_column_run_on_the_command_line_is_one_line(tmp_path):
     assert "run.tsv:2" in done.stderr and "rank 'x' is not an integer" in done.stderr
 
 
+def test_the_trec_eval_drop_in_refuses_a_run_without_scores(tmp_path):
+    """trec_eval itself refuses a 3-column run; the drop-in says so instead of printing numbers trec_eval never
+    would (stagewise eval reads it, by rank)."""
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "run").write_text("q1 d1 1\nq1 d2 2\n")
+    done = subprocess.run(
+        [STAGEWISE, "trec_eval", "qrels", "run"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "run:1" in done.stderr and "qid Q0 docid rank score tag" in done.stderr
+
+
 # ---------------------------------------------------------------- 2-column qrels
 
 

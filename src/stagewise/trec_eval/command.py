@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stagewise.data.readers import read_qrels, read_run
-from stagewise.errors import StagewiseError
+from stagewise.errors import InputError, StagewiseError
 from stagewise.metrics import kernels as K
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.trec_eval import measures as M
@@ -152,6 +152,11 @@ def run_trec_eval(argv: Sequence[str]) -> str:
     items = M.expand(flags.requested)
     qrels = read_qrels(files[0], format="trec")
     run = read_run(files[1], format="trec")
+    if run.score_from == "rank":  # trec_eval itself refuses a run without scores: a drop-in must not guess
+        raise InputError(
+            files[1], "a run without scores (qid docid rank) is not a trec_eval run", line=1,
+            expected="qid Q0 docid rank score tag", hint="stagewise eval reads it, ordered by its rank column",
+        )  # fmt: skip
     ctx = build_context(qrels, run, flags.conventions())
     columns = _columns(items, ctx, flags.collection_size)
     lines = _per_query_lines(ctx, columns) if flags.per_query else []
