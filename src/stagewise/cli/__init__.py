@@ -6,8 +6,6 @@ unknown metric) prints one line on stderr and exits with code 2; a traceback mea
 
 from __future__ import annotations
 
-import inspect
-import re
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -35,7 +33,7 @@ from stagewise.cli import (
     trust_cmd,
     validate_cmd,
 )
-from stagewise.cli.command import StagewiseCommand
+from stagewise.cli.command import StagewiseCommand, reflowed_help
 
 app = typer.Typer(
     name="stagewise",
@@ -74,20 +72,8 @@ def _root(
     """Measure every stage of a search or RAG pipeline on its own, with every convention stated."""
 
 
-def _reflowed(func: Callable[..., Any]) -> str:
-    """The command's docstring with each prose paragraph on one line, so the terminal wraps it at its own width
-    (typer keeps single line breaks, which leaves ragged lines on a narrow terminal). A paragraph with an
-    indented line or a list item (the examples) keeps its lines."""
-    paragraphs = inspect.cleandoc(func.__doc__ or "").split("\n\n")
-    kept = re.compile(r"^(\s|[-*] |\d+\. )")
-    return "\n\n".join(
-        p if any(kept.match(line) for line in p.splitlines()) else " ".join(x.strip() for x in p.splitlines())
-        for p in paragraphs
-    )
-
-
 def _command(name: str, func: Callable[..., Any], **settings: Any) -> None:
-    app.command(name, help=_reflowed(func), cls=StagewiseCommand, **settings)(func)
+    app.command(name, help=reflowed_help(func), cls=StagewiseCommand, **settings)(func)
 
 
 _command("eval", eval_cmd.eval_command)

@@ -9,7 +9,9 @@ became of the output.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -93,6 +95,18 @@ def undeprecated(command: str, args: list[str]) -> list[str]:
             continue
         out.append(arg)
     return out
+
+
+def reflowed_help(func: Callable[..., Any]) -> str:
+    """The command's docstring with each prose paragraph on one line, so the terminal wraps it at its own width
+    (typer keeps single line breaks, which leaves ragged lines on a narrow terminal). A paragraph with an
+    indented line or a list item (the examples) keeps its lines."""
+    paragraphs = inspect.cleandoc(func.__doc__ or "").split("\n\n")
+    kept = re.compile(r"^(\s|[-*] |\d+\. )")
+    return "\n\n".join(
+        p if any(kept.match(line) for line in p.splitlines()) else " ".join(x.strip() for x in p.splitlines())
+        for p in paragraphs
+    )
 
 
 def registry(module: str, attr: str) -> Any:

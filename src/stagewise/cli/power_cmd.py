@@ -8,14 +8,12 @@ the command runs or shows help; the output formats from :data:`stagewise.report.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from stagewise.cli.command import RegistryChoice, StagewiseCommand
+from stagewise.cli.command import RegistryChoice, StagewiseCommand, reflowed_help
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     MAX_PERMUTATIONS,
@@ -231,14 +229,7 @@ def discriminative_command(
         emit(render(result, chosen, digits=digits), output, what)
 
 
-def _reflowed(func: Callable[..., Any]) -> str:
-    """The docstring with each prose paragraph on one line (the terminal wraps it), the examples kept as written;
-    as ``stagewise.cli._reflowed`` does for the top-level commands (not importable from here: it imports this)."""
-    paragraphs = inspect.cleandoc(func.__doc__ or "").split("\n\n")
-    return "\n\n".join(p if p.startswith(" ") or "\n " in p else " ".join(p.split()) for p in paragraphs)
-
-
-power_app.command("topics", cls=StagewiseCommand, help=_reflowed(topics_command))(topics_command)
-power_app.command("discriminative", cls=StagewiseCommand, help=_reflowed(discriminative_command))(
+power_app.command("topics", cls=StagewiseCommand, help=reflowed_help(topics_command))(topics_command)
+power_app.command("discriminative", cls=StagewiseCommand, help=reflowed_help(discriminative_command))(
     discriminative_command
 )
