@@ -106,7 +106,7 @@ def test_help_teaches() -> None:
 
 
 def test_help_prose_reflows_and_examples_keep_their_lines() -> None:
-    from stagewise.cli import _reflowed
+    from stagewise.cli.command import reflowed_help
 
     def documented() -> None:
         """First line
@@ -124,7 +124,7 @@ def test_help_prose_reflows_and_examples_keep_their_lines() -> None:
         - another
         """
 
-    assert _reflowed(documented).split("\n\n") == [
+    assert reflowed_help(documented).split("\n\n") == [
         "First line goes on.",
         "A paragraph in two lines.",
         "Examples:",
