@@ -4,6 +4,8 @@ module on first use, so ``import stagewise`` (or ``stagewise.rag``) stays cheap 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -54,3 +56,17 @@ class LazyModule:
         module = importlib.import_module(self._module)
         self._namespace[self._alias] = module
         return getattr(module, name)
+
+
+def functions_over_submodules(package: str, *names: str) -> None:
+    """Keep ``package.NAME`` the exported function for each of ``names`` when a submodule of the same name is
+    imported (``stagewise.stats.compare`` is the function, not the module ``stagewise/stats/compare.py``): Python
+    binds an imported submodule on its package, which would replace the lazily exported function."""
+
+    class _Package(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in names and isinstance(value, types.ModuleType):
+                return
+            super().__setattr__(name, value)
+
+    sys.modules[package].__class__ = _Package

@@ -15,11 +15,9 @@ Dask engine (:mod:`stagewise.engines`), a group of queries at a time, straight t
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from stagewise._lazy import lazy_exports
+from stagewise._lazy import functions_over_submodules, lazy_exports
 
 # The public names load their modules on first use: the catalogues (options, methods) are read by the command
 # line for its choices and help without numpy's start-up.
@@ -72,17 +70,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
-class _Package(types.ModuleType):
-    """``stagewise.fusion.optimize`` is the function, as when this package imported it eagerly: importing the
-    submodule of the same name would otherwise bind the module over it."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "optimize" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+functions_over_submodules(__name__, "optimize")
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.fusion.api import FusedRun, fuse, keep_first

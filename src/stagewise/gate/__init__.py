@@ -12,11 +12,9 @@ The names load lazily; ``stagewise gate`` on the command line is the same call (
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from stagewise._lazy import lazy_exports
+from stagewise._lazy import functions_over_submodules, lazy_exports
 
 _EXPORTS = {
     "GateOptions": "stagewise.gate.options",
@@ -30,16 +28,7 @@ __all__ = ["Check", "GateOptions", "GateResult", "gate"]
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
-class _Package(types.ModuleType):
-    """``stagewise.gate.gate`` is the function (no submodule of that name exists; kept so it stays so)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "gate" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+functions_over_submodules(__name__, "gate")  # no submodule of that name exists; kept so it stays so
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.gate.api import gate

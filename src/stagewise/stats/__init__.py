@@ -15,11 +15,9 @@ names load lazily, and scipy only when a test that needs it runs.
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from stagewise._lazy import lazy_exports
+from stagewise._lazy import functions_over_submodules, lazy_exports
 
 _EXPORTS = {
     "CORRECTIONS": "stagewise.stats.catalogue",
@@ -62,17 +60,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
-class _Package(types.ModuleType):
-    """``stagewise.stats.compare`` is the function, as when this package imported it eagerly: importing the
-    submodule of the same name would otherwise bind the module over it."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "compare" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+functions_over_submodules(__name__, "compare")
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.stats.catalogue import CORRECTIONS, TESTS, Correction, PairedTest
