@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     Duplicates,
@@ -22,6 +23,7 @@ from stagewise.cli.common import (
     SchedulerOption,
     Ties,
     TiesOption,
+    baseline_label,
     check_output,
     emit,
     engine_for,
@@ -81,6 +83,24 @@ EvalMissingOption = Annotated[
     ),
 ]
 DigitsOption = Annotated[int, typer.Option(**int_option(0, 20), help="Decimals in table, markdown and LaTeX output.")]
+StandardiseOption = Annotated[
+    str,
+    typer.Option(
+        "--standardise",
+        "--standardize",
+        parser=RegistryChoice("stagewise.stats.catalogue", "STANDARDISATIONS"),
+        metavar="HOW",
+        help="Standardise each topic's scores by reference runs, then average them: "
+        "{entries:stagewise.stats.catalogue:STANDARDISATIONS}. The output states it.",
+    ),
+]
+ReferenceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reference",
+        help="A reference run of --standardise (its name or path; repeatable; at least two). Default: every run.",
+    ),
+]
 
 
 def eval_command(
@@ -100,6 +120,8 @@ def eval_command(
     duplicates: DuplicatesOption = Duplicates.error,
     engine: EngineOption = EngineChoice.local,
     scheduler: SchedulerOption = None,
+    standardise: StandardiseOption = "none",
+    reference: ReferenceOption = None,
 ) -> None:
     """Score runs against judgements: one row per run, one column per metric.
 
@@ -115,6 +137,8 @@ def eval_command(
       stagewise eval qrels.txt run.trec -m "ndcg@10(gain=exp)" --format json --per-query -o scores.json
 
       stagewise eval qrels.txt huge.run --engine stream
+
+      stagewise eval qrels.txt *.run -m ap --standardise zscore --reference bm25.run --reference dense.run
 
       stagewise eval qrels.txt 'runs/*.trec' --engine dask --scheduler tcp://scheduler:8786
     """
@@ -151,6 +175,7 @@ def eval_command(
                 on_run=lambda run, path: whole.__setitem__(run.name, (run, path)),
             )
         warn_from_checks(seen.qrels, [run for run, _ in whole.values()], [path for _, path in whole.values()])
+        result = _standardised(result, standardise, reference, runs)
         from stagewise.report import eval as report
 
         if chosen_format == "table" and output is None:
@@ -166,3 +191,20 @@ def eval_command(
             output,
             report.summary(result, chosen_format, per_query),
         )
+
+
+def _standardised(result: Any, how: str, reference: list[str] | None, paths: list[str]) -> Any:
+    """``result`` standardised per topic as ``--standardise`` and ``--reference`` (names or paths) ask."""
+    if how == "none" and not reference:
+        return result
+    if how == "none":
+        from stagewise.errors import ConventionError
+
+        raise ConventionError(
+            "--reference is a reference run of --standardise; give --standardise zscore|std-cdf|std-ab"
+        )
+    from stagewise.stats.standardise import standardise_result
+
+    labels = run_labels(paths)
+    chosen = None if reference is None else [baseline_label(name, paths, labels) for name in reference]
+    return standardise_result(result, how, chosen)

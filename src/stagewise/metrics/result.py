@@ -39,6 +39,9 @@ class EvalResult:
     measures: list[tuple[str, Measure]]
     runs: list[RunScores]
     qrels_name: str = "qrels"
+    #: What :func:`stagewise.stats.standardise.standardise_result` did (method, reference runs, queries); None
+    #: for raw scores. The notes and the JSON conventions state it.
+    standardised: dict[str, Any] | None = None
 
     @property
     def means(self) -> dict[str, dict[str, float]]:
@@ -114,6 +117,8 @@ class EvalResult:
         if ranked:  # 3-column 'qid docid rank' runs: no scores of their own
             report["ordered_by_rank_only"] = {name: "no scores in the input: score = -rank" for name in ranked}
         report["qrels"] = self.qrels_name
+        if self.standardised is not None:
+            report["standardised"] = dict(self.standardised)
         return report
 
     def to_dict(self, per_query: bool = False) -> dict[str, Any]:
@@ -192,4 +197,11 @@ class EvalResult:
             notes.append(f"only the first {conv.max_ret} results per query count")
         if conv.judged_only:
             notes.append("unjudged results removed before measuring (judged only)")
+        if self.standardised is not None:
+            std = self.standardised
+            notes.append(
+                f"standardised: {std['method']} from reference runs [{', '.join(std['reference_runs'])}] "
+                f"({std['description']}); {std['queries']} queries every run has; means are arithmetic means of the "
+                "standardised values"
+            )
         return notes

@@ -18,12 +18,19 @@ standardised against them, not against itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from stagewise.errors import InputError
+from stagewise.errors import ConventionError, InputError
 from stagewise.stats.anova import as_matrix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stagewise.metrics.result import EvalResult
+
+__all__ = ["Reference", "reference", "standardise_result", "std_ab", "std_cdf", "z_scores"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +97,118 @@ def std_ab(scores, ref: Reference | None = None, a: float = 0.5, b: float = 0.15
     [[0.3939, 0.6061], [0.3939, 0.6061]]
     """
     return np.clip(a + b * z_scores(scores, ref, source), 0.0, 1.0)
+
+
+def standardise_result(
+    result: EvalResult, method: str = "zscore", reference: str | Sequence[str] | None = None
+) -> EvalResult:
+    """``result`` with every run's per-query values standardised per topic, and its means recomputed.
+
+    ``method`` names an entry of :data:`stagewise.stats.catalogue.STANDARDISATIONS` (``zscore``, ``std-cdf``,
+    ``std-ab``, or ``none``, which returns ``result`` itself). Each topic's mean and standard deviation (n - 1)
+    come from the ``reference`` runs (names of runs of the result, at least two; default: every run), over the
+    queries every run has (the other queries are dropped from the per-query values). The means are the
+    arithmetic means of the standardised values, as :func:`stagewise.stats.compare` takes them with
+    ``standardise=``; the result's ``standardised`` field, its notes and its JSON conventions state the method and
+    the reference runs. A query on which every reference run scored the same is refused, named with its metric
+    (its sd is 0: nothing can be standardised by it).
+
+    Parameters
+    ----------
+    result : EvalResult
+        What :func:`stagewise.evaluate` returned, with at least two runs (or two reference runs).
+    method : str
+        The standardisation, by name or alias (case-insensitive).
+    reference : str or sequence of str, optional
+        The reference runs; a new system should be standardised against fixed, stated runs, not itself.
+
+    Returns
+    -------
+    EvalResult
+        A new result; ``result`` is unchanged.
+
+    Examples
+    --------
+    >>> import stagewise
+    >>> qrels = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    >>> runs = {"a": {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d1": 2.0, "d2": 1.0}},
+    ...         "b": {"q1": {"d2": 2.0, "d1": 1.0}, "q2": {"d2": 2.0, "d1": 1.0}}}
+    >>> z = standardise_result(stagewise.evaluate(qrels, runs, "P@1"), "zscore")
+    >>> {run: round(means["P@1"], 4) for run, means in z.means.items()}
+    {'a': 0.0, 'b': 0.0}
+    >>> z.notes()[-1].split(" (")[0]
+    'standardised: zscore from reference runs [a, b]'
+    >>> z.conventions_report()["standardised"]["reference_runs"]
+    ['a', 'b']
+    """
+    from stagewise.stats.catalogue import STANDARDISATIONS
+
+    entry = STANDARDISATIONS.lookup(str(method))
+    if entry.apply is None:
+        return result
+    names = [r.name for r in result.runs]
+    ref_names = _reference_names(names, reference)
+    common = _common_queries([np.asarray(r.query_ids) for r in result.runs])
+    if len(common) == 0:
+        raise ConventionError("standardisation needs queries that every run has; the runs share none")
+    cols = [names.index(n) for n in ref_names]
+    runs = [replace(r, query_ids=common, values={}, means={}) for r in result.runs]
+    for metric in result.metric_names:
+        x = np.column_stack([_on(r.query_ids, r.values[metric], common) for r in result.runs])
+        _check_spread(x[:, cols], common, metric)
+        z = np.asarray(entry(x, x[:, cols]), dtype=np.float64)
+        for j, run in enumerate(runs):
+            run.values[metric] = z[:, j].copy()
+            run.means[metric] = float(z[:, j].mean())
+    statement = {
+        "method": entry.name,
+        "description": entry.description,
+        "reference_runs": ref_names,
+        "queries": len(common),
+        "mean": "arithmetic mean of the standardised values",
+    }
+    return replace(result, runs=runs, standardised=statement)
+
+
+def _reference_names(names: list[str], reference: str | Sequence[str] | None) -> list[str]:
+    """The reference runs, checked: every one a run of the result, at least two distinct."""
+    wanted = names if reference is None else [reference] if isinstance(reference, str) else list(reference)
+    unknown = [r for r in wanted if r not in names]
+    if unknown:
+        raise ConventionError(
+            f"reference run(s) {', '.join(map(repr, unknown))} are not among the runs evaluated: {', '.join(names)}"
+        )
+    distinct = list(dict.fromkeys(wanted))
+    if len(distinct) < 2:
+        raise ConventionError(
+            f"standardisation needs at least 2 reference runs (a per-topic sd of one run is undefined); "
+            f"got {len(distinct)}: {', '.join(distinct) or 'none'}"
+        )
+    return distinct
+
+
+def _check_spread(ref: np.ndarray, queries: np.ndarray, metric: str) -> None:
+    """Refuse, naming the query and the metric, a topic on which every reference run has the same score."""
+    flat = np.flatnonzero(np.ptp(ref, axis=1) <= 1e-12 * np.maximum(np.abs(ref).max(axis=1), 1e-300))
+    if len(flat):
+        raise ConventionError(
+            f"cannot standardise {metric}: every reference run scores {ref[flat[0], 0]:g} on query "
+            f"{queries[flat[0]]} ({len(flat)} such quer{'y' if len(flat) == 1 else 'ies'}), so its sd is 0; "
+            "add reference runs that differ there, or evaluate without those queries"
+        )
+
+
+def _common_queries(ids: list[np.ndarray]) -> np.ndarray:
+    common = ids[0]
+    for other in ids[1:]:
+        if len(other) != len(common) or not np.array_equal(other, common):
+            common = np.intersect1d(common, other)
+    return common
+
+
+def _on(ids: np.ndarray, values: np.ndarray, common: np.ndarray) -> np.ndarray:
+    """``values`` (one per query of ``ids``) on the queries ``common``, in that order."""
+    if len(ids) == len(common) and np.array_equal(ids, common):
+        return np.asarray(values, dtype=np.float64)
+    order = np.argsort(ids, kind="stable")
+    return np.asarray(values, dtype=np.float64)[order[np.searchsorted(ids, common, sorter=order)]]
