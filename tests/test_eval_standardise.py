@@ -134,6 +134,7 @@ def test_zscores_average_to_zero_over_all_runs_when_every_run_is_the_reference()
     got = standardise_result(_result(rng.uniform(0, 1, (20, 5))), "z")  # an alias
     assert sum(got.means[r]["P@1"] for r in got.means) == pytest.approx(0.0, abs=1e-12)
     assert got.standardised["method"] == "zscore"
+    assert "standardised zscore" in repr(got) and "standardised zscore" in got._repr_html_()
 
 
 def test_raw_scores_return_the_result_itself_and_the_input_is_unchanged() -> None:

@@ -90,6 +90,8 @@ class EvalResult:
         parts.append("all results" if conv.max_ret is None else f"first {conv.max_ret} results")
         if conv.judged_only:
             parts.append("judged only")
+        if self.standardised is not None:
+            parts.append(f"standardised {self.standardised['method']}")
         return "conventions: " + ", ".join(parts)
 
     def _repr_html_(self) -> str:
