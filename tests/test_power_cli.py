@@ -90,7 +90,7 @@ def test_topics_from_runs_estimates_v_e_and_takes_the_systems_from_them(runs: li
         (["--min-diff", "0.1"], "neither --variance nor runs"),
         (["--min-diff", "0.1", "--variance", "0.01", "--test", "z"], "unknown design 'z'; choose one of t, anova, ci"),
         (["--min-diff", "0.1", "--variance", "0.01", "--test", "anova"], "needs the number of systems"),
-        (["--min-diff", "0", "--variance", "0.01"], "the minimum difference 0.0 is not positive"),
+        (["--min-diff", "0", "--variance", "0.01"], "the minimum difference 0.0 is not a positive finite number"),
         (["--min-diff", "0.1", "--variance", "0.01", "--alpha", "2"], "alpha 2.0 is outside (0, 1)"),
         (["--min-diff", "0.1", "--variance", "0.01", "--systems", "1"], "--systems must be an integer from 2"),
     ],

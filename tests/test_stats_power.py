@@ -85,8 +85,8 @@ def test_variance_from_runs_pools_the_residual_variances() -> None:
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: P.topics_for_t_test(0.0, 0.1), "minimum difference 0.0 is not positive"),
-        (lambda: P.topics_for_t_test(0.1, -1.0), "variance -1.0 is not positive"),
+        (lambda: P.topics_for_t_test(0.0, 0.1), "minimum difference 0.0 is not a positive finite number"),
+        (lambda: P.topics_for_t_test(0.1, -1.0), "variance -1.0 is not a positive finite number"),
         (lambda: P.topics_for_t_test(0.1, 0.1, alpha=1.5), "alpha 1.5 is outside"),
         (lambda: P.topics_for_anova(1, 0.1, 0.1), "1 systems"),
         (lambda: P.topics_for_t_test(1e-6, 10.0), "more than 10,000,000 topics"),

@@ -135,7 +135,7 @@ class Strategy:
         return dict(self.params)[key]
 
 
-_COLON = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*(\d+)\s*(?:\(\s*([A-Za-z_]\w*)\s*\))?\s*$")
+_COLON = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*([+-]?[\w.]+)\s*(?:\(\s*([A-Za-z_]\w*)\s*\))?\s*$")
 _EXAMPLES = "depth(k=100), depth:100, take(n=50,order=rrf), take:50(rbp), mtf(n=20)"
 
 

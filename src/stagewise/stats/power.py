@@ -73,9 +73,13 @@ def _check(alpha: float, beta: float, diff: float, variance: float) -> None:
     if not 0.0 < beta < 1.0:
         raise InputError("power", f"beta {beta!r} is outside (0, 1)", expected="e.g. 0.20")
     if not (math.isfinite(diff) and diff > 0):
-        raise InputError("power", f"the minimum difference {diff!r} is not positive", expected="e.g. 0.05")
+        raise InputError(
+            "power", f"the minimum difference {diff!r} is not a positive finite number", expected="e.g. 0.05"
+        )
     if not (math.isfinite(variance) and variance > 0):
-        raise InputError("power", f"the variance {variance!r} is not positive", hint="estimate it from runs")
+        raise InputError(
+            "power", f"the variance {variance!r} is not a positive finite number", hint="estimate it from runs"
+        )
 
 
 def _smallest_n(meets: Callable[[int], bool], low: int = 2) -> int:
