@@ -278,7 +278,9 @@ def test_pool_command_errors_are_one_line(files: dict[str, Path], extra: list[st
     assert message in done.output and "Traceback" not in done.output
 
 
-@pytest.mark.parametrize(("spelling", "said"), [("depth:-5", "Got -5"), ("take:0(rrf)", "Got 0"), ("depth:x", "Got 'x'")])
+@pytest.mark.parametrize(
+    ("spelling", "said"), [("depth:-5", "Got -5"), ("take:0(rrf)", "Got 0"), ("depth:x", "Got 'x'")]
+)
 def test_a_bad_size_in_the_colon_spelling_names_the_parameter(spelling, said):
     """``depth:-5`` is the depth strategy with a bad size, not an unknown strategy named 'depth:-5'."""
     from stagewise.assess.catalogue import parse_strategy
