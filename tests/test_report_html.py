@@ -319,7 +319,7 @@ def test_cli_checks_metrics_and_options_before_reading(tmp_path: Path) -> None:
 
 def test_a_comparison_given_is_shown_as_it_is_and_must_be_of_these_runs() -> None:
     qrels, runs = small_inputs()
-    comp = stagewise.compare(qrels, runs, ["map"], test="randomization", seed=7, permutations=500)
+    comp = stagewise.compare(qrels, runs, ["map"], test="randomization", seed=7, resamples=500)
     page = report_page(qrels, runs, ["map"], cutoffs=CUTS, comparison=comp)
     shown = [float(r[-2]) for r in rows(parse(page).by_id("pairs-table"))]  # p adj., as the comparison has it
     assert shown == pytest.approx([p.p_adjusted for p in comp.pairs], abs=5e-5)
