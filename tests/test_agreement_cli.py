@@ -154,3 +154,12 @@ def test_nan_figures_are_null_in_json(tmp_path: Path) -> None:
     report = json.loads(_run(["agreement", *files, "-f", "json"]))
     assert report["pairs"][0]["kappa"] is None and report["fleiss_kappa"] is None
     assert not any(isinstance(v, float) and math.isnan(v) for v in report.values())
+
+
+@pytest.mark.parametrize("command", ["agreement", "merge"])
+def test_the_same_file_twice_is_refused(tmp_path: Path, command: str) -> None:
+    a = _write_qrels(tmp_path / "a.qrels", {("q1", "d1"): 1, ("q1", "d2"): 0})
+    b = _write_qrels(tmp_path / "b.qrels", {("q1", "d1"): 0})
+    result = CliRunner().invoke(app, [command, str(a), str(b), str(tmp_path / "." / "a.qrels")])
+    assert result.exit_code == 2, result.output
+    assert "the same file as" in result.output and "Traceback" not in result.output

@@ -20,8 +20,18 @@ from stagewise.cli.common import (
 
 
 def _names(paths: list[str]) -> list[str]:
+    """The files' labels, after refusing a file given twice (under any spelling): it would agree with itself."""
     from stagewise.data.readers import path_labels
+    from stagewise.errors import InputError
 
+    seen: dict[Path, str] = {}
+    for path in paths:
+        key = Path(path).resolve()
+        if key in seen:
+            raise InputError(
+                path, f"the same file as {seen[key]}", expected="each qrels file once (a file agrees with itself)"
+            )
+        seen[key] = path
     return path_labels(paths)
 
 
