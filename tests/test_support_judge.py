@@ -154,6 +154,13 @@ def test_the_dense_features_take_any_encoder_and_encode_each_text_once() -> None
     assert judge.name == "calibrated" and judge.version.endswith("-dense")
 
 
+def test_a_batch_with_more_texts_than_the_cache_holds_is_scored_whole() -> None:
+    items = [(AUSTEN, "Austen wrote Emma."), (AUSTEN, "Emma appeared in 1815."), (AUSTEN, "Dickens wrote Emma.")]
+    small = CalibratedJudge("dense", encoder=Letters(), cache_size=2)
+    assert small.scores(items) == pytest.approx(CalibratedJudge("dense", encoder=Letters()).scores(items))
+    assert len(small._vectors) == 2
+
+
 def test_without_the_dense_extra_the_dense_judge_refuses_with_the_install_line(monkeypatch) -> None:
     real = importlib.import_module
 

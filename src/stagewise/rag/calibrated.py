@@ -271,30 +271,37 @@ class CalibratedJudge:
     def __repr__(self) -> str:
         return f"CalibratedJudge(features={self.features!r})"
 
-    def _encode(self, texts: Sequence[str]) -> Any:
+    def _encode(self, texts: Sequence[str]) -> dict[str, Any]:
+        """The vector of each text, cached texts not encoded again. The batch's own vectors are returned whole,
+        however many: the cache keeps at most ``cache_size`` of them for later calls."""
         import numpy as np
 
         if self._encoder is None and self._load is not None:
             self._encoder = self._load()
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        wanted = dict.fromkeys(texts)
+        out = {t: self._vectors[t] for t in wanted if t in self._vectors}
+        missing = [t for t in wanted if t not in out]
         if missing:
             vectors = np.asarray(self._encoder.encode(missing), dtype=np.float32)
-            for text, vector in zip(missing, vectors, strict=True):
-                self._vectors[text] = vector
+            out.update(zip(missing, vectors, strict=True))
+            for text in missing:
+                self._vectors[text] = out[text]
             while len(self._vectors) > self._cache_size:
                 self._vectors.popitem(last=False)
-        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 1), np.float32)
+        return out
 
     def _dense(self, prepared: Sequence[_Prepared], claims: Sequence[str]) -> list[tuple[float, ...]]:
-        self._encode([*claims, *(s for p in prepared for s in p.sentences), *(t for p in prepared for t in p.passages)])
+        vectors = self._encode(
+            [*claims, *(s for p in prepared for s in p.sentences), *(t for p in prepared for t in p.passages)]
+        )
         out = []
         for prep, claim in zip(prepared, claims, strict=True):
             if not prep.sentences:
                 out.append((0.0, 0.0, 0.0))
                 continue
-            c = self._vectors[claim]
-            sims = sorted((float(self._vectors[s] @ c) for s in prep.sentences), reverse=True)
-            whole = max(float(self._vectors[t] @ c) for t in prep.passages)
+            c = vectors[claim]
+            sims = sorted((float(vectors[s] @ c) for s in prep.sentences), reverse=True)
+            whole = max(float(vectors[t] @ c) for t in prep.passages)
             out.append((sims[0], sum(sims[:2]) / len(sims[:2]), whole))
         return out
 
