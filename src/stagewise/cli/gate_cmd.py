@@ -149,6 +149,7 @@ def gate_command(
         from stagewise.stats import CompareOptions
 
         check_output(output, [qrels, run, baseline, rag])
+        _note_same_content(run, baseline)
         chosen = output_format(fmt, output, offered("GateResult"))
         options = GateOptions(
             metrics=tuple(_split(metric)) or ("ndcg@10",),
@@ -181,6 +182,23 @@ def gate_command(
             _append_step_summary(text)
     typer.echo(f"stagewise gate: {result.verdict()}", err=True)
     raise typer.Exit(0 if result.passed else 1)
+
+
+def _note_same_content(run: str, baseline: str) -> None:
+    """A run byte-identical to its baseline passes by construction (a copy, or a build that wrote nothing new):
+    say so on stderr, without failing (an unchanged run is a legitimate pass)."""
+    import filecmp
+
+    try:
+        same = not os.path.samefile(run, baseline) and filecmp.cmp(run, baseline, shallow=False)
+    except OSError:
+        return  # a missing file is the reader's one-line error; the same file is gate's
+    if same:
+        typer.echo(
+            f"stagewise gate: note: {run} and the baseline {baseline} have the same content; the margin is 0 "
+            "by construction",
+            err=True,
+        )
 
 
 def _split(values: list[str] | None) -> list[str]:
