@@ -120,3 +120,20 @@ def test_canonical_form_round_trips(family: str, cutoff: int) -> None:
 def test_a_refused_peer_name_says_what_to_write(text: str, says: str) -> None:
     with pytest.raises(MetricError, match=re.escape(says)):
         Measure.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "note"),
+    [("Judged@10", "Judged@10 = judged_retrieved@10"), ("hit_rate@5", "hit_rate@5 = success@5")],
+)
+def test_a_peer_name_for_another_family_is_noted(name: str, note: str) -> None:
+    # Judged@10 is ir_measures' judged-among-retrieved, not stagewise's judged@10: the notes must say so
+    from stagewise.metrics.measures import measure_notes
+
+    assert measure_notes([(name, Measure.parse(name))]) == [note]
+
+
+def test_a_case_spelling_is_not_noted() -> None:
+    from stagewise.metrics.measures import measure_notes
+
+    assert measure_notes([("nDCG@10", Measure.parse("nDCG@10")), ("unj@10", Measure.parse("unj@10"))]) == []

@@ -852,7 +852,9 @@ def measure_notes(measures: list[tuple[str, Measure]]) -> list[str]:
             given = Measure.parse(name)
         except MetricError:  # a measure built in code, its name free text
             given = dataclasses.replace(measure, options=())
-        if str(given) != name and any(key != "gain" for key, _ in given.options):
+        peer = PEER_NAMES.get(re.split(r"[@(]", name, maxsplit=1)[0].replace("-", "_"))
+        renamed = peer is not None and peer.family is not None  # a peer's spelling of another number
+        if str(given) != name and (any(key != "gain" for key, _ in given.options) or renamed):
             notes.append(f"{name} = {given}")
         stated = dict(given.options)
         added = [(key, value) for key, value in measure.options if key not in stated]
