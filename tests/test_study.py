@@ -23,6 +23,7 @@ from tests.report_helpers import RAG_RECORDS, parse, rows, small_inputs
 
 pytest.importorskip("matplotlib", reason="the HTML report's plots need matplotlib: pip install 'stagewise[report]'")
 from stagewise.report.html import render, write
+from tests import test_report_html
 
 CUTS = (1, 5, 10)
 runner = CliRunner()
@@ -175,17 +176,7 @@ def test_fusion_statements_are_read_by_the_library(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------------- the CLI
-@pytest.fixture
-def files(tmp_path: Path) -> tuple[Path, list[str]]:
-    qrels, runs = small_inputs()
-    qpath = tmp_path / "qrels.txt"
-    stagewise.write_qrels(stagewise.read_qrels(qrels), qpath)
-    paths = []
-    for name, run in runs.items():
-        path = tmp_path / f"{name}.run"
-        stagewise.write_run(stagewise.read_run(run, name=name), path)
-        paths.append(str(path))
-    return qpath, paths
+files = test_report_html.files  # the small inputs as a qrels file and run files: the report CLI tests' fixture
 
 
 def test_cli_takes_the_options_of_compare(files, tmp_path: Path) -> None:
