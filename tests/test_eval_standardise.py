@@ -25,6 +25,7 @@ import stagewise
 from stagewise.errors import ConventionError
 from stagewise.stats import compare_scores
 from stagewise.stats.standardise import standardise_result
+from tests.test_compare_many import _write  # one relevant document per topic, placed differently per run
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -188,23 +189,6 @@ def test_one_run_alone_is_refused_its_sd_is_undefined() -> None:
 
 
 # ------------------------------------------------------------------------------------------- command line
-def _write(tmp_path: Path, topics: int, runs: int) -> tuple[str, list[str]]:
-    """One relevant document per topic, ranked at a place that differs between runs on every topic."""
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("".join(f"q{i:02d} 0 rel{i} 1\n" for i in range(topics)))
-    paths = []
-    for j in range(runs):
-        lines = []
-        for i in range(topics):
-            docs = [f"x{k}" for k in range(4)]
-            docs.insert(j % 5 if i % 2 == 0 else (i + 2 * j) % 5, f"rel{i}")
-            lines += [f"q{i:02d} Q0 {d} {r + 1} {10 - r} r{j}\n" for r, d in enumerate(docs)]
-        path = tmp_path / f"r{j}.run"
-        path.write_text("".join(lines))
-        paths.append(str(path))
-    return str(qrels), paths
-
-
 def _invoke(*args: str):
     from stagewise.cli import app
 
