@@ -171,8 +171,21 @@ def test_without_the_dense_extra_the_dense_judge_refuses_with_the_install_line(m
 
     monkeypatch.setattr(importlib, "import_module", missing)
     judge = parse_judge("calibrated").build()  # building is cheap: the model loads on the first claim
-    with pytest.raises(StagewiseError, match=r"stagewise\[dense\].*calibrated\(features=lexical\)"):
+    with pytest.raises(StagewiseError, match=r"stagewise\[dense\].*calibrated\(features=lexical\)") as info:
         judge.supports(AUSTEN, "Austen wrote Emma.")
+    assert str(info.value).count("stagewise[dense]") == 1 and "\n" not in str(info.value)
+
+
+def test_the_install_line_is_said_once_when_the_encoder_says_it_too(monkeypatch) -> None:
+    encoders = importlib.import_module("stagewise.dense.encoders")
+
+    def refuse(**_: object) -> None:
+        raise StagewiseError("the onnx backend needs onnxruntime: pip install 'stagewise[dense]'")
+
+    monkeypatch.setattr(encoders, "load_encoder", refuse)
+    with pytest.raises(StagewiseError, match=r"calibrated\(features=lexical\)") as info:
+        parse_judge("calibrated").build().supports(AUSTEN, "Austen wrote Emma.")
+    assert str(info.value).count("stagewise[dense]") == 1
 
 
 def test_the_fit_script_refuses_the_test_split(tmp_path: Path) -> None:

