@@ -289,3 +289,11 @@ def test_a_bad_size_in_the_colon_spelling_names_the_parameter(spelling, said):
     with pytest.raises(ConventionError, match="must be an int >= 1") as raised:
         parse_strategy(spelling)
     assert said in str(raised.value)
+
+
+def test_the_same_run_twice_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 d1 1 3.0 r\nq1 Q0 d2 2 2.0 r\n")
+    result = CliRunner().invoke(app, ["pool", str(run), str(tmp_path / "." / "r.run")])
+    assert result.exit_code == 2, result.output
+    assert "the same file as" in result.output and "Traceback" not in result.output

@@ -19,19 +19,23 @@ from stagewise.cli.common import (
 )
 
 
-def _names(paths: list[str]) -> list[str]:
-    """The files' labels, after refusing a file given twice (under any spelling): it would agree with itself."""
-    from stagewise.data.readers import path_labels
+def check_distinct(paths: list[str], expected: str) -> None:
+    """Refuse a file given twice (under any spelling): it would agree with itself, or share every document."""
     from stagewise.errors import InputError
 
     seen: dict[Path, str] = {}
     for path in paths:
         key = Path(path).resolve()
         if key in seen:
-            raise InputError(
-                path, f"the same file as {seen[key]}", expected="each qrels file once (a file agrees with itself)"
-            )
+            raise InputError(path, f"the same file as {seen[key]}", expected=expected)
         seen[key] = path
+
+
+def _names(paths: list[str]) -> list[str]:
+    """The files' labels, after refusing a file given twice."""
+    from stagewise.data.readers import path_labels
+
+    check_distinct(paths, "each qrels file once (a file agrees with itself)")
     return path_labels(paths)
 
 
