@@ -124,6 +124,7 @@ def test_a_three_column_run_under_ties_rank_gives_the_same_numbers(tmp_path):
         ("q1 d1 1\nq1 d2 2.5\n", 2, "rank '2.5' is not an integer"),
         ("q1 d1 1\nq1 d2 2\nq1 Q0 d3 3 0.5 tag\n", 3, "found 6 field(s)"),
         ("q1 d1 1\nq1 d2\n", 2, "found 2 field(s)"),
+        ("q1 d1 1\nq1 d2 0\nq1 d3 1\nq2 d1 1\n", 3, "rank 1 is given twice for query 'q1'"),  # qrels as a run
     ],
 )
 def test_a_bad_three_column_run_is_one_line_naming_file_and_line(tmp_path, text, line, said):

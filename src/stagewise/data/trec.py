@@ -311,6 +311,16 @@ def parse_ranked(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
             line=line_of(row),
             expected=RANKED_FORM + "; the rank is the only order of such a run",
         )
+    pairs = pl.DataFrame({"q": frame["query_id"], "r": ranks})
+    repeated = ~pairs.select(pl.struct("q", "r").is_first_distinct()).to_series()
+    if repeated.any():  # 'qid docid label' qrels given as the run: a label is no rank, and repeats in a query
+        row = int(repeated.arg_true()[0])
+        raise InputError(
+            source,
+            f"rank {ranks[row]} is given twice for query {clip(frame['query_id'][row])!r}",
+            line=line_of(row),
+            expected=RANKED_FORM + "; each rank once a query (is this 3-column qrels 'query_id doc_id label'?)",
+        )
     return frame.select("query_id", "doc_id", (-ranks).cast(pl.Float64).alias("score"), ranks.alias("rank")), line_of
 
 
