@@ -137,3 +137,13 @@ def test_a_case_spelling_is_not_noted() -> None:
     from stagewise.metrics.measures import measure_notes
 
     assert measure_notes([("nDCG@10", Measure.parse("nDCG@10")), ("unj@10", Measure.parse("unj@10"))]) == []
+
+
+def test_rbp_states_its_gain_scaling_in_the_notes() -> None:
+    import stagewise
+
+    qrels = {"q1": {"a": 2, "b": 1}}
+    run = {"r": {"q1": {"a": 2.0, "b": 1.0}}}
+    scaled = "rbp: gains scaled into [0, 1] per query by the query's highest gain (trec_eval)"
+    assert scaled in stagewise.evaluate(qrels, run, ["rbp@10"]).notes()
+    assert scaled not in stagewise.evaluate(qrels, run, ["rbp.95", "rbp(rel=1)", "P@1"]).notes()

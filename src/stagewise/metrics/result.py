@@ -180,6 +180,8 @@ class EvalResult:
         ]
         if gains:
             notes.append(f"gain: {', '.join(gains)}; ideal DCG from all judged documents; discount log2(rank+1)")
+        if any(m.family == "rbp" and m.option("scale") and m.option("rel") is None for _, m in self.measures):
+            notes.append("rbp: gains scaled into [0, 1] per query by the query's highest gain (trec_eval)")
         notes += measure_notes(self.measures)
         for r in self.runs:
             if r.missing_queries:
