@@ -381,3 +381,17 @@ def test_the_command_leaves_out_groups_by_prefix_or_file_and_compares_a_second_q
     assert [r["group"] for r in prefix["left_out"]] == ["teamA", "teamA", "teamB"]
     assert prefix["left_out_unit"] == "group (prefix:5)" and len(prefix["agreements"]) == 2
     assert prefix["agreements"][1]["second"] == "other.qrels"
+
+
+def test_a_run_or_the_qrels_given_twice_is_refused(tmp_path: Path) -> None:
+    qrels = tmp_path / "a.qrels"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 d1 1 3.0 r\nq1 Q0 d2 2 2.0 r\n")
+    other = tmp_path / "s.run"
+    other.write_text("q1 Q0 d2 1 3.0 s\n")
+    again = str(tmp_path / "." / "r.run")
+    for args in ([str(qrels), str(run), again], [str(qrels), str(run), str(other), "--other-qrels", str(qrels)]):
+        result = CliRunner().invoke(app, ["trust", *args])
+        assert result.exit_code == 2, result.output
+        assert "the same file as" in result.output and "Traceback" not in result.output

@@ -98,9 +98,13 @@ def trust_command(
     """
     with user_errors():
         from stagewise.assess.qrels_trust import TrustOptions, read_groups, trust
+        from stagewise.cli.agreement_cmd import check_distinct
         from stagewise.metrics.context import Conventions
         from stagewise.report import offered, render
 
+        check_distinct(runs, "each run once (a run given twice leaves out nothing of its own)")
+        if other_qrels is not None:
+            check_distinct([qrels, other_qrels], "--other-qrels a second qrels file, not QRELS again")
         check_output(output, [qrels, *runs, other_qrels])
         chosen_format = output_format(fmt, output, offered("TrustReport"))
         spec = group_by.strip()
