@@ -9,6 +9,7 @@ import typer
 
 from stagewise.cli.common import (
     INT64_MAX,
+    check_distinct,
     check_output,
     emit,
     format_option,
@@ -17,18 +18,6 @@ from stagewise.cli.common import (
     usage_error,
     user_errors,
 )
-
-
-def check_distinct(paths: list[str], expected: str) -> None:
-    """Refuse a file given twice (under any spelling): it would agree with itself, or share every document."""
-    from stagewise.errors import InputError
-
-    seen: dict[Path, str] = {}
-    for path in paths:
-        key = Path(path).resolve()
-        if key in seen:
-            raise InputError(path, f"the same file as {seen[key]}", expected=expected)
-        seen[key] = path
 
 
 def _names(paths: list[str]) -> list[str]:

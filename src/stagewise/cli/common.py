@@ -590,3 +590,15 @@ def serve_app(workspace: Any, records: Any, *, host: str, port: int, token: str 
     app = create_app(workspace, token=token, rag=records)
     stores = [part.store for part in (workspace, records) if part is not None]
     run_server(app, stores, host=host, port=port, first=first, token=token)
+
+
+def check_distinct(paths: list[str], expected: str) -> None:
+    """Refuse a file given twice (under any spelling): it would agree with itself, or share every document."""
+    from stagewise.errors import InputError
+
+    seen: dict[Path, str] = {}
+    for path in paths:
+        key = Path(path).resolve()
+        if key in seen:
+            raise InputError(path, f"the same file as {seen[key]}", expected=expected)
+        seen[key] = path

@@ -139,7 +139,7 @@ def pool_command(
             qrels = runs.pop(0)
         if not runs:
             raise InputError("RUN", "no run file given", expected="one run file or more")
-        from stagewise.cli.agreement_cmd import check_distinct
+        from stagewise.cli.common import check_distinct
 
         check_distinct(runs, "each run once (a run given twice contributes nothing unique)")
         check_output(output, [*runs, qrels])

@@ -98,7 +98,7 @@ def trust_command(
     """
     with user_errors():
         from stagewise.assess.qrels_trust import TrustOptions, read_groups, trust
-        from stagewise.cli.agreement_cmd import check_distinct
+        from stagewise.cli.common import check_distinct
         from stagewise.metrics.context import Conventions
         from stagewise.report import offered, render
 
