@@ -478,3 +478,17 @@ def test_a_three_column_run_ranks_as_written_in_any_line_order(tmp_path, ranking
     path.write_text("".join(lines))
     read = stagewise.read_run(path)
     assert read.rankings() == rankings and read.score_from == "rank"
+
+
+def test_a_trec_file_start_is_read_once_on_the_parse_path(tmp_path, monkeypatch):
+    """The 3-column / 2-column check and the shape checks share one read of the file's start."""
+    from stagewise.data import shape
+
+    reads = []
+    head_of = shape.head_of
+    monkeypatch.setattr(shape, "head_of", lambda path: reads.append(path) or head_of(path))
+    (tmp_path / "run").write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    stagewise.read_run(tmp_path / "run")
+    stagewise.read_qrels(tmp_path / "qrels")
+    assert len(reads) == 2

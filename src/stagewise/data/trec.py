@@ -167,11 +167,12 @@ def line_numbers(data: bytes) -> list[int]:
     return [i for i, line in lines if line.strip() and not line.lstrip().startswith(b"#")]
 
 
-def _prepare(data: bytes | Path, source: str, kind: int, form: str) -> bytes | Path:
+def _prepare(data: bytes | Path, source: str, kind: int, form: str, head: bytes | None = None) -> bytes | Path:
     """Check the encoding and the shape of the first lines; a file with a UTF-8 byte-order mark or CR-only
-    line ends comes back as fixed bytes, any other file as given (the C parser reads a path in pieces)."""
+    line ends comes back as fixed bytes, any other file as given (the C parser reads a path in pieces).
+    ``head``: the file's start when the caller has read it already."""
     if isinstance(data, Path):
-        head = shape.head_of(data)
+        head = shape.head_of(data) if head is None else head
         shape.check_encoding(head, source)
         if shape.needs_rewrite(head):
             data = shape.normalise(data.read_bytes(), source)
@@ -258,11 +259,12 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
 def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, score, rank, tag`` (rank as given, not trusted for ordering). ``data`` is
     the file's bytes, or the path of a plain (uncompressed) file, which the C parser reads in pieces."""
-    if data_fields(shape.head_of(data) if isinstance(data, Path) else data[: shape.HEAD_BYTES]) == 3:
+    head = shape.head_of(data) if isinstance(data, Path) else data[: shape.HEAD_BYTES]  # read once, used twice
+    if data_fields(head) == 3:
         return parse_ranked(data.read_bytes() if isinstance(data, Path) else data, source)
     if not parsing.available() and isinstance(data, Path):
         data = data.read_bytes()  # the polars reader reads the whole file: check all of it
-    data = _prepare(data, source, 0, RUN_FORM)
+    data = _prepare(data, source, 0, RUN_FORM, head if isinstance(data, Path) else None)
     compiled = _parse_native(data, source, 0, RUN_FORM)
     if compiled is not None:
         return compiled
@@ -276,11 +278,12 @@ def parse_run(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, L
 
 def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed, LineLookup]:
     """Columns ``query_id, doc_id, relevance``; ``data`` as for :func:`parse_run`."""
-    if data_fields(shape.head_of(data) if isinstance(data, Path) else data[: shape.HEAD_BYTES]) == 2:
+    head = shape.head_of(data) if isinstance(data, Path) else data[: shape.HEAD_BYTES]  # read once, used twice
+    if data_fields(head) == 2:
         return parse_pairs(data.read_bytes() if isinstance(data, Path) else data, source)
     if not parsing.available() and isinstance(data, Path):
         data = data.read_bytes()  # the polars reader reads the whole file: check all of it
-    data = _prepare(data, source, 1, QRELS_FORM)
+    data = _prepare(data, source, 1, QRELS_FORM, head if isinstance(data, Path) else None)
     compiled = _parse_native(data, source, 1, QRELS_FORM)
     if compiled is not None:
         return compiled
