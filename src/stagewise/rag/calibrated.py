@@ -55,6 +55,7 @@ from typing import Any
 
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.rag.judges import STOPWORDS, Passage, _content_tokens
+from stagewise.rag.verdicts import Verdict
 from stagewise.spec import canonical
 
 __all__ = [
@@ -202,18 +203,6 @@ def load_parameters() -> dict[str, Any]:
     feature names, means, scales, coefficients, intercept and thresholds, with how and on what they were fitted."""
     text = resources.files("stagewise._bundled").joinpath(PARAMETERS_FILE).read_text(encoding="utf-8")
     return json.loads(text)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A graded judgement: ``label`` (``supported``, ``partial``, ``not``) and ``score`` in [0, 1]."""
-
-    label: str
-    score: float
-
-    @property
-    def supported(self) -> bool:
-        return self.label == "supported"
 
 
 class CalibratedJudge:

@@ -281,6 +281,9 @@ class JudgeEntry:
     per_sample: bool = False
     choose: Callable[[Sequence[Any]], str] | None = None
     aliases: tuple[str, ...] = ()
+    #: the questions the built judge answers (:data:`stagewise.rag.verdicts.TASKS`): support, relevance,
+    #: correctness; `stagewise judge relevance` lists only the entries that answer relevance.
+    tasks: tuple[str, ...] = ("support",)
 
 
 def _auto(records: Sequence[Any]) -> str:
