@@ -18,10 +18,10 @@ from pathlib import Path
 
 from stagewise.errors import InputError
 
-__all__ = ["APPLICATION_ID", "SCHEMA", "VERSION", "identify", "initialise", "migrate"]
+__all__ = ["APPLICATION_ID", "CAMPAIGN_SCHEMA", "SCHEMA", "VERSION", "identify", "initialise", "migrate"]
 
 APPLICATION_ID = 0x53545753  # "STWS"
-VERSION = 2
+VERSION = 3
 
 # schema 1 (the tables of every version so far; version 2 added the header marker only)
 SCHEMA = """
@@ -36,6 +36,43 @@ CREATE TABLE IF NOT EXISTS history (
     time REAL NOT NULL, who TEXT NOT NULL,
     undone INTEGER NOT NULL DEFAULT 0  -- 1 for a row undone, and for the row that records the undo
 );
+"""
+
+# schema 3 added assessment campaigns (stagewise.store.campaigns). A judgement is -1 (skipped), 0..3 (a label)
+# or, in the history, NULL (none yet)
+CAMPAIGN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS campaigns (
+    name TEXT PRIMARY KEY, created REAL NOT NULL, settings TEXT NOT NULL, admin_token TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_assessors (
+    campaign TEXT NOT NULL, name TEXT NOT NULL, token TEXT NOT NULL, PRIMARY KEY (campaign, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_topics (
+    campaign TEXT NOT NULL, qid TEXT NOT NULL, title TEXT NOT NULL, description TEXT, narrative TEXT,
+    PRIMARY KEY (campaign, qid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_documents (
+    campaign TEXT NOT NULL, docid TEXT NOT NULL, text TEXT, PRIMARY KEY (campaign, docid)  -- text NULL: missing
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_items (
+    campaign TEXT NOT NULL, item INTEGER NOT NULL, qid TEXT NOT NULL, docid TEXT NOT NULL,
+    prelabel INTEGER, pool TEXT NOT NULL, PRIMARY KEY (campaign, item)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_queue (
+    campaign TEXT NOT NULL, assessor TEXT NOT NULL, position INTEGER NOT NULL, item INTEGER NOT NULL,
+    overlap INTEGER NOT NULL, PRIMARY KEY (campaign, assessor, position)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_labels (
+    campaign TEXT NOT NULL, assessor TEXT NOT NULL, item INTEGER NOT NULL, label INTEGER NOT NULL,
+    time REAL NOT NULL, spent REAL NOT NULL, PRIMARY KEY (campaign, assessor, item)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS campaign_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    campaign TEXT NOT NULL, assessor TEXT NOT NULL, item INTEGER NOT NULL, action TEXT NOT NULL,
+    old INTEGER, new INTEGER, time REAL NOT NULL, spent REAL NOT NULL, prelabel_shown INTEGER NOT NULL,
+    request TEXT, undone INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS campaign_requests ON campaign_history (campaign, assessor, request)
 """
 
 _MAGIC = b"SQLite format 3\x00"
@@ -120,9 +157,9 @@ def legacy_matches(tables: set[tuple[str, str, str]]) -> bool:
     return tables == _legacy_schema() or tables == {t for t in _legacy_schema() if t[1] != "sqlite_sequence"}
 
 
-def _statements() -> list[str]:
+def _statements(text: str = SCHEMA) -> list[str]:
     """:data:`SCHEMA` one statement at a time (``executescript`` would commit the transaction it runs in)."""
-    return [s.strip() for s in SCHEMA.split(";\n") if s.strip()]
+    return [s.strip() for s in text.split(";\n") if s.strip()]
 
 
 def initialise(db: sqlite3.Connection) -> None:
@@ -131,7 +168,7 @@ def initialise(db: sqlite3.Connection) -> None:
     try:
         db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         db.execute(f"PRAGMA user_version = {VERSION}")
-        for statement in _statements():
+        for statement in _statements() + _statements(CAMPAIGN_SCHEMA):
             db.execute(statement)
     except BaseException:
         db.execute("ROLLBACK")
@@ -139,12 +176,17 @@ def initialise(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
+def _v2_to_v3(db: sqlite3.Connection) -> None:
+    for statement in _statements(CAMPAIGN_SCHEMA):
+        db.execute(statement)
+
+
 def _v1_to_v2(db: sqlite3.Connection) -> None:
     db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 # version -> the step to the next one; each runs in its own transaction, which also sets the new version
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(db: sqlite3.Connection, path: Path) -> None:
