@@ -1,4 +1,5 @@
-"""Topic-set-size design against statsmodels' independent power functions (Sakai's table values were not at hand).
+"""Topic-set-size design against statsmodels' independent power functions and Cohen's published tables (Sakai's
+own table values were not at hand offline).
 
 For every setting the returned n must be the smallest: statsmodels' power at n reaches 1 - beta and at n - 1
 does not. statsmodels' TTestPower and FTestAnovaPower compute power from the noncentral t and F with their
@@ -55,6 +56,23 @@ def test_anova_topics_are_the_smallest_n_by_statsmodels(systems, alpha, beta, mi
     solver = power_mod.FTestAnovaPower()
     assert solver.power(f, systems * n, alpha, k_groups=systems) >= 1 - beta
     assert solver.power(f, systems * (n - 1), alpha, k_groups=systems) < 1 - beta
+
+
+# Published sample sizes (alpha 0.05, power 0.80), each the classic worked value of its design: a one-sample
+# (paired) t-test for a medium effect d = 0.5 needs 34 (Cohen 1988, ch. 2; G*Power's "difference from constant"
+# example), and a one-way ANOVA for Cohen's medium f = 0.25 needs 64, 53, 45 and 40 per group for 2 to 5 groups
+# (Cohen 1988, Table 8.4.4; G*Power's totals 128, 159, 180, 200). Sakai's designs are these designs: his paired
+# t-test's minDt is Cohen's d, and his ANOVA's minD between the best and the worst of m systems, the others at the
+# grand mean, is f = minD / sqrt(2 m sigma^2).
+@pytest.mark.parametrize(("systems", "per_group"), [(2, 64), (3, 53), (4, 45), (5, 40)])
+def test_anova_topics_equal_cohens_published_table_for_a_medium_effect(systems: int, per_group: int) -> None:
+    assert P.topics_for_anova(systems, min_diff=0.25 * np.sqrt(2 * systems), variance=1.0) == per_group
+
+
+def test_t_test_topics_equal_the_published_value_for_a_medium_effect() -> None:
+    assert P.topics_for_t_test(min_diff=0.5, variance=1.0) == 34
+    # the two-sample design with the same effect is the two-group ANOVA above: 64 a group
+    assert P.topics_for_anova(2, min_diff=0.5, variance=1.0) == 64
 
 
 def test_more_systems_or_a_smaller_difference_need_more_topics() -> None:
