@@ -559,7 +559,6 @@ class PeerName:
 
 
 _NDEVAL = "ndeval's intent-aware and diversity measures are not in stagewise yet"
-_CWL = "cwl_eval's user models are not in stagewise yet"
 
 #: Spellings of ir_measures and ranx whose number differs from what a case-insensitive lookup of the name would
 #: give here, or that name a measure stagewise lacks. Matched on the exact spelling (case included, ``-`` read
@@ -586,8 +585,6 @@ PEER_NAMES: dict[str, PeerName] = {
     **{name: PeerName("ir_measures", None, instead=_NDEVAL) for name in (
         "AP_IA", "ERR_IA", "MAP_IA", "NRBP", "nNRBP", "P_IA", "StRecall", "alpha_DCG", "alpha_nDCG",
         "α_DCG", "α_nDCG", "nERR_IA")},
-    **{name: PeerName("ir_measures", None, instead=_CWL) for name in (
-        "BPM", "INSQ", "INST", "NERR8", "NERR9", "NERR10", "NERR11", "SDCG")},
 }  # fmt: skip
 
 
@@ -886,3 +883,8 @@ def aggregate(measure: Measure, values: np.ndarray) -> float:
     if kind == "geometric":
         return float(np.exp(K.geometric_log(values).mean()))
     return float(values.mean())
+
+
+# cwl_eval's user models (INST, INSQ, BPM, NERR8-11, SDCG) register their families from their own module; their
+# ir_measures spellings reach them through the registry's case-insensitive names.
+from stagewise.metrics import cwl as _cwl  # noqa: E402, F401
