@@ -164,6 +164,10 @@ class EvalContext:
     judgement_label: np.ndarray
     missing_queries: list[str]
     run_only_queries: list[str]
+    # The qrels and run joined here, for measures that need more than the judged rows (ndeval's subtopics,
+    # stagewise.metrics.diversity); None in a context built by hand.
+    judgements: Qrels | None = field(default=None, repr=False)
+    run: Run | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -247,6 +251,8 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
         judgement_label=qrels.labels[judged_kept].astype(np.int64),
         missing_queries=missing,
         run_only_queries=run_only,
+        judgements=qrels,
+        run=run,
     )
 
 
