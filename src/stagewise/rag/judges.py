@@ -297,6 +297,13 @@ def _calibrated(**params: Any) -> Any:
     return CalibratedJudge(**params)
 
 
+def _query_coverage(**params: Any) -> Any:
+    """:class:`stagewise.rag.relevance.QueryCoverageJudge` (a relevance judge), imported on use."""
+    from stagewise.rag.relevance import QueryCoverageJudge
+
+    return QueryCoverageJudge(**params)
+
+
 _JUDGE_THRESHOLD = Param(
     float, 0.6, "the least share of the claim's content words found in the passages", "a number in [0, 1]",
     lambda v: 0 <= v <= 1,
@@ -328,6 +335,21 @@ JUDGES: Registry[JudgeEntry] = Registry(
                 str, "dense", "the fitted model: dense (MiniLM cosines too) or lexical", choices=("dense", "lexical")
             )
         },
+    ),
+    JudgeEntry(
+        "query-coverage",
+        "relevance 0-3: the share of the query's content words in the passage, binned at fixed quarters",
+        _query_coverage,
+        {
+            "thresholds": Param(
+                tuple,
+                (0.25, 0.5, 0.75),
+                "the coverage grades 1, 2 and 3 need",
+                "three increasing numbers in [0, 1]",
+                lambda v: len(v) == 3 and 0 <= v[0] < v[1] < v[2] <= 1,
+            )
+        },
+        tasks=("relevance",),
     ),
     JudgeEntry("none", "no judge: sentence-level citation scores are not computed", None),
 )
