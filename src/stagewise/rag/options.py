@@ -47,12 +47,17 @@ def _judge(value: Any, name: str) -> Any:
     """A judge option as kept: the canonical name of a registered judge, or the judge object itself."""
     if value is None:
         return None
-    expected = f"one of {', '.join(JUDGES.names())} (lexical(threshold=0.5): the spec grammar) or a SupportJudge"
+    # only the entries that answer support (a relevance judge such as query-coverage is no citation judge)
+    support = [n for n in JUDGES.names() if "support" in JUDGES[n].tasks]
+    expected = f"one of {', '.join(support)} (lexical(threshold=0.5): the spec grammar) or a SupportJudge"
     if isinstance(value, str | JudgeSpec):
         try:
-            return parse_judge(value).name
+            spec = parse_judge(value)
         except ConventionError:
             raise parameter_error(name, "evaluate_rag", expected, value) from None
+        if "support" not in spec.entry.tasks:
+            raise parameter_error(name, "evaluate_rag", expected, value)
+        return spec.name
     if not callable(getattr(value, "supports", None)):
         raise parameter_error(name, "evaluate_rag", expected, value)
     return value
