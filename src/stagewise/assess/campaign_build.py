@@ -1,0 +1,164 @@
+"""Assessment campaigns, the part that reads files and writes the store: a campaign made from a pool, a collection,
+topics and assessors (:func:`create_campaign`); its labels merged into qrels (:func:`export_qrels`); and the
+agreement between its assessors (:func:`campaign_agreement`), through :mod:`stagewise.assess.merge` and
+:mod:`stagewise.assess.summary`, as for qrels files.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stagewise.assess.campaign import assign, check_assessors, merged_text, read_pool
+from stagewise.errors import InputError, parameter_error
+from stagewise.store.campaigns import CampaignStore
+
+__all__ = ["CampaignOptions", "Created", "campaign_agreement", "create_campaign", "export_qrels", "new_token"]
+
+#: A judge's pre-label of one item: ``(query text, document text) -> label``.
+Prelabeller = Callable[[str, str], int]
+
+
+def new_token() -> str:
+    """A fresh token: 24 URL-safe characters (144 random bits), safe in a header, a cookie and a URL."""
+    return secrets.token_urlsafe(18)
+
+
+@dataclass(frozen=True)
+class CampaignOptions:
+    """How a campaign hands out its items: ``overlap`` (the share judged by several assessors), ``seed``,
+    ``per_overlap`` (assessors per overlap item; None: all), ``blind`` (no pool order, priority or runs shown)
+    and ``show_prelabels`` (the judge's pre-labels shown to assessors; hidden by default)."""
+
+    overlap: float = 0.0
+    seed: int = 0
+    per_overlap: int | None = None
+    blind: bool = True
+    show_prelabels: bool = False
+
+
+@dataclass(frozen=True)
+class Created:
+    """What :func:`create_campaign` made: the campaign's name, each assessor's token, the administrator's token,
+    the counts (items, overlap items, queue lengths) and what the inputs lacked (documents without a text)."""
+
+    name: str
+    tokens: dict[str, str]
+    admin_token: str
+    items: int
+    overlap_items: int
+    queue_lengths: dict[str, int]
+    missing_documents: list[str] = field(default_factory=list)
+
+
+def _topics_for(topics_path: str | Path, queries: Sequence[str]) -> dict[str, tuple[str, str | None, str | None]]:
+    from stagewise.data.topics import read_topics
+
+    topics = read_topics(topics_path)
+    lacking = [q for q in dict.fromkeys(queries) if q not in topics]
+    if lacking:
+        shown = ", ".join(repr(q) for q in lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        raise InputError(
+            os.fspath(topics_path),
+            f"has no topic for {len(lacking)} pooled quer{'y' if len(lacking) == 1 else 'ies'}: {shown}",
+            hint="an assessor cannot judge a document without its query; give the topics of every pooled query",
+        )
+    return {q: (topics[q].title, topics[q].description, topics[q].narrative) for q in dict.fromkeys(queries)}
+
+
+def create_campaign(
+    store: CampaignStore,
+    name: str,
+    *,
+    pool: str | Path,
+    collection: str | Path,
+    topics: str | Path,
+    assessors: Sequence[str],
+    options: CampaignOptions = CampaignOptions(),
+    prelabel: Prelabeller | None = None,
+    prelabel_name: str | None = None,
+) -> Created:
+    """Read the pool, the topics and the pooled documents' texts, assign the queues and store the campaign.
+
+    Every pooled query must have a topic (an :class:`InputError` names those that do not); a pooled document
+    missing from the collection is stored without a text (the page says so) and listed in the result.
+    ``prelabel`` (a judge, named ``prelabel_name``) labels every item whose document has a text."""
+    from stagewise.data.trec_documents import document_texts
+
+    if not name or len(name) > 200:
+        raise parameter_error("name", "create_campaign", "a non-empty name of at most 200 characters", name)
+    names = check_assessors(assessors)
+    items = read_pool(pool)
+    assignment = assign(len(items), names, overlap=options.overlap, seed=options.seed, per_overlap=options.per_overlap)
+    topic_rows = _topics_for(topics, [i.query_id for i in items])
+    wanted = {i.doc_id for i in items}
+    texts: dict[str, str | None] = dict(document_texts(collection, wanted))
+    missing = sorted(wanted - set(texts))
+    texts.update(dict.fromkeys(missing))
+    marks = None
+    if prelabel is not None:
+        marks = [
+            None if texts[i.doc_id] is None else int(prelabel(topic_rows[i.query_id][0], texts[i.doc_id] or ""))
+            for i in items
+        ]
+    tokens = {a: new_token() for a in names}
+    admin = new_token()
+    settings: dict[str, Any] = {
+        "pool": os.fspath(pool), "collection": os.fspath(collection), "topics": os.fspath(topics),
+        "overlap": options.overlap, "seed": options.seed, "per_overlap": options.per_overlap,
+        "blind": options.blind, "prelabels": prelabel_name if prelabel is not None else None,
+        "show_prelabels": bool(options.show_prelabels and prelabel is not None),
+        "items": len(items), "overlap_items": len(assignment.overlap_items),
+    }  # fmt: skip
+    store.create(
+        name,
+        items=[(i.query_id, i.doc_id, i.note) for i in items],
+        queues=assignment.queues,
+        tokens=tokens,
+        admin_token=admin,
+        topics=topic_rows,
+        documents=texts,
+        settings=settings,
+        prelabels=marks,
+    )
+    lengths = {a: len(q) for a, q in assignment.queues.items()}
+    return Created(name, tokens, admin, len(items), len(assignment.overlap_items), lengths, missing)
+
+
+def _labelled(store: CampaignStore, name: str) -> dict[str, dict[str, dict[str, int]]]:
+    return {a: labels for a, labels in store.labels(name).items() if labels}
+
+
+def export_qrels(store: CampaignStore, name: str, policy: str = "majority") -> tuple[str, Any]:
+    """The campaign's labels merged by ``policy`` (:data:`~stagewise.assess.catalogue.MERGE_POLICIES`, in the spec
+    grammar) as TREC qrels text under a header naming the campaign, the policy and the assessors; and the
+    :class:`~stagewise.assess.merge.Merged` itself. Skipped items are not labels; an item one assessor judged
+    keeps that label under every policy but ``adjudicator``."""
+    from stagewise.assess.catalogue import merge, parse_policy
+
+    chosen = parse_policy(policy)  # before the store is read: a bad policy is the policy's own error
+    labels = _labelled(store, name)
+    if not labels:
+        raise InputError(os.fspath(store.path), f"campaign {name!r} has no labels yet", hint="label some items first")
+    merged = merge(labels, chosen)
+    return merged_text(merged, name), merged
+
+
+def campaign_agreement(store: CampaignStore, name: str, *, relevance_level: int | None = None) -> Any:
+    """The :class:`~stagewise.assess.summary.AgreementReport` of the campaign's assessors (those with a label),
+    as ``stagewise agreement`` gives for qrels files: Cohen's kappa per pair on the items both labelled, Fleiss'
+    kappa, Krippendorff's alpha, per-assessor figures."""
+    from stagewise.assess.summary import agreement_report
+
+    labels = _labelled(store, name)
+    if len(labels) < 2:
+        raise InputError(
+            os.fspath(store.path),
+            f"campaign {name!r} has labels from {len(labels)} assessor{'' if len(labels) == 1 else 's'}",
+            expected="labels from two assessors or more to measure agreement",
+        )
+    return agreement_report(labels, relevance_level=relevance_level)
