@@ -558,8 +558,6 @@ class PeerName:
     switch: tuple[tuple[str, str], ...] = ()
 
 
-_NDEVAL = "ndeval's intent-aware and diversity measures are not in stagewise yet"
-
 #: Spellings of ir_measures and ranx whose number differs from what a case-insensitive lookup of the name would
 #: give here, or that name a measure stagewise lacks. Matched on the exact spelling (case included, ``-`` read
 #: as ``_``) before the registry: ``ERR@10`` is ir_measures' (gdeval's, highest grade 4) while ``err@10`` stays
@@ -582,9 +580,12 @@ PEER_NAMES: dict[str, PeerName] = {
     "r_precision": PeerName("ranx", "Rprec"),
     "ndcg_burges": PeerName("ranx", "ndcg", (("gain", "exp"),)),
     "dcg_burges": PeerName("ranx", "dcg", (("gain", "exp"),)),
-    **{name: PeerName("ir_measures", None, instead=_NDEVAL) for name in (
-        "AP_IA", "ERR_IA", "MAP_IA", "NRBP", "nNRBP", "P_IA", "StRecall", "alpha_DCG", "alpha_nDCG",
-        "α_DCG", "α_nDCG", "nERR_IA")},
+    # ndeval's measures as ir_measures computes them (through pyndeval, whose runs break score ties by doc id
+    # ascending): stagewise.metrics.diversity
+    **{name: PeerName("ir_measures", family, (("ties", "docid-ascending"),)) for name, family in (
+        ("AP_IA", "ap_ia"), ("MAP_IA", "ap_ia"), ("ERR_IA", "err_ia"), ("nERR_IA", "nerr_ia"), ("NRBP", "nrbp"),
+        ("nNRBP", "nnrbp"), ("P_IA", "p_ia"), ("StRecall", "strec"), ("alpha_DCG", "alpha_dcg"),
+        ("α_DCG", "alpha_dcg"), ("alpha_nDCG", "alpha_ndcg"), ("α_nDCG", "alpha_ndcg"))},
 }  # fmt: skip
 
 
@@ -888,3 +889,6 @@ def aggregate(measure: Measure, values: np.ndarray) -> float:
 # cwl_eval's user models (INST, INSQ, BPM, NERR8-11, SDCG) register their families from their own module; their
 # ir_measures spellings reach them through the registry's case-insensitive names.
 from stagewise.metrics import cwl as _cwl  # noqa: E402, F401
+
+# ndeval's intent-aware and diversity measures (alpha-nDCG, ERR-IA, NRBP, ...) register theirs the same way.
+from stagewise.metrics import diversity as _diversity  # noqa: E402, F401
