@@ -125,7 +125,11 @@ def _provider(measure) -> str | None:
             provider.initialize()
         except RuntimeError:
             continue
-        if provider.supports(measure):
+        try:
+            supported = provider.supports(measure)
+        except AssertionError:  # ir_measures' own check of a required parameter (INST without max_rel)
+            return None
+        if supported:
             return name
     return None
 
