@@ -27,12 +27,12 @@ family        C(i)                                                              
 ============  =======================================================================  ======================
 inst          ``((i + 2T - cg(i) - 1) / (i + 2T - cg(i)))**2``                          ``INST(T=1,max_rel=3)``
 insq          ``((i + 2T - 1) / (i + 2T))**2``                                          ``INSQ(T=1,max_rel=3)``
-bpm@K         1 while ``cg(i) < T`` and ``i < K``, then 0 (the static BPM)              ``BPM(T=1,max_rel=3)@K``
-nerr8@k       ``1 - g(i)`` for ``i < k``, then 0                                       ``NERR8(max_rel=3)@k``
-nerr9@k       ``i / (i + 1) * (1 - g(i))`` for ``i < k``, then 0                        ``NERR9(max_rel=3)@k``
+bpm@K         1 while ``cg(i) < T`` and ``i < K``, then 0 (the static BPM)              ``BPM(T=1,max_rel=3)@10``
+nerr8@k       ``1 - g(i)`` for ``i < k``, then 0                                       ``NERR8(max_rel=3)@10``
+nerr9@k       ``i / (i + 1) * (1 - g(i))`` for ``i < k``, then 0                        ``NERR9(max_rel=3)@10``
 nerr10        ``p * (1 - g(i))``                                                        ``NERR10(p=0.9,max_rel=3)``
 nerr11        ``((i + 2T - 1) / (i + 2T))**2 * (1 - g(i))``                             ``NERR11(T=1,max_rel=3)``
-sdcg@k        ``log2(i + 1) / log2(i + 2)`` for ``i < k``, then 0: DCG@k over the DCG@k   ``SDCG(max_rel=3)@k``
+sdcg@k        ``log2(i + 1) / log2(i + 2)`` for ``i < k``, then 0: DCG@k over the DCG@k   ``SDCG(max_rel=3)@10``
               of a ranking whose every result has gain 1
 ============  =======================================================================  ======================
 
