@@ -56,6 +56,9 @@ def judgements_of(qrels: Qrels, query_ids: np.ndarray) -> Qrels:
     follow the part, not the whole qrels."""
     if len(query_ids) == len(qrels.query_ids):
         return qrels
+    subset = getattr(qrels, "of_queries", None)
+    if subset is not None:  # subtopic qrels (ndeval's) take their subtopics along
+        return subset(query_ids)
     index = np.searchsorted(qrels.query_ids, query_ids)
     starts, stops = qrels.offsets[index], qrels.offsets[index + 1]
     lengths = stops - starts
