@@ -654,6 +654,10 @@ class Measure:
         >>> str(Measure.parse("ERR@10")), str(Measure.parse("err@10")), str(Measure.parse("map@100-l2"))
         ('err@10(max_label=4)', 'err@10', 'map@100(rel=2)')
         """
+        if isinstance(text, str) and ":" in text.split("(", 1)[0]:  # a plug-in's module:attr (metrics/custom.py)
+            from stagewise.metrics.custom import load_plugin
+
+            text = load_plugin(text)
         source, level = _ranx_forms(text) if isinstance(text, str) else (text, None)
         call = parse_call(source, "metric", _EXAMPLES, error=MetricError)
         name, cutoff_text, params = call.name, call.at, dict(call.params)
