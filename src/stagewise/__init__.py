@@ -18,6 +18,7 @@ from stagewise._version import __version__
 
 _EXPORTS = {
     "evaluate": "stagewise.engines",
+    "define": "stagewise.metrics.custom",
     "EvalResult": "stagewise.metrics.result",
     "Conventions": "stagewise.metrics.context",
     "Measure": "stagewise.metrics.measures",
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from stagewise.errors import ConventionError, InputError, MetricError, StagewiseError
     from stagewise.fusion.api import fuse
     from stagewise.metrics.context import Conventions
+    from stagewise.metrics.custom import define
     from stagewise.metrics.measures import Measure
     from stagewise.metrics.result import EvalResult
     from stagewise.rag.diagnose import evaluate_rag
