@@ -14,6 +14,7 @@ import typer
 
 from stagewise.cli import (
     agreement_cmd,
+    campaign_cmd,
     compare_cmd,
     demo_cmd,
     encode_cmd,
@@ -22,6 +23,7 @@ from stagewise.cli import (
     gate_cmd,
     hybrid_cmd,
     index_cmd,
+    judge_cmd,
     pool_cmd,
     power_cmd,
     rag_cmd,
@@ -104,6 +106,8 @@ for _info in serve_cmd.labels_app.registered_commands:
     _info.cls = StagewiseCommand
 app.add_typer(serve_cmd.labels_app)
 app.add_typer(power_cmd.power_app)
+app.add_typer(campaign_cmd.campaign_app)
+app.add_typer(judge_cmd.judge_app)
 
 
 def main(argv: list[str] | None = None) -> None:
