@@ -356,23 +356,23 @@ _PLAIN = {"rel": REL, "ties": TIES}
 #: The families, in ndeval's column order.
 DIVERSITY_FAMILIES: tuple[Family, ...] = (
     Family("err_ia", f"ndeval's ERR-IA@k, alpha = 0.5, normalised by the ideal ideal; {_SUBTOPICS}", err_ia,
-           cutoff="required", options=_CUT, prefix_safe=True),
+           cutoff="required", options=_CUT),
     Family("nerr_ia", f"ERR-IA@k over the ideal ranking's (ndeval nERR-IA), alpha = 0.5; {_SUBTOPICS}", nerr_ia,
-           cutoff="required", options=_CUT, prefix_safe=True),
+           cutoff="required", options=_CUT),
     Family("alpha_dcg", f"ndeval's alpha-DCG@k, alpha = 0.5, normalised by the ideal ideal; {_SUBTOPICS}", alpha_dcg,
-           cutoff="required", options=_CUT, prefix_safe=True, aliases=("α_dcg",)),
+           cutoff="required", options=_CUT, aliases=("α_dcg",)),
     Family("alpha_ndcg", f"alpha-nDCG@k (ndeval), alpha = 0.5, greedy ideal ranking; {_SUBTOPICS}", alpha_ndcg,
-           cutoff="required", options=_CUT, prefix_safe=True, aliases=("α_ndcg",)),
+           cutoff="required", options=_CUT, aliases=("α_ndcg",)),
     Family("nrbp", f"novelty- and rank-biased precision (ndeval), alpha = 0.5, beta = 0.5; {_SUBTOPICS}", nrbp,
-           options={**_CUT, "beta": BETA}, prefix_safe=True),
+           options={**_CUT, "beta": BETA}),
     Family("nnrbp", f"NRBP over the ideal ranking's (ndeval), alpha = 0.5, beta = 0.5; {_SUBTOPICS}", nnrbp,
-           options={**_CUT, "beta": BETA}, prefix_safe=True),
+           options={**_CUT, "beta": BETA}),
     Family("ap_ia", f"intent-aware AP: the mean of each subtopic's AP (ndeval MAP-IA); {_SUBTOPICS}", ap_ia,
-           options=_PLAIN, prefix_safe=True, aliases=("map_ia",)),
+           options=_PLAIN, aliases=("map_ia",)),
     Family("p_ia", f"intent-aware precision@k: relevant (result, subtopic) pairs / (k N) (ndeval); {_SUBTOPICS}",
-           p_ia, cutoff="required", options=_PLAIN, prefix_safe=True),
+           p_ia, cutoff="required", options=_PLAIN),
     Family("strec", f"subtopic recall@k: subtopics covered in the top k / N (ndeval); {_SUBTOPICS}", strec,
-           cutoff="required", options=_PLAIN, prefix_safe=True, aliases=("st_recall", "subtopic_recall")),
+           cutoff="required", options=_PLAIN, aliases=("st_recall", "subtopic_recall")),
 )  # fmt: skip
 
 for _family in DIVERSITY_FAMILIES:
