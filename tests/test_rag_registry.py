@@ -168,7 +168,7 @@ def test_a_registered_criterion_works_on_the_command_line(toys: None, records: P
 
 # ------------------------------------------------------------------------------------------------ judges
 def test_judges_are_named_canonically() -> None:
-    assert JUDGES.names() == ["auto", "gold", "lexical", "calibrated", "query-coverage", "none"]
+    assert JUDGES.names() == ["auto", "gold", "lexical", "calibrated", "query-coverage", "none", "llm"]
     assert parse_judge("Lexical(threshold=0.50)").name == "lexical(threshold=0.5)"
     assert parse_judge("lexical(threshold=0.6)").name == "lexical"  # a default is left out
     assert isinstance(LexicalJudge(), Judge) and LexicalJudge(0.5).name == "lexical(threshold=0.5)"

@@ -304,6 +304,36 @@ def _query_coverage(**params: Any) -> Any:
     return QueryCoverageJudge(**params)
 
 
+def _llm(**params: Any) -> Any:
+    """:class:`stagewise.rag.llm_judges.LlmJudge`, imported on use (it needs httpx when it calls)."""
+    from stagewise.rag.llm_judges import LlmJudge
+
+    return LlmJudge(**params)
+
+
+def _positive(kind: type, default: Any, help: str, least: float = 1) -> Param:
+    return Param(kind, default, help, f"a number >= {least:g}", lambda v: v >= least)
+
+
+# The llm judge's parameters (stagewise.rag.llm_judges documents each); "" reads the environment.
+_LLM_PARAMS = {
+    "model": Param(str, "", "the model the endpoint serves; '' reads STAGEWISE_LLM_MODEL"),
+    "url": Param(str, "", "the endpoint's base URL, quoted ('http://127.0.0.1:8080/v1'); '' reads STAGEWISE_LLM_URL"),
+    "support_prompt": Param(str, "support-v1", "the support prompt's version"),
+    "relevance_prompt": Param(str, "umbrela-v1", "the 0-3 relevance prompt's version"),
+    "nugget_prompt": Param(str, "nugget-v1", "the nugget assignment prompt's version"),
+    "key_env": Param(str, "OPENAI_API_KEY", "the environment variable holding the API key"),
+    "timeout": _positive(float, 60.0, "seconds one attempt may take", 0.001),
+    "retries": _positive(int, 3, "retries of a failed call", 0),
+    "concurrency": _positive(int, 4, "calls in flight at once"),
+    "max_calls": _positive(int, 0, "the call budget (0: none); past it, items are unjudged", 0),
+    "seed": Param(int, 0, "the seed sent with every request (temperature is always 0)"),
+    "max_tokens": _positive(int, 256, "the longest answer, in tokens"),
+    "nuggets_per_call": _positive(int, 10, "nuggets assessed in one call"),
+    "cache": Param(str, "", "the JSONL reply cache; '' reads STAGEWISE_LLM_CACHE, else ~/.cache/stagewise; off"),
+    "dry_run": Param(bool, False, "make no call; plan() says what a run would send"),
+}
+
 _JUDGE_THRESHOLD = Param(
     float, 0.6, "the least share of the claim's content words found in the passages", "a number in [0, 1]",
     lambda v: 0 <= v <= 1,
@@ -352,6 +382,13 @@ JUDGES: Registry[JudgeEntry] = Registry(
         tasks=("relevance",),
     ),
     JudgeEntry("none", "no judge: sentence-level citation scores are not computed", None),
+    JudgeEntry(
+        "llm",
+        "a model behind an OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp, OpenAI), versioned prompts",
+        _llm,
+        _LLM_PARAMS,
+        tasks=("support", "relevance"),
+    ),
 )
 
 
