@@ -63,7 +63,7 @@ def _numbers(result) -> tuple:
 # ------------------------------------------------------------------------------------------- Conventions helpers
 def test_the_fields_are_read_from_the_dataclass() -> None:
     assert tuple(f.name for f in dataclasses.fields(Conventions)) == CONVENTION_FIELDS
-    assert set(CONVENTION_FIELDS) == {"relevance_level", "ties", "missing", "max_ret", "judged_only"}
+    assert set(CONVENTION_FIELDS) == {"relevance_level", "ties", "missing", "max_ret", "judged_only", "ignore_self"}
 
 
 def test_with_and_conventions_from() -> None:

@@ -236,6 +236,14 @@ MaxRetOption = Annotated[
 JudgedOnlyOption = Annotated[
     bool, typer.Option("--judged-only", "-J", help="Drop unjudged results before measuring (trec_eval -J).")
 ]
+IgnoreSelfOption = Annotated[
+    bool,
+    typer.Option(
+        "--ignore-self",
+        help="Drop results whose document id is the query id, closing up the ranks (BEIR's ignore_identical_ids: "
+        "ArguAna, Quora). Stated in the output.",
+    ),
+]
 
 
 @contextlib.contextmanager

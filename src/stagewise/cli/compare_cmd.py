@@ -24,6 +24,7 @@ from stagewise.cli.common import (
     DuplicatesOption,
     EngineChoice,
     EngineOption,
+    IgnoreSelfOption,
     JudgedOnlyOption,
     Loaded,
     MaxRetOption,
@@ -225,6 +226,7 @@ def compare_command(
     missing: MissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
+    ignore_self: IgnoreSelfOption = False,
     digits: DigitsOption = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
@@ -281,7 +283,7 @@ def compare_command(
             standardise=standardise,
             reference=None if reference is None else tuple(map(label, reference)),
         )
-        conventions = _conventions(relevance_level, ties, missing, max_ret, judged_only)
+        conventions = _conventions(relevance_level, ties, missing, max_ret, judged_only, ignore_self)
         metrics = split_metrics(metric) if metric else list(DEFAULT_METRICS)
         read = lambda: read_qrels_as(qrels, qrels_format)  # noqa: E731
         result = _compare(read, runs, metrics, options, conventions, engine, scheduler, duplicates)
@@ -289,7 +291,9 @@ def compare_command(
         _show(result, chosen_format, output, shown, f"{chosen_format}, {len(runs)} runs, {len(metrics)} metric(s)")
 
 
-def _conventions(relevance_level: int, ties: Ties, missing: Missing, max_ret: int | None, judged: bool) -> Conventions:
+def _conventions(
+    relevance_level: int, ties: Ties, missing: Missing, max_ret: int | None, judged: bool, ignore_self: bool = False
+) -> Conventions:
     """The evaluation's conventions from the command's options."""
     from stagewise.metrics.context import Conventions
 
@@ -299,6 +303,7 @@ def _conventions(relevance_level: int, ties: Ties, missing: Missing, max_ret: in
         missing=missing.value,  # type: ignore[arg-type]
         max_ret=max_ret,
         judged_only=judged,
+        ignore_self=ignore_self,
     )
 
 

@@ -14,6 +14,7 @@ from stagewise.cli.common import (
     DuplicatesOption,
     EngineChoice,
     EngineOption,
+    IgnoreSelfOption,
     JudgedOnlyOption,
     Loaded,
     MaxRetOption,
@@ -115,6 +116,7 @@ def eval_command(
     missing: EvalMissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
+    ignore_self: IgnoreSelfOption = False,
     digits: DigitsOption = 4,
     qrels_format: QrelsFormatOption = None,
     duplicates: DuplicatesOption = Duplicates.error,
@@ -159,6 +161,7 @@ def eval_command(
             missing=missing.value,  # type: ignore[arg-type]
             max_ret=max_ret,
             judged_only=judged_only,
+            ignore_self=ignore_self,
         )
         # The files are read by evaluate() once it has checked the metrics and conventions; the runs an engine
         # holds whole are kept (by label, with their paths) for validate's warnings.

@@ -17,6 +17,7 @@ import typer
 from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     MAX_PERMUTATIONS,
+    IgnoreSelfOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
@@ -121,6 +122,7 @@ def gate_command(
     missing: MissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
+    ignore_self: IgnoreSelfOption = False,
     qrels_format: QrelsFormatOption = None,
 ) -> None:
     """Gate a run in CI: exit 0 when every check passes, 1 when one fails (2: bad input).
@@ -166,6 +168,7 @@ def gate_command(
             missing=missing.value,  # type: ignore[arg-type]
             max_ret=max_ret,
             judged_only=judged_only,
+            ignore_self=ignore_self,
         )
         result = gate(
             lambda: read_qrels_as(qrels, qrels_format),

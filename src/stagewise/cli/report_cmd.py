@@ -13,6 +13,7 @@ import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    IgnoreSelfOption,
     JudgedOnlyOption,
     MaxRetOption,
     Missing,
@@ -132,6 +133,7 @@ def report_command(
     missing: MissingOption = Missing.zero,
     max_ret: MaxRetOption = None,
     judged_only: JudgedOnlyOption = False,
+    ignore_self: IgnoreSelfOption = False,
     digits: DigitsOption = 4,
     qrels_format: QrelsFormatOption = None,
 ) -> None:
@@ -182,6 +184,7 @@ def report_command(
             missing=missing.value,
             max_ret=max_ret,
             judged_only=judged_only,
+            ignore_self=ignore_self,
         )
         pyplot()  # matplotlib missing: said before any file is read
         made = _study(

@@ -50,6 +50,10 @@ class Conventions:
         Only the first ``max_ret`` results of each query count (trec_eval ``-M``).
     judged_only : bool, default=False
         Drop unjudged results before measuring, closing the gaps (trec_eval ``-J``).
+    ignore_self : bool, default=False
+        Drop every result whose document id is its query's id before measuring, closing the gaps (BEIR's
+        ``ignore_identical_ids``: in ArguAna or Quora a query is itself a document of the corpus). The qrels
+        are left as they are.
     """
 
     relevance_level: int = 1
@@ -57,6 +61,7 @@ class Conventions:
     missing: MissingPolicy = "zero"
     max_ret: int | None = None
     judged_only: bool = False
+    ignore_self: bool = False
 
     def __post_init__(self) -> None:
         if self.ties not in TIE_POLICIES:
@@ -72,7 +77,7 @@ class Conventions:
         """These conventions with some fields replaced; an unknown field is a :class:`ConventionError`.
 
         >>> Conventions().with_(missing="skip", relevance_level=2)
-        Conventions(relevance_level=2, ties='docid', missing='skip', max_ret=None, judged_only=False)
+        Conventions(relevance_level=2, ties='docid', missing='skip', max_ret=None, judged_only=False, ignore_self=False)
         """
         unknown = sorted(set(overrides) - set(CONVENTION_FIELDS))
         if unknown:
@@ -104,6 +109,11 @@ class Conventions:
             "run_only_queries": "queries without judgements are ignored",
             "max_ret": self.max_ret,
             "judged_only": self.judged_only,
+            "ignore_self": (
+                "results whose document id is the query id are dropped, ranks closed up (BEIR ignore_identical_ids)"
+                if self.ignore_self
+                else False
+            ),
         }
 
 
@@ -126,7 +136,7 @@ def conventions_from(conventions: Conventions | None = None, **overrides: Any) -
     ...     conventions_from(None, level=2)
     ... except ConventionError as error:
     ...     print(error)
-    unknown convention 'level'; the conventions are relevance_level, ties, missing, max_ret, judged_only
+    unknown convention 'level'; the conventions are relevance_level, ties, missing, max_ret, judged_only, ignore_self
     """
     base = Conventions() if conventions is None else conventions
     if not isinstance(base, Conventions):
@@ -214,14 +224,16 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
     run_to_eval[found] = pos_clipped[found]
 
     run_len = np.diff(run.offsets)
+    run_rows, judgement_rows = _join(qrels, run)
+    row_rank = _ranks(run, conv, run_rows)
+    if conv.ignore_self:
+        run_len, run_rows, judgement_rows, row_rank = _drop_self(run, conv, run_len, run_rows, judgement_rows, row_rank)
     num_ret = np.zeros(len(query_ids), dtype=np.int64)
     num_ret[run_to_eval[found]] = run_len[found]
     if conv.max_ret is not None:
         num_ret = np.minimum(num_ret, conv.max_ret)
 
-    run_rows, judgement_rows = _join(qrels, run)
     row_query = run_to_eval[run.query_codes[run_rows]]
-    row_rank = _ranks(run, conv, run_rows)
     row_label = qrels.labels[judgement_rows].astype(np.int64)
     kept = row_query >= 0
     if conv.max_ret is not None:
@@ -254,6 +266,35 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
         judgements=qrels,
         run=run,
     )
+
+
+def self_rows(run: Run) -> np.ndarray:
+    """The run's rows (stored order) whose document id is their query's id, byte for byte."""
+    docs = run.docs.joined() if hasattr(run.docs, "joined") else run.docs
+    query_bytes = pl.Series(run.query_ids.astype(str)).cast(pl.Binary).gather(run.query_codes)
+    return np.flatnonzero((docs.binary_series() == query_bytes).to_numpy())
+
+
+def _drop_self(
+    run: Run, conv: Conventions, run_len: np.ndarray, run_rows: np.ndarray, judgement_rows: np.ndarray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``ignore_self``: the results whose document is the query itself removed, the ranks after them closed up.
+
+    Returns each query's new length, and the judged rows (run row, qrels row, rank) without the removed ones.
+    """
+    dropped = self_rows(run)
+    if len(dropped) == 0:
+        return run_len, run_rows, judgement_rows, rank
+    dropped_query = run.query_codes[dropped].astype(np.int64)
+    width = int(run_len.max()) + 1
+    dropped_key = np.sort(dropped_query * width + _ranks(run, conv, dropped))
+    keep = ~np.isin(run_rows, dropped)
+    run_rows, judgement_rows, rank = run_rows[keep], judgement_rows[keep], rank[keep]
+    query = run.query_codes[run_rows].astype(np.int64)
+    # each kept row moves up by the number of its query's removed results ranked above it
+    above = np.searchsorted(dropped_key, query * width + rank) - np.searchsorted(dropped_key, query * width)
+    lengths = run_len - np.bincount(dropped_query, minlength=len(run_len))
+    return lengths, run_rows, judgement_rows, rank - above
 
 
 def _ranks(run: Run, conv: Conventions, rows: np.ndarray) -> np.ndarray:

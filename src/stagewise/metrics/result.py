@@ -90,6 +90,8 @@ class EvalResult:
         parts.append("all results" if conv.max_ret is None else f"first {conv.max_ret} results")
         if conv.judged_only:
             parts.append("judged only")
+        if conv.ignore_self:
+            parts.append("ignore self")
         if self.standardised is not None:
             parts.append(f"standardised {self.standardised['method']}")
         return "conventions: " + ", ".join(parts)
@@ -201,6 +203,11 @@ class EvalResult:
             notes.append(f"only the first {conv.max_ret} results per query count")
         if conv.judged_only:
             notes.append("unjudged results removed before measuring (judged only)")
+        if conv.ignore_self:
+            notes.append(
+                "ignore self: results whose document id is the query id removed before measuring, ranks closed up "
+                "(BEIR ignore_identical_ids); qrels unchanged"
+            )
         if self.standardised is not None:
             std = self.standardised
             notes.append(
