@@ -86,10 +86,67 @@ OutputOption = Annotated[
 ]
 
 
-def _build(name: str) -> Any:
-    from stagewise.rag.judges import parse_judge
+# Options a model judge takes as parameters (the llm entry's max_calls, dry_run, cache): given on the command
+# line, each becomes that parameter of the judge's spec when the entry declares it, else a one-line error.
+MaxCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-calls", **int_option(0), help="A model judge's call budget (its max_calls); past it, items are unjudged."
+    ),
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="A model judge makes no call: prints the calls and tokens it would make.")
+]
+CacheOption = Annotated[
+    str | None, typer.Option("--cache", help="A model judge's reply cache file (its cache; 'off': memory only).")
+]
+# Usage counts that differ between a first run and a rerun answered from the cache: totals on stderr only, so
+# the verdict files are the same bytes on a rerun.
+_RUN_COUNTS = ("attempts", "cache_hits", "calls")
 
-    return parse_judge(name).build()
+
+def _build(name: str, *, max_calls: int | None = None, dry_run: bool = False, cache: str | None = None) -> Any:
+    """The judge ``name`` builds, the model options merged into its parameters where its entry takes them."""
+    from stagewise.errors import ConventionError
+    from stagewise.rag.judges import JUDGES, JudgeSpec, parse_judge
+
+    spec = parse_judge(name)
+    given = {"max_calls": max_calls, "dry_run": dry_run or None, "cache": cache}
+    extra = {k: v for k, v in given.items() if v is not None}
+    for key in extra:
+        if key not in spec.entry.params:
+            flag = "--" + key.replace("_", "-")
+            raise ConventionError(f"judge {spec.name!r} takes no {key}: {flag} is for a model judge (llm)")
+    if extra:
+        checked = JUDGES.check_params(spec.entry.name, spec.entry.params, extra)
+        params = {**dict(spec.params), **{k: checked[k] for k in extra}}
+        spec = JudgeSpec(spec.kind, tuple(params.items()))
+    return spec.build()
+
+
+def _shown(verdict: Any) -> dict[str, Any]:
+    """A verdict as an output line holds it: usage without the counts a cached rerun changes."""
+    shown = verdict.as_dict()
+    usage = {k: v for k, v in shown.pop("usage", {}).items() if k not in _RUN_COUNTS}
+    return {**shown, **({"usage": usage} if usage else {})}
+
+
+def _after(judge: Any, task: str, items: list[Any]) -> None:
+    """A model judge's plan (dry run) or call totals on stderr, then its connections closed."""
+    if items and getattr(judge, "dry_run", False) and callable(getattr(judge, "plan", None)):
+        plan = judge.plan(task, items)
+        tokens = sum(p.get("prompt_tokens_estimated", 0) for p in plan)
+        cached = sum(bool(p.get("cached")) for p in plan)
+        typer.echo(
+            f"dry run: {len(plan) - cached} call(s) would be made ({cached} answered by the cache), about "
+            f"{tokens:,} prompt tokens; every verdict is unjudged",
+            err=True,
+        )
+    stats = getattr(judge, "stats", None)
+    if stats is not None and hasattr(stats, "as_dict"):
+        typer.echo("judge calls: " + ", ".join(f"{k} {v}" for k, v in stats.as_dict().items()), err=True)
+    if callable(getattr(judge, "close", None)):
+        judge.close()
 
 
 def _line(**fields: Any) -> str:
@@ -103,8 +160,11 @@ def support_command(
     ],
     judge: Annotated[
         str, typer.Option("--judge", parser=_TaskJudge("support"), help=_judge_help("support", "SUPPORT_JUDGES"))
-    ] = ("calibrated"),
+    ] = "calibrated",
     output: OutputOption = None,
+    max_calls: MaxCallsOption = None,
+    dry_run: DryRunOption = False,
+    cache: CacheOption = None,
 ) -> None:
     """Judge whether each claim's passages support it: one JSON line per claim, in the input's order.
 
@@ -125,14 +185,15 @@ def support_command(
         from stagewise.rag.verdicts import support_verdicts
 
         items, _ = read_claims(claims)
-        built = _build(judge)
-        verdicts = support_verdicts(built, [(list(c.passages), c.claim) for c in items])
+        built = _build(judge, max_calls=max_calls, dry_run=dry_run, cache=cache)
+        asked = [(list(c.passages), c.claim) for c in items]
+        verdicts = support_verdicts(built, asked)
+        _after(built, "support", asked)
         name, version = judge_name(built), judge_version(built)
         lines = []
         for claim, verdict in zip(items, verdicts, strict=True):
-            shown = verdict.as_dict()
             supported = verdict.supported if verdict.judged else None
-            lines.append(_line(id=claim.id, supported=supported, **shown, judge=name, judge_version=version))
+            lines.append(_line(id=claim.id, supported=supported, **_shown(verdict), judge=name, judge_version=version))
         counts = {label: sum(v.label == label for v in verdicts) for label in dict.fromkeys(v.label for v in verdicts)}
         summary = ", ".join(f"{label} {count}" for label, count in sorted(counts.items()))
         emit("".join(lines), output, f"{len(lines)} verdicts by {name}: {summary}")
@@ -163,6 +224,9 @@ def relevance_command(
         ),
     ] = None,
     output: OutputOption = None,
+    max_calls: MaxCallsOption = None,
+    dry_run: DryRunOption = False,
+    cache: CacheOption = None,
 ) -> None:
     """Grade how relevant each passage is to its query, 0-3 (UMBRELA's and TREC's scale), as qrels.
 
@@ -178,14 +242,16 @@ def relevance_command(
         from stagewise.rag.verdicts import relevance_verdicts
 
         items = read_relevance_pairs(pairs)
-        built = _build(judge)
-        verdicts = relevance_verdicts(built, [(p.query, p.passage) for p in items])
+        built = _build(judge, max_calls=max_calls, dry_run=dry_run, cache=cache)
+        asked = [(p.query, p.passage) for p in items]
+        verdicts = relevance_verdicts(built, asked)
+        _after(built, "relevance", asked)
         name, version = judge_name(built), judge_version(built)
         chosen = fmt.value if fmt is not None else "jsonl" if output and output.suffix == ".jsonl" else "trec"
         unjudged = sum(not v.judged for v in verdicts)
         if chosen == "jsonl":
             text = "".join(
-                _line(qid=p.qid, docid=p.docid, **v.as_dict(), judge=name, judge_version=version)
+                _line(qid=p.qid, docid=p.docid, **_shown(v), judge=name, judge_version=version)
                 for p, v in zip(items, verdicts, strict=True)
             )
         else:
@@ -245,7 +311,7 @@ def audit_command(
     ] = None,
     judge: Annotated[
         str, typer.Option("--judge", parser=_TaskJudge(None), help=_judge_help("the task", "AUDIT_JUDGES"))
-    ] = ("calibrated"),
+    ] = "calibrated",
     task: Annotated[
         Task | None,
         typer.Option(help="support or relevance (default: relevance for --qrels or a relevance-only judge)."),
@@ -263,6 +329,9 @@ def audit_command(
         AuditFormat | None, typer.Option("--format", "-f", help="table or json (default: json for -o *.json).")
     ] = None,
     output: OutputOption = None,
+    max_calls: MaxCallsOption = None,
+    dry_run: DryRunOption = False,
+    cache: CacheOption = None,
 ) -> None:
     """Audit a judge against people's labels: accuracy, macro-F1 and Cohen's kappa with 95% bootstrap
     intervals, the confusion matrix, calibration by score bin (ECE), unjudged items counted apart, and for
@@ -297,11 +366,13 @@ def audit_command(
 
         source = Path(labelled or str(qrels)).name
         options = {"data": source, "resamples": resamples, "seed": seed, "bins": bins}
+        built = _build(judge, max_calls=max_calls, dry_run=dry_run, cache=cache)
         if chosen_task == "support":
             claims, left_out = read_claims(str(labelled), labelled=True)
-            audit = audit_support(_build(judge), claims, attacks=attacks, left_out=left_out, **options)
+            audit = audit_support(built, claims, attacks=attacks, left_out=left_out, **options)
         else:
-            audit = audit_relevance(_build(judge), _relevance_pairs(labelled, qrels, queries, corpus), **options)
+            audit = audit_relevance(built, _relevance_pairs(labelled, qrels, queries, corpus), **options)
+        _after(built, chosen_task, [])
         shown = fmt.value if fmt else "json" if output is not None and output.suffix == ".json" else "table"
         emit(render(audit, shown), output, f"{shown}, audit of {audit.judge} on {audit.n} items")
 
