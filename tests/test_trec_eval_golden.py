@@ -1,4 +1,5 @@
-"""`stagewise trec_eval` prints exactly what trec_eval 10 prints on its own test files."""
+"""`stagewise trec_eval` prints exactly what trec_eval 10 prints on its own test files: all 15 commands of its
+``make quicktest`` (qrels, prefs, qrels_prefs, qrels_jg, -Z)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,19 @@ CASES = [
     ("out.test.aqc", "-m all_trec -q -c", "qrels.test", "results.trunc"),
     ("out.test.aqcM", "-m all_trec -q -c -M100", "qrels.test", "results.trunc"),
     ("out.test.aql", "-m all_trec -mrelstring.20 -q -l2", "qrels.rel_level", "results.test"),
+    ("out.test.prefs", "-m all_prefs -q -R prefs", "prefs.test", "prefs.results.test"),
+    ("out.test.prefs", "-m all_prefs -q -R prefs", "prefs.comment.test", "prefs.results.test"),
+    ("out.test.qrels_prefs", "-m all_prefs -q -R qrels_prefs", "qrels.test", "results.test"),
+    ("out.test.qrels_jg", "-m qrels_jg -q -R qrels_jg", "qrels.123", "results.test"),
+    ("out.test.qrels_jg", "-m qrels_jg -q -R qrels_jg", "qrels.comments.123", "results.test"),
     ("out.test.meas_params", MEAS_PARAMS, "qrels.test", "results.test"),
+    ("out.test.aqZ", "-q -m all_trec -Z {dir}/zscores_file", "qrels.test", "results.test"),
 ]
 
 
 @pytest.mark.parametrize(("expected", "flags", "qrels", "run"), CASES, ids=[f"{c[0]}:{c[2]}" for c in CASES])
 def test_byte_identical(trec_eval_test: Path, expected: str, flags: str, qrels: str, run: str) -> None:
-    argv = [*flags.split(), str(trec_eval_test / qrels), str(trec_eval_test / run)]
+    argv = [*flags.format(dir=trec_eval_test).split(), str(trec_eval_test / qrels), str(trec_eval_test / run)]
     assert run_trec_eval(argv) == (trec_eval_test / expected).read_text()
 
 

@@ -3,9 +3,11 @@
 Supported flags: ``-q`` per-query lines, ``-c`` average over all judged topics (missing ones score 0),
 ``-n`` no summary, ``-J`` judged documents only, ``-M N`` at most N results per topic, ``-l N`` relevance
 level, ``-N N`` collection size (for utility), ``-m MEASURE[.PARAMS]`` (repeatable; sets such as
-``all_trec``), ``-h`` (or ``--help``) the flags and every measure with a line of description (``-h -m P``:
-that measure's only), built from the measure table. Differences from trec_eval 10, all where trec_eval's
-behaviour is undefined:
+``all_trec``), ``-R FORMAT`` the judgements' form (``qrels``; ``prefs`` and ``qrels_prefs`` for the preference
+measures, :mod:`.prefs`; ``qrels_jg`` for the judgement-group averages, :mod:`.judgement_groups`), ``-Z FILE``
+z-scores against per-topic means (:mod:`.zscores`), ``-h`` (or ``--help``) the flags and every measure with a line
+of description (``-h -m P``: that measure's only), built from the measure table. Differences from trec_eval 10,
+all where trec_eval's behaviour is undefined or where it would print a number it cannot stand behind:
 
 - ``rbp`` scales graded gains by the topic's real gain range; trec_eval reads its range variables
   uninitialised (the same numbers on its own test files).
@@ -13,6 +15,8 @@ behaviour is undefined:
 - Gains given as ``ndcg.L=G`` are ordered exactly; trec_eval's comparator truncates gain differences
   below 1.0 to equal.
 - Labels below -1 are read as "judged but unjudged" as trec_eval intends; trec_eval 10 crashes on them.
+- Contradictory preferences in one judgement group are an error naming them; trec_eval aborts (core dump).
+- A topic absent from the -Z file is an error; trec_eval prints -1000000 for all its values.
 """
 
 from __future__ import annotations
@@ -25,13 +29,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stagewise.data.readers import read_qrels, read_run
-from stagewise.errors import InputError, StagewiseError
+from stagewise.data.run import Run
+from stagewise.errors import InputError, MetricError, StagewiseError
 from stagewise.metrics import kernels as K
 from stagewise.metrics.context import Conventions, EvalContext, build_context
+from stagewise.trec_eval import judgement_groups as JG
 from stagewise.trec_eval import measures as M
+from stagewise.trec_eval.prefs import prefs_rankings, read_prefs, topic_counts
+from stagewise.trec_eval.prefs_measures import topic_values
+from stagewise.trec_eval.zscores import ZScores, read_zscores
 
 USAGE = """Usage: stagewise trec_eval [-h] [-q] [-c] [-n] [-J] [-l LEVEL] [-M MAX] [-N NUM_DOCS] \
-[-m MEASURE[.PARAMS]]... [--ties docid|docid-double] QRELS RUN
+[-m MEASURE[.PARAMS]]... [-R FORMAT] [-Z ZSCORES] [--ties docid|docid-double] QRELS RUN
 
 A drop-in for trec_eval with byte-identical output.
   -q              print per-topic values as well as the summary ("all")
@@ -42,18 +51,24 @@ A drop-in for trec_eval with byte-identical output.
   -M MAX          use at most MAX results per topic
   -N NUM_DOCS     number of documents in the collection (for utility)
   -m MEASURE      a measure or set: official (default), all_trec, set, or e.g. P.5,10 ndcg_cut.10
+  -R FORMAT       how QRELS is read: qrels (default); prefs (qid jg jsg docno level) or qrels_prefs (a qrels
+                  file, iteration = judgement group) for -m all_prefs; qrels_jg (iteration = judgement
+                  group) for -m qrels_jg
+  -Z ZSCORES      print z-scores: (value - mean) / stddev per topic, from lines "qid measure mean stddev"
   --ties docid    scores compared as C floats, as trec_eval 9, pytrec_eval and ir_measures store them
                   (the default: scores equal in single precision tie, ordered by doc id descending)
   --ties docid-double
                   scores compared as doubles, as trec_eval 10.0 stores them
   -h, --help      this help; with -m, only the measures asked for
+
+Example: stagewise trec_eval -q -m all_prefs -R prefs prefs.test prefs.results.test
 """
 
 
 def help_text(requested: Sequence[str] = ()) -> str:
     """The usage, then each measure (all of them, or those ``-m`` asked for) in printing order with its
     default parameters and a line of description, then the sets, as trec_eval's ``-h -m all_trec`` does."""
-    names = [item.base for item in M.expand(requested)] if requested else list(M.ORDER)
+    names = [item.base for item in M.expand(requested)] if requested else list(M.TABLE_ORDER)
     lines = [USAGE, "Measures: -m NAME, or -m NAME.PARAMS (P.5,10 ndcg.1=0,2=3); printed in this order.", ""]
     for name in names:
         default = M.defaults(name)
@@ -66,9 +81,11 @@ def help_text(requested: Sequence[str] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _format(name: str, qid: str, value: float | str, integer: bool) -> str:
+def _format(name: str, qid: str, value: float | str, integer: bool, z: bool = False) -> str:
     if isinstance(value, str):
         return f"{name:<22}\t{qid}\t{value}"
+    if z:  # trec_eval prints every z-score, counts included, as "Z" + name and a decimal
+        return f"Z{name:<22}\t{qid}\t{value:6.4f}"
     if integer:
         return f"{name:<22}\t{qid}\t{int(value)}"
     return f"{name:<22}\t{qid}\t{value:6.4f}"
@@ -87,6 +104,8 @@ class Flags:
     collection_size: int = 0  # -N
     ties: str = "docid"  # --ties
     requested: list[str] = field(default_factory=list)  # -m, in order
+    rel_format: str = "qrels"  # -R
+    zscores: str | None = None  # -Z
 
     def conventions(self) -> Conventions:
         """The evaluation's conventions these flags state (a judged topic missing from the run: 0 with -c,
@@ -106,9 +125,9 @@ _TIES = ("docid", "docid-double")
 
 
 def _ignored(flag: str, value: str) -> bool:
-    """trec_eval flags that change nothing here: -R qrels and -T trec_results name the only formats read, -D
-    (debug) and -v (version) are accepted and ignored."""
-    return (flag == "-R" and value == "qrels") or (flag == "-T" and value == "trec_results") or flag in ("-D", "-v")
+    """trec_eval flags that change nothing here: -T trec_results names the only run format read, -D (debug)
+    and -v (version) are accepted and ignored."""
+    return (flag == "-T" and value == "trec_results") or flag in ("-D", "-v")
 
 
 def read_flags(options: Sequence[tuple[str, str]]) -> Flags:
@@ -125,6 +144,12 @@ def read_flags(options: Sequence[tuple[str, str]]) -> Flags:
             flags.max_ret = max_ret if max_ret > 0 else None
         elif flag == "-m":
             flags.requested.append(value)
+        elif flag == "-R":
+            if value not in M.FORMAT_MEASURES:
+                raise StagewiseError(f"trec_eval: -R takes {', '.join(M.FORMAT_MEASURES)}, not {value!r}")
+            flags.rel_format = value
+        elif flag == "-Z":
+            flags.zscores = value
         elif flag == "--ties":
             if value not in _TIES:
                 raise StagewiseError(f"trec_eval: --ties takes docid or docid-double, not {value!r}")
@@ -136,13 +161,18 @@ def read_flags(options: Sequence[tuple[str, str]]) -> Flags:
 
 def run_trec_eval(argv: Sequence[str]) -> str:
     """The text trec_eval would print for ``argv`` (flags and the two files)."""
+    return evaluate_command(argv)[0]
+
+
+def evaluate_command(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """The text trec_eval would print for ``argv``, and the warnings to show on stderr."""
     argv = ["-h" if a == "--help" else a for a in argv]  # trec_eval's long option for -h
     try:
         options, files = getopt.gnu_getopt(list(argv), "hqcnJl:M:N:m:D:R:T:Z:ov", ["ties="])
     except getopt.GetoptError as exc:
         raise StagewiseError(f"trec_eval: {exc.msg}; stagewise trec_eval -h lists the flags and measures") from None
     if any(flag == "-h" for flag, _ in options):
-        return help_text([value for flag, value in options if flag == "-m"])
+        return help_text([value for flag, value in options if flag == "-m"]), []
     flags = read_flags(options)
     if len(files) != 2:
         raise StagewiseError(
@@ -150,22 +180,116 @@ def run_trec_eval(argv: Sequence[str]) -> str:
             "(stagewise trec_eval -h lists the flags and measures)"
         )
     items = M.expand(flags.requested)
-    qrels = read_qrels(files[0], format="trec")
-    run = read_run(files[1], format="trec")
+    _check_format(items, flags)
+    zscores = read_zscores(flags.zscores) if flags.zscores else None
+    build = _prefs_table if flags.rel_format in ("prefs", "qrels_prefs") else _TABLES[flags.rel_format]
+    table = build(files, items, flags)
+    if zscores is not None:
+        zscores.check_queries(table.query_ids)
+        table.columns = [_standardised(column, table.query_ids, zscores) for column in table.columns]
+    lines = _per_query_lines(table, zscores is not None) if flags.per_query else []
+    if not flags.no_summary:
+        lines += _summary_lines(items, table, zscores is not None)
+    return "".join(line + "\n" for line in lines), zscores.warnings() if zscores else []
+
+
+def _check_format(items: list[M.Requested], flags: Flags) -> None:
+    """Each -R format computes its own measures: say which ones when others are asked for."""
+    allowed = M.FORMAT_MEASURES[flags.rel_format]
+    wrong = [item.base for item in items if item.base not in allowed]
+    if not wrong:
+        return
+    sets = {"qrels": "official or all_trec", "prefs": "all_prefs or prefs", "qrels_jg": "qrels_jg"}
+    fits = next(fmt for fmt, names in M.FORMAT_MEASURES.items() if wrong[0] in names)
+    own = sets.get(flags.rel_format, sets["prefs"])
+    asked = "" if flags.requested else " (no -m: the default set, official)"
+    raise MetricError(
+        f"trec_eval: {', '.join(wrong[:3])}{' ...' if len(wrong) > 3 else ''} need{'s' if len(wrong) == 1 else ''} "
+        f"-R {fits}, not -R {flags.rel_format}{asked}; with -R {flags.rel_format} ask for -m {own}"
+    )
+
+
+def _read_trec_run(path: str) -> Run:
+    run = read_run(path, format="trec")
     if run.score_from == "rank":  # trec_eval itself refuses a run without scores: a drop-in must not guess
         raise InputError(
-            files[1], "a run without scores (qid docid rank) is not a trec_eval run", line=1,
+            path, "a run without scores (qid docid rank) is not a trec_eval run", line=1,
             expected="qid Q0 docid rank score tag", hint="stagewise eval reads it, ordered by its rank column",
         )  # fmt: skip
-    ctx = build_context(qrels, run, flags.conventions())
-    columns = _columns(items, ctx, flags.collection_size)
-    lines = _per_query_lines(ctx, columns) if flags.per_query else []
-    if not flags.no_summary:
-        lines += _summary_lines(items, columns, ctx.n_queries, run.tag)
-    return "".join(line + "\n" for line in lines)
+    return run
 
 
 Column = tuple[M.Requested, str, np.ndarray | list[str]]
+
+
+@dataclass
+class Table:
+    """What trec_eval prints: the evaluated topics (byte order), each printed measure's per-topic values, the
+    number of topics averaged over and the run's tag."""
+
+    query_ids: list[str]
+    columns: list[Column]
+    n: int
+    tag: str | None
+
+
+def _qrels_table(files: Sequence[str], items: list[M.Requested], flags: Flags) -> Table:
+    """-R qrels: the standard measures, on stagewise's kernels."""
+    qrels = read_qrels(files[0], format="trec")
+    run = _read_trec_run(files[1])
+    ctx = build_context(qrels, run, flags.conventions())
+    columns = _columns(items, ctx, flags.collection_size)
+    return Table([str(q) for q in ctx.query_ids.tolist()], columns, ctx.n_queries, run.tag)
+
+
+def _prefs_table(files: Sequence[str], items: list[M.Requested], flags: Flags) -> Table:
+    """-R prefs and -R qrels_prefs: each topic's preferences counted against its ranking (none, under -c, for
+    a topic absent from the run)."""
+    prefs = read_prefs(files[0], sub_groups=flags.rel_format == "prefs")
+    run = _read_trec_run(files[1])
+    rankings = prefs_rankings(run, double=flags.ties == "docid-double", max_ret=flags.max_ret)
+    topics = [q for q in prefs.topics if flags.complete or q in rankings]
+    if not topics:
+        raise StagewiseError(
+            f"no query has both results in run {run.name!r} and judgements in {prefs.source!r}; "
+            "check that the query ids of the two files match"
+        )
+    values = [topic_values(topic_counts(prefs.topics[q], rankings.get(q, []), prefs.source, q)) for q in topics]
+    columns: list[Column] = [
+        (item, item.base, np.array([v[item.base] for v in values])) for item in items if item.base in values[0]
+    ]
+    return Table(topics, columns, len(topics), run.tag)
+
+
+def _jg_table(files: Sequence[str], items: list[M.Requested], flags: Flags) -> Table:
+    """-R qrels_jg: map, P and Rprec_mult per judgement group, averaged over each topic's groups."""
+    judgements = JG.read_qrels_jg(files[0])
+    run = _read_trec_run(files[1])
+    ctx = JG.group_context(judgements, run, flags.conventions())
+    topics: list[str] = []
+    columns: list[Column] = []
+    for item in items:
+        if item.base in M.JG_MEASURES:
+            topics, arrays = JG.topic_values(item, ctx)
+            columns += [(item, name, values) for name, values in zip(item.names, arrays, strict=True)]
+    if not topics:  # only runid and num_q asked for
+        topics = sorted({q.split("\t", 1)[0] for q in ctx.query_ids.tolist()})
+    return Table(topics, columns, len(topics), run.tag)
+
+
+_TABLES = {"qrels": _qrels_table, "qrels_jg": _jg_table}
+
+
+def _standardised(column: Column, query_ids: list[str], zscores: ZScores) -> Column:
+    """A column as z-scores (a gm_ measure's per-topic log, which trec_eval stores, is what is standardised);
+    relstring stays as it is."""
+    item, name, values = column
+    if item.base == "relstring":
+        return column
+    array = np.asarray(values, dtype=np.float64)
+    if item.base in M.GEOMETRIC:
+        array = K.geometric_log(array)
+    return item, name, zscores.convert(name, query_ids, array)
 
 
 def _columns(items: list[M.Requested], ctx: EvalContext, collection_size: int) -> list[Column]:
@@ -189,36 +313,38 @@ def _columns(items: list[M.Requested], ctx: EvalContext, collection_size: int) -
     return columns
 
 
-def _per_query_lines(ctx: EvalContext, columns: list[Column]) -> list[str]:
+def _per_query_lines(table: Table, z: bool) -> list[str]:
     """-q's lines: every topic's value of every measure that has one, topic by topic."""
     lines: list[str] = []
-    for q, qid in enumerate(ctx.query_ids.tolist()):
-        for item, name, values in columns:
+    for q, qid in enumerate(table.query_ids):
+        for item, name, values in table.columns:
             if item.base not in M.SUMMARY_ONLY:
-                lines.append(_format(name, qid, values[q], item.base in M.COUNTS))
+                lines.append(_format(name, qid, values[q], item.base in M.COUNTS, z))
     return lines
 
 
-def _summary_lines(items: list[M.Requested], columns: list[Column], n: int, tag: str | None) -> list[str]:
+def _summary_lines(items: list[M.Requested], table: Table, z: bool) -> list[str]:
     """The "all" lines: runid and num_q first (they come first in the table order), then each measure's sum
-    (counts), geometric mean (gm_*) or mean over the ``n`` topics."""
+    (counts), geometric mean (gm_*; under -Z the columns already hold the standardised logs) or mean over the
+    topics."""
     lines: list[str] = []
+    n = table.n
     for item in items:
         if item.base == "runid":
-            lines.append(_format("runid", "all", tag or "", False))
+            lines.append(_format("runid", "all", table.tag or "", False))
         elif item.base == "num_q":
-            lines.append(_format("num_q", "all", float(n), True))
-    for item, name, values in columns:
+            lines.append(_format("num_q", "all", float(n), True, z))
+    for item, name, values in table.columns:
         if item.base == "relstring":
             continue
         array = np.asarray(values, dtype=np.float64)
         if item.base in M.COUNTS:
             total = float(array.sum())
         elif item.base in M.GEOMETRIC:
-            total = float(np.exp(K.geometric_log(array).mean()))
+            total = float(np.exp((array if z else K.geometric_log(array)).mean()))
         else:
             total = float(array.sum() / n)
-        lines.append(_format(name, "all", total, item.base in M.COUNTS))
+        lines.append(_format(name, "all", total, item.base in M.COUNTS, z))
     return lines
 
 
@@ -235,7 +361,10 @@ def _integer(flag: str, value: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point that prints to stdout and returns an exit code (2 for bad input)."""
     try:
-        sys.stdout.write(run_trec_eval(sys.argv[1:] if argv is None else argv))
+        text, warnings = evaluate_command(sys.argv[1:] if argv is None else argv)
+        sys.stdout.write(text)
+        for warning in warnings:
+            sys.stderr.write(f"stagewise: warning: {warning}\n")
     except StagewiseError as exc:
         sys.stderr.write(f"stagewise: error: {exc}\n")
         return 2

@@ -31,6 +31,26 @@ ORDER: tuple[str, ...] = (
     "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "yaap", "rbp", "rbp_resid", "unj",
 )  # fmt: skip
 
+# The measures of -R prefs / -R qrels_prefs (stagewise.trec_eval.prefs_measures) and of -R qrels_jg
+# (stagewise.trec_eval.judgement_groups). They need those inputs; ORDER's measures need -R qrels (the default).
+PREFS_MEASURES: tuple[str, ...] = (
+    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
+    "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp",
+)  # fmt: skip
+JG_MEASURES: tuple[str, ...] = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+# trec_eval's whole measure table, in its printing order (measures.c).
+TABLE_ORDER: tuple[str, ...] = (
+    ORDER[: ORDER.index("yaap")] + PREFS_MEASURES + JG_MEASURES + ORDER[ORDER.index("yaap") :]
+)
+# Which measures each -R format can compute (runid and num_q need no judgements).
+FORMAT_MEASURES: dict[str, frozenset[str]] = {
+    "qrels": frozenset(ORDER),
+    "prefs": frozenset({"runid", "num_q", *PREFS_MEASURES}),
+    "qrels_prefs": frozenset({"runid", "num_q", *PREFS_MEASURES}),
+    "qrels_jg": frozenset({"runid", "num_q", *JG_MEASURES}),
+}
+
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": ORDER[:12],
     "all_trec": (
@@ -42,6 +62,9 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
     ),
     "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
             "set_relative_P", "set_map", "set_F"),
+    "all_prefs": ("runid", "num_q", *PREFS_MEASURES),
+    "prefs": ("runid", "num_q", *PREFS_MEASURES[:6]),
+    "qrels_jg": ("runid", "num_q", *JG_MEASURES),
 }  # fmt: skip
 NICKNAMES["trec"] = NICKNAMES["official"]
 
@@ -89,22 +112,47 @@ DESCRIPTIONS: dict[str, str] = {
     "rbp_resid": "RBP's residual: the weight still open because of unjudged documents (param p)",
     "unj": "share of the top k that is unjudged, at cutoffs k",
 }
+# The -R prefs / qrels_prefs and -R qrels_jg measures, placed where trec_eval's table puts them (before yaap).
+_ELSEWHERE = {
+    "prefs_num_prefs_poss": "preferences judged, summed over topics (-R prefs or qrels_prefs)",
+    "prefs_num_prefs_ful": "preferences the ranking fulfils (one of the pair unretrieved: the retrieved one wins)",
+    "prefs_num_prefs_ful_ret": "preferences fulfilled between two retrieved documents",
+    "prefs_simp": "preferences fulfilled / judged; a pair neither retrieved counts as failed",
+    "prefs_pair": "mean over document pairs of the share of judgement groups whose preference is kept",
+    "prefs_avgjg": "mean over judgement groups (users) of fulfilled / judged",
+    "prefs_avgjg_Rnonrel": "prefs_avgjg with each group's non-relevant documents cut or padded to its R",
+    "prefs_simp_ret": "prefs_simp over preferences between two retrieved documents only",
+    "prefs_pair_ret": "prefs_pair over pairs of two retrieved documents only",
+    "prefs_avgjg_ret": "prefs_avgjg over preferences between two retrieved documents only",
+    "prefs_avgjg_Rnonrel_ret": "prefs_avgjg_Rnonrel over retrieved documents only",
+    "prefs_simp_imp": "prefs_simp leaving out preferences between two unretrieved documents",
+    "prefs_pair_imp": "prefs_pair leaving out pairs of two unretrieved documents",
+    "prefs_avgjg_imp": "prefs_avgjg leaving out preferences between two unretrieved documents",
+    "map_avgjg": "AP per judgement group (-R qrels_jg: qrels whose iteration column names the group), averaged",
+    "P_avgjg": "precision at cutoffs k per judgement group, averaged over the topic's groups",
+    "Rprec_mult_avgjg": "precision after x * R documents per judgement group, averaged, for multipliers x",
+}
+DESCRIPTIONS = {name: DESCRIPTIONS.get(name) or _ELSEWHERE[name] for name in TABLE_ORDER}
 
 STANDARD_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 ELEVEN_POINTS = tuple(i / 10 for i in range(11))
 INT_CUTOFFS: dict[str, tuple[int, ...]] = {
     "P": STANDARD_CUTOFFS, "recall": STANDARD_CUTOFFS, "ndcg_cut": STANDARD_CUTOFFS, "map_cut": STANDARD_CUTOFFS,
+    "P_avgjg": STANDARD_CUTOFFS,
     "relative_P": STANDARD_CUTOFFS, "success": (1, 5, 10), "unj": (5, 10, 20),
 }  # fmt: skip
 FLOAT_CUTOFFS: dict[str, tuple[float, ...]] = {
     "iprec_at_recall": ELEVEN_POINTS,
     "Rprec_mult": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+    "Rprec_mult_avgjg": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
 }
 FLOAT_PARAMS: dict[str, tuple[float, ...]] = {
     "utility": (1.0, -1.0, 0.0, 0.0), "11pt_avg": ELEVEN_POINTS, "set_F": (1.0,), "relstring": (10.0,),
 }  # fmt: skip
 PAIR_PARAMS = frozenset({"G", "dcg", "ideal_dcg", "ndcg", "ndcg_rel", "Rndcg", "rbp", "rbp_resid"})
-COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
+COUNTS = frozenset(
+    {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret", *PREFS_MEASURES[:3]}
+)  # summed over topics, printed as integers
 GEOMETRIC = frozenset({"gm_map", "gm_bpref"})
 SUMMARY_ONLY = frozenset({"runid", "num_q", "gm_map", "gm_bpref"})
 
@@ -148,14 +196,15 @@ def expand(arguments: Sequence[str]) -> list[Requested]:
             params.setdefault(name, text)  # trec_eval keeps the first parameters given
         if name in NICKNAMES:
             wanted.update(NICKNAMES[name])
-        elif name in ORDER:
+        elif name in TABLE_ORDER:
             wanted.add(name)
         else:
             raise MetricError(
-                f"trec_eval: unknown measure {name!r}; known: {', '.join(ORDER)}, or a set: {', '.join(NICKNAMES)}"
+                f"trec_eval: unknown measure {name!r}; known: {', '.join(TABLE_ORDER)}, "
+                f"or a set: {', '.join(NICKNAMES)}"
             )
     out = []
-    for base in ORDER:
+    for base in TABLE_ORDER:
         if base not in wanted:
             continue
         text = params.get(base)
@@ -273,7 +322,8 @@ def compute(item: Requested, ctx: EvalContext, collection_size: int) -> Values:
 # parameters is the family's, cutoffs included. The others take trec_eval's own parameters (gain tables, -N).
 SAME_AS_FAMILY = frozenset(
     {
-        *INT_CUTOFFS, *FLOAT_CUTOFFS, "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+        *(set(INT_CUTOFFS) | set(FLOAT_CUTOFFS)).difference(JG_MEASURES),
+        "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
         "recip_rank", "infAP", "gm_bpref", "binG", "set_P", "set_relative_P", "set_recall", "set_map",
         "num_nonrel_judged_ret",
     }
