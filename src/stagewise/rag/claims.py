@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,8 @@ __all__ = [
     "check_claims",
     "claim_means",
     "claim_report",
+    "claims_from_file",
+    "claims_from_judge",
     "ragchecker_printed",
     "read_ragchecker",
     "sample_metrics",
@@ -391,20 +393,28 @@ class ClaimReport:
     means: dict[str, float]
     unjudged: int = 0
     claims: dict[str, int] = field(default_factory=dict)
+    source: str | None = None
+    without_checks: tuple[str, ...] = ()
 
     def printed(self) -> dict[str, dict[str, float]]:
         return ragchecker_printed(self.means)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "judge": self.judge,
             "convention": "RAGChecker's: per-sample values in [0, 1] averaged over samples; only an entailment "
             "counts; a metric without the claims or chunks it needs is 0; ragchecker = mean x 100, one decimal",
+            "samples": len(self.rows),
             "means": self.means,
             "ragchecker": self.printed(),
             "unjudged_checks": self.unjudged,
             "claims": self.claims,
         }
+        if self.source is not None:
+            out["source"] = self.source
+        if self.without_checks:
+            out["samples_without_checks"] = list(self.without_checks)
+        return out
 
 
 def claim_report(checks: Sequence[ClaimChecks]) -> ClaimReport:
@@ -424,3 +434,29 @@ def claim_report(checks: Sequence[ClaimChecks]) -> ClaimReport:
     }
     return ClaimReport(judges[0] if judges else "none", rows, claim_means(rows.values()),
                        sum(c.unjudged for c in checks), claims)  # fmt: skip
+
+
+def claims_from_file(source: str | Path, ids: Sequence[str]) -> ClaimReport:
+    """Claim metrics of the samples ``ids`` from RAGChecker's output file, matched by ``query_id``; samples the
+    file lacks are listed in ``without_checks``, and the file's other samples are left out. None matching is an
+    error that says what ids the file has."""
+    output = read_ragchecker(source)
+    wanted = set(ids)
+    checks = [c for c in output.checks if c.id in wanted]
+    if not checks:
+        have = ", ".join(c.id for c in output.checks[:5])
+        raise InputError(
+            output.source,
+            "no query_id matches a record id",
+            expected=f"the records' ids ({', '.join(list(ids)[:5])}...)",
+            hint=f"the file has {have}",
+        )
+    found = {c.id for c in checks}
+    report = claim_report(checks)
+    missing = tuple(i for i in ids if i not in found)
+    return replace(report, source=output.source, without_checks=missing)
+
+
+def claims_from_judge(judge: Any, samples: Sequence[Mapping[str, Any]]) -> ClaimReport:
+    """Claim metrics of ``samples`` (as :func:`check_claims` takes them) with every check asked of ``judge``."""
+    return claim_report(check_claims(judge, samples))

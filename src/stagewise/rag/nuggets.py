@@ -64,6 +64,7 @@ __all__ = [
     "nugget_report",
     "nugget_scores",
     "nugget_table",
+    "nuggets_for_samples",
     "read_nuggets",
 ]
 
@@ -290,6 +291,8 @@ class NuggetReport:
     table: dict[str, dict[str, int]] = field(default_factory=dict)
     cells: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     partial_in_answer: bool = False
+    source: str | None = None
+    without_nuggets: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -299,6 +302,10 @@ class NuggetReport:
             "queries": len(self.scores),
             "means": self.means,
         }
+        if self.source is not None:
+            out["source"] = self.source
+        if self.without_nuggets:
+            out["samples_without_nuggets"] = list(self.without_nuggets)
         if self.context_judge is not None:
             out["table"] = {
                 "context_judge": self.context_judge,
@@ -337,3 +344,30 @@ def nugget_report(
             cells[qid].append({"text": nugget.text, "importance": nugget.importance, "assignment": nugget.assignment,
                                "in_context": in_context, "in_answer": in_answer, "cell": cell})  # fmt: skip
     return NuggetReport(assigned_by, scores, means, _label(context_judge), table, cells, partial)
+
+
+def nuggets_for_samples(
+    source: str | Path,
+    answers: Mapping[str, str],
+    contexts: Mapping[str, Sequence[Passage]],
+    judge: Any,
+    *,
+    partial: bool = False,
+) -> NuggetReport:
+    """The nugget report of the samples in ``answers`` (id -> answer text), nuggets read from ``source``
+    (nuggetizer's JSONL, matched by ``qid``): a query whose nuggets are unassigned has them assigned to its answer
+    by ``judge``; ``judge`` also decides which nuggets the sample's context passages hold (the 2x2). Samples the
+    file lacks are listed in ``without_nuggets``; none matching is an error."""
+    from stagewise._io import display_name
+
+    records = [r for r in read_nuggets(source) if r.qid in answers]
+    where = display_name(source) if isinstance(source, str | Path) else None
+    if not records:
+        raise InputError(where, "no qid matches a record id", hint=f"record ids: {', '.join(list(answers)[:5])}...")
+    unassigned = [r for r in records if any(n.assignment is None for n in r.nuggets)]
+    assigned = {r.qid: r for r in assign_nuggets(judge, unassigned, answers)} if unassigned else {}
+    records = [assigned.get(r.qid, r) for r in records]
+    by = "file" if not assigned else _label(judge) if len(assigned) == len(records) else f"file and {_label(judge)}"
+    report = nugget_report(records, assigned_by=by, contexts=contexts, context_judge=judge, partial=partial)
+    found = {r.qid for r in records}
+    return replace(report, source=where, without_nuggets=tuple(q for q in answers if q not in found))
