@@ -10,7 +10,7 @@ changes a field with keyword overrides (``evaluate_rag(records, options, context
 Traceback (most recent call last):
 ...
 stagewise.errors.ConventionError: evaluate_rag has no option 'contextk'; its options: context_k, correct, judge, \
-answer_judge, judge_cache, metrics, kilt_k, partial_recall, evidence
+answer_judge, judge_cache, metrics, kilt_k, partial_recall, evidence, claims, claim_judge, nuggets
 """
 
 from __future__ import annotations
@@ -101,6 +101,16 @@ class RagOptions:
     evidence : {"ids", "answers"}, default="ids"
         Where gold evidence comes from when a record gives none: nowhere, or DPR's has_answer over the record's
         passage texts.
+    claims : path, optional
+        RAGChecker's output JSON: its claims and entailment checks, matched to the records by ``query_id``, give
+        RAGChecker's eleven claim-level metrics (:mod:`stagewise.rag.claims`).
+    claim_judge : str or SupportJudge, optional
+        Compute the claim-level metrics with this judge instead (sentences of the answer and of the gold answers
+        as claims, the context passages as chunks); also the judge of nugget assignment and of the nugget 2x2
+        (default ``lexical`` there).
+    nuggets : path, optional
+        Nuggets in nuggetizer's JSONL, matched by ``qid``: TREC RAG 2024's nugget scores and the nugget 2x2
+        (:mod:`stagewise.rag.nuggets`).
     """
 
     context_k: int | None = None
@@ -112,6 +122,9 @@ class RagOptions:
     kilt_k: int | None = None
     partial_recall: float = 0.5
     evidence: str = "ids"
+    claims: str | Path | None = None
+    claim_judge: Any = None
+    nuggets: str | Path | None = None
 
     def __post_init__(self) -> None:
         # the cheap checks, all before any record is read; values kept in their one normal form
@@ -127,6 +140,7 @@ class RagOptions:
             ("correct", parse_criterion(self.correct)),
             ("judge", _judge(self.judge, "judge") if self.judge is not None else "none"),
             ("answer_judge", _judge(self.answer_judge, "answer_judge")),
+            ("claim_judge", _judge(self.claim_judge, "claim_judge")),
             ("metrics", metrics),
             ("partial_recall", float(pr)),
         ):
@@ -142,7 +156,7 @@ class RagOptions:
         k = self.context_k
         correct: Criterion = self.correct  # type: ignore[assignment]  # parsed in __post_init__
         judge = judge_label(self.judge)
-        return {
+        out = {
             "correct": correct.name,
             "correct_rule": correct.describe()
             + "; an abstention is never a correct answer; for an unanswerable question (gold_answers []) the "
@@ -179,6 +193,26 @@ class RagOptions:
             if correct.needs_judge
             else None,
         }
+        rule = _claims_rule(self)
+        if rule is not None:  # only when asked for, so the outputs of a diagnosis without them stay as they were
+            out["claims"] = rule
+        return out
+
+
+def _claims_rule(opts: RagOptions) -> str | None:
+    """How claim- and nugget-level metrics were got, in words (None when neither was asked for)."""
+    parts = []
+    if opts.claims is not None:
+        parts.append(f"claim checks read from RAGChecker's output {opts.claims}")
+    elif opts.claim_judge is not None:
+        parts.append(
+            f"claim checks by the {judge_label(opts.claim_judge)} judge: sentences of the answer and of the gold "
+            "answers (each a line) as claims, each context passage with text a chunk"
+        )
+    if opts.nuggets is not None:
+        judge = judge_label(opts.claim_judge) if opts.claim_judge is not None else "lexical"
+        parts.append(f"nuggets from {opts.nuggets}; unassigned nuggets and the 2x2's context checked by {judge}")
+    return "; ".join(parts) or None
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RagOptions))
