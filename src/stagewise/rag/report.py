@@ -44,6 +44,10 @@ class RagReport:
     options: RagOptions
     engine_conventions: dict[str, Any] | None = None
     judges: dict[str, Any] = field(default_factory=dict)
+    #: RAGChecker's claim-level metrics (a :class:`stagewise.rag.claims.ClaimReport`), when asked for
+    claims: Any = None
+    #: TREC RAG nugget scores and the nugget 2x2 (a :class:`stagewise.rag.nuggets.NuggetReport`), when asked for
+    nuggets: Any = None
 
     # -- numbers ------------------------------------------------------------------------------------------------
 
@@ -158,7 +162,7 @@ class RagReport:
         return notes
 
     def summary(self) -> dict[str, Any]:
-        return {
+        out = {
             "samples": self.n,
             "table": self.table(),
             "counts": self.counts(),
@@ -168,12 +172,24 @@ class RagReport:
             "citations": self.citation_means(),
             "notes": self.notes(),
         }
+        if self.claims is not None:
+            out["claims"] = self.claims.to_dict()
+        if self.nuggets is not None:
+            out["nuggets"] = self.nuggets.to_dict()
+        return out
 
     def to_dict(self, per_sample: bool = False) -> dict[str, Any]:
         """``{"conventions", "summary", "samples"?}``; a sample's NaN (a metric with no value) is None."""
         out: dict[str, Any] = {"conventions": self.conventions(), "summary": self.summary()}
         if per_sample:
             out["samples"] = [{k: none_for_nan(v) for k, v in row.to_dict().items()} for row in self.rows]
+            if self.claims is not None:
+                out["claim_samples"] = self.claims.rows
+            if self.nuggets is not None:
+                out["nugget_samples"] = {
+                    qid: {"scores": scores, "nuggets": self.nuggets.cells.get(qid, [])}
+                    for qid, scores in self.nuggets.scores.items()
+                }
         return out
 
     def to_json(self, per_sample: bool = False, indent: int | None = 2) -> str:
