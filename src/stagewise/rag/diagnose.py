@@ -549,4 +549,50 @@ def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
         judge=judges.label if isinstance(opts.judge, str) else opts.judge,
         answer_judge=judges.answer.judge if judges.answer is not None else opts.answer_judge,
     )
-    return RagReport(rows=rows, options=used, engine_conventions=engine_conventions, judges=judges.info())
+    claims, nuggets = _claim_level(recs, fields, opts)
+    return RagReport(
+        rows=rows,
+        options=used,
+        engine_conventions=engine_conventions,
+        judges=judges.info(),
+        claims=claims,
+        nuggets=nuggets,
+    )
+
+
+def _text_judge(spec: Any) -> Any:
+    """The judge of claim and nugget checks: a judge object, or one built from its name (it must read text)."""
+    if not isinstance(spec, str):
+        return spec
+    judge = parse_judge(spec)
+    if judge.entry.build is None or judge.entry.per_sample or judge.entry.choose is not None:
+        raise StagewiseError(f"the claim judge must read text; {judge.name!r} does not (try lexical or calibrated)")
+    return judge.build()
+
+
+def _claim_level(recs: Sequence[RagRecord], fields: Sequence[dict[str, Any]], opts: RagOptions) -> tuple[Any, Any]:
+    """RAGChecker's claim metrics and the TREC RAG nugget scores, when the options ask for them (else None)."""
+    if opts.claims is None and opts.claim_judge is None and opts.nuggets is None:
+        return None, None
+    from stagewise.rag.claims import claims_from_file, claims_from_judge
+    from stagewise.rag.nuggets import nuggets_for_samples
+
+    contexts = {
+        rec.id: [Passage(pid, rec.passages[pid]) for pid in f["context"] if rec.passages and pid in rec.passages]
+        for rec, f in zip(recs, fields, strict=True)
+    }
+    judge = _text_judge(opts.claim_judge if opts.claim_judge is not None else "lexical")
+    claims = None
+    if opts.claims is not None:
+        claims = claims_from_file(opts.claims, [rec.id for rec in recs])
+    elif opts.claim_judge is not None:
+        samples = [
+            {"id": rec.id, "response": rec.answer, "gt_answer": "\n".join(rec.gold_answers), "chunks": contexts[rec.id]}
+            for rec in recs
+            if rec.gold_answers  # an unanswerable question has no ground-truth claims to check
+        ]
+        claims = claims_from_judge(judge, samples) if samples else None
+    nuggets = None
+    if opts.nuggets is not None:
+        nuggets = nuggets_for_samples(opts.nuggets, {rec.id: rec.answer for rec in recs}, contexts, judge)
+    return claims, nuggets
