@@ -56,7 +56,49 @@ def _metric_lines(report: RagReport, digits: int) -> list[tuple[str, str]]:
         ("citations", report.citation_means()),
     ):
         out += [(f"{section}.{k}", fmt(v)) for k, v in values.items()]
+    if report.claims is not None:
+        out += [(f"claims.{k}", fmt(v)) for k, v in report.claims.means.items()]
+    if report.nuggets is not None:
+        out += [(f"nuggets.{k}", fmt(v)) for k, v in report.nuggets.means.items()]
     return out
+
+
+def _nugget_lines(report: RagReport) -> list[str]:
+    """The nugget 2x2 (all nuggets, and vital ones in brackets), as plain lines; [] when not computed."""
+    nuggets = report.nuggets
+    if nuggets is None or not nuggets.table:
+        return []
+    every, vital = nuggets.table["all"], nuggets.table["vital"]
+    rows = [
+        ("nugget in context", "ok", "generation_failure"),
+        ("nugget not in context", "lucky", "retrieval_failure"),
+    ]
+    cells = [[name, f"{a} {every[a]} (vital {vital[a]})", f"{b} {every[b]} (vital {vital[b]})"] for name, a, b in rows]
+    head = ["", "in answer", "not in answer"]
+    widths = [max(len(r[i]) for r in [head, *cells]) for i in range(3)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *cells]]
+
+
+def _claim_conv_lines(report: RagReport) -> list[str]:
+    lines = []
+    if report.claims is not None:
+        claims = report.claims
+        lines.append(
+            f"claims judge {claims.judge}: {len(claims.rows)} samples, {claims.claims.get('response', 0)} answer "
+            f"claims, {claims.claims.get('ground_truth', 0)} gold claims, {claims.unjudged} unjudged checks; "
+            "RAGChecker's metrics (only an entailment counts; a metric missing its claims or chunks is 0)"
+        )
+        if claims.without_checks:
+            lines.append(f"{len(claims.without_checks)} sample(s) have no claim checks in {claims.source}")
+    if report.nuggets is not None:
+        nuggets = report.nuggets
+        lines.append(
+            f"nuggets assigned by {nuggets.assigned_by}, context judge {nuggets.context_judge}: TREC RAG 2024 scores "
+            "(strict: support earns 1; otherwise partial_support 0.5; vital: vital nuggets only)"
+        )
+        if nuggets.without_nuggets:
+            lines.append(f"{len(nuggets.without_nuggets)} sample(s) have no nuggets in {nuggets.source}")
+    return lines
 
 
 def _conv_lines(report: RagReport) -> list[str]:
@@ -72,7 +114,7 @@ def _conv_lines(report: RagReport) -> list[str]:
     for role, info in report.judges.items():
         counts = ", ".join(f"{k} {v}" for k, v in info.items() if k != "name")
         lines.append(f"{role} judge {info['name']}: {counts}")
-    return lines + report.notes()
+    return lines + _claim_conv_lines(report) + report.notes()
 
 
 def _plain(report: RagReport, digits: int) -> str:
@@ -94,6 +136,9 @@ def _plain(report: RagReport, digits: int) -> str:
     width = max(len(k) for k, _ in metrics)
     out += [f"{k.ljust(width)}  {v}" for k, v in metrics]
     out.append("")
+    nugget_table = _nugget_lines(report)
+    if nugget_table:
+        out += ["nuggets: in the retrieved context x in the answer", *nugget_table, ""]
     out += [f"# {line}" for line in _conv_lines(report)]
     return "\n".join(out) + "\n"
 
@@ -115,5 +160,15 @@ def _markdown(report: RagReport, digits: int) -> str:
     out += ["", "| metric | value |", "|:---|---:|"]
     out += [f"| {k} | {v} |" for k, v in _metric_lines(report, digits)]
     out.append("")
+    nuggets = report.nuggets
+    if nuggets is not None and nuggets.table:
+        every, vital = nuggets.table["all"], nuggets.table["vital"]
+        out += ["| nuggets (vital) | in answer | not in answer |", "|:---|:---|:---|"]
+        for name, a, b in (
+            ("in context", "ok", "generation_failure"),
+            ("not in context", "lucky", "retrieval_failure"),
+        ):
+            out.append(f"| {name} | {a} {every[a]} ({vital[a]}) | {b} {every[b]} ({vital[b]}) |")
+        out.append("")
     out += [f"- {line}" for line in _conv_lines(report)]
     return "\n".join(out) + "\n"
