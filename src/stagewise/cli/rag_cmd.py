@@ -168,6 +168,24 @@ _KiltK = typer.Option(
     **int_option(1), help="KILT-style scores need the evidence in the top N (default: R-precision = 1)."
 )
 _Digits = typer.Option(**int_option(0, 20), help="Decimals in table and markdown output.")
+_Claims = typer.Option(
+    help="RAGChecker's output JSON (ragchecker --output_path): its claims and entailment checks, matched to the "
+    "records by query_id, give its 11 claim-level metrics (precision, recall, F1, claim recall, context precision, "
+    "context utilisation, noise sensitivity, hallucination, self-knowledge, faithfulness)."
+)
+ClaimJudge = Annotated[
+    str | None,
+    typer.Option(
+        parser=_Checked("stagewise.rag.judges", "parse_judge", "claim-judge", module_attr=True),
+        help="Compute the claim-level metrics with this judge instead of reading them: sentences of the answer and "
+        "of the gold answers as claims, context passages as chunks; also assigns unassigned nuggets and checks "
+        "the nuggets' context (default lexical there). A judge that reads text: lexical, calibrated, or module:attr.",
+    ),
+]
+_Nuggets = typer.Option(
+    help="Nuggets in nuggetizer's JSONL ({qid, nuggets: [{text, importance, assignment?}]}), matched by qid: "
+    "TREC RAG 2024 nugget scores (strict/partial, vital/all) and the nugget 2x2 (in context x in answer)."
+)
 
 
 def rag_command(
@@ -187,6 +205,9 @@ def rag_command(
     kilt_k: Annotated[int | None, _KiltK] = None,
     evidence: Evidence = "ids",
     digits: Annotated[int, _Digits] = 4,
+    claims: Annotated[Path | None, _Claims] = None,
+    claim_judge: ClaimJudge = None,
+    nuggets: Annotated[Path | None, _Nuggets] = None,
 ) -> None:
     """Diagnose RAG samples: score retrieval and answer generation separately, label every sample with the stage
     that failed (ok, generation_failure, retrieval_failure, lucky) and the reason, and check citations.
@@ -205,9 +226,13 @@ def rag_command(
       stagewise rag ragas.json --from ragas --evidence answers --judge lexical
 
       stagewise rag guesses.jsonl --from kilt --gold nq-dev-kilt.jsonl --format json
+
+      stagewise rag checked.json --from ragchecker --claims checked.json
+
+      stagewise rag records.jsonl --claim-judge lexical --nuggets nuggets.jsonl
     """
     with user_errors():
-        inputs = [records, gold, run, qrels]
+        inputs = [records, gold, run, qrels, claims, nuggets]
         check_output(output, [*inputs, judge_cache])
         from stagewise.report import offered
 
@@ -226,6 +251,9 @@ def rag_command(
             metrics=tuple(split_metrics(metric)) if metric else DEFAULT_METRICS,
             kilt_k=kilt_k,
             evidence=evidence,
+            claims=claims,
+            claim_judge=_load_judge(claim_judge) if claim_judge is not None else None,
+            nuggets=nuggets,
         )
         report = evaluate_rag(_records(records, shape, gold, run, qrels), options)
         text = render(report, chosen_format, per_sample=per_sample, digits=digits)
