@@ -122,6 +122,16 @@ FORMATS: FormatRegistry = FormatRegistry(
     ),
     OutputFormat("latex", "a LaTeX tabular", ("tex",), kinds=("EvalResult", "Comparison")),
     OutputFormat("junit", "JUnit XML, one testcase per check (CI test reports)", ("xml",), kinds=("GateResult",)),
+    OutputFormat(
+        "beir",
+        "BEIR's result JSON (ndcg/map/recall/precision/mrr groups, NDCG@10 keys, 5 decimals)",
+        renderers={"EvalResult": "stagewise.report.beir:render_beir"},
+    ),
+    OutputFormat(
+        "mteb",
+        "an MTEB task result JSON (ndcg_at_10 keys, main_score nDCG@10)",
+        renderers={"EvalResult": "stagewise.report.beir:render_mteb"},
+    ),
     OutputFormat("github", "a GitHub Actions step summary (markdown)", kinds=("GateResult",)),
     error=_ConventionError,
 )
