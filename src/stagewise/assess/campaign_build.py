@@ -17,7 +17,16 @@ from stagewise.assess.campaign import assign, check_assessors, merged_text, read
 from stagewise.errors import InputError, parameter_error
 from stagewise.store.campaigns import CampaignStore
 
-__all__ = ["CampaignOptions", "Created", "campaign_agreement", "create_campaign", "export_qrels", "new_token"]
+__all__ = [
+    "CampaignOptions",
+    "CampaignStatus",
+    "Created",
+    "campaign_agreement",
+    "campaign_status",
+    "create_campaign",
+    "export_qrels",
+    "new_token",
+]
 
 #: A judge's pre-label of one item: ``(query text, document text) -> label``.
 Prelabeller = Callable[[str, str], int]
@@ -162,3 +171,46 @@ def campaign_agreement(store: CampaignStore, name: str, *, relevance_level: int 
             expected="labels from two assessors or more to measure agreement",
         )
     return agreement_report(labels, relevance_level=relevance_level)
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    """Where a campaign stands: its settings, item counts, each assessor's progress (``total``, ``labelled``,
+    ``skipped``, ``left``), the median seconds spent per label, and the agreement so far (None until two
+    assessors have labels)."""
+
+    name: str
+    settings: dict[str, Any]
+    items: int
+    overlap_items: int
+    progress: dict[str, dict[str, int]]
+    median_spent: dict[str, float | None]
+    agreement: Any
+
+
+def campaign_status(store: CampaignStore, name: str) -> CampaignStatus:
+    """The :class:`CampaignStatus` of campaign ``name``."""
+    import statistics
+
+    from stagewise.errors import StagewiseError
+
+    campaign = store.campaign(name)
+    progress = store.progress(name)
+    spent: dict[str, list[float]] = {a: [] for a in campaign.assessors}
+    for row in store.history(name):
+        if row["action"] == "label" and not row["undone"]:
+            spent[row["assessor"]].append(row["spent"])
+    try:
+        agreement = campaign_agreement(store, name)
+    except StagewiseError:
+        agreement = None
+    settings = dict(campaign.settings)
+    return CampaignStatus(
+        name,
+        settings,
+        int(settings.pop("items")),
+        int(settings.pop("overlap_items")),
+        {a: progress[a] for a in campaign.assessors},
+        {a: statistics.median(v) if v else None for a, v in spent.items()},
+        agreement,
+    )

@@ -137,6 +137,11 @@ class CampaignStore:
                 found = assessor
         return found
 
+    def admin_token(self, name: str) -> str:
+        """The campaign's administrator token (for the address ``stagewise campaign serve`` prints)."""
+        with self._lock:
+            return self._db.execute("SELECT admin_token FROM campaigns WHERE name = ?", (name,)).fetchone()[0]
+
     def is_admin(self, name: str, token: str) -> bool:
         """Whether ``token`` is the campaign's administrator token (constant-time comparison)."""
         with self._lock:
