@@ -29,7 +29,9 @@ def _names(paths: list[str]) -> list[str]:
 
 
 def agreement_command(
-    qrels: Annotated[list[str], typer.Argument(help="Two qrels files or more (assessors, judges, versions).")],
+    qrels: Annotated[
+        list[str] | None, typer.Argument(help="Two qrels files or more (assessors, judges, versions).")
+    ] = None,
     fmt: Annotated[str | None, format_option("AgreementReport")] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
@@ -42,6 +44,12 @@ def agreement_command(
             **int_option(-INT64_MAX - 1),
             help="Binary agreement: a label >= this is relevant (graded by default).",
         ),
+    ] = None,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="A campaign store: its assessors' labels instead of qrels files.")
+    ] = None,
+    campaign: Annotated[
+        str | None, typer.Option("--campaign", help="The store's campaign (needed when it holds several).")
     ] = None,
 ) -> None:
     """Agreement between qrels files: Cohen's kappa (unweighted, linear, quadratic) and the confusion matrix per
@@ -56,10 +64,16 @@ def agreement_command(
 
         stagewise agreement ann.qrels bob.qrels
         stagewise agreement ann.qrels bob.qrels judge.qrels --format json -l 1
+        stagewise agreement --store campaign.sqlite --campaign pool
     """
     with user_errors():
         from stagewise.errors import InputError
 
+        if campaign is not None and store is None:
+            raise InputError("--campaign", "names a campaign of a store", hint="add --store STORE")
+        if store is not None:
+            return _store_agreement(store, campaign, qrels, fmt, output, relevance_level)
+        qrels = qrels or []
         if len(qrels) < 2:
             raise InputError("QRELS", f"{len(qrels)} file given", expected="two qrels files or more")
         check_output(output, list(qrels))
@@ -70,6 +84,28 @@ def agreement_command(
 
         report = agreement_report(dict(zip(_names(qrels), qrels, strict=True)), relevance_level=relevance_level)
         emit(render(report, chosen), output, chosen)
+
+
+def _store_agreement(
+    store: Path, campaign: str | None, qrels: list[str] | None, fmt: str | None, output: Path | None, level: int | None
+) -> None:
+    """``stagewise agreement --store STORE [--campaign NAME]``: the campaign's assessors, as qrels files would be."""
+    from stagewise.errors import InputError
+
+    if qrels:
+        raise InputError("QRELS", "given with --store", hint="agree qrels files, or a store's assessors, not both")
+    check_output(output, [store])
+    from stagewise.assess.campaign_build import campaign_agreement
+    from stagewise.cli.campaign_cmd import open_campaign
+    from stagewise.report import offered, render
+
+    chosen = output_format(fmt, output, offered("AgreementReport"))
+    opened, name = open_campaign(store, campaign)
+    try:
+        report = campaign_agreement(opened, name, relevance_level=level)
+    finally:
+        opened.close()
+    emit(render(report, chosen), output, chosen)
 
 
 def _policy(value: Any) -> Any:
