@@ -108,7 +108,7 @@ def test_options_are_one_value_with_checked_overrides() -> None:
         evaluate_rag(RECORDS, contextk=2)
     with pytest.raises(ConventionError, match="'context_k' parameter"):
         RagOptions(context_k=0)
-    with pytest.raises(ConventionError, match=r"'judge' parameter .* auto, gold, lexical, calibrated, none"):
+    with pytest.raises(ConventionError, match=r"'judge' parameter .* auto, gold, lexical, calibrated, llm, none"):
         base.with_(judge="nli")
 
 
@@ -168,7 +168,7 @@ def test_a_registered_criterion_works_on_the_command_line(toys: None, records: P
 
 # ------------------------------------------------------------------------------------------------ judges
 def test_judges_are_named_canonically() -> None:
-    assert JUDGES.names() == ["auto", "gold", "lexical", "calibrated", "query-coverage", "none", "llm"]
+    assert JUDGES.names() == ["auto", "gold", "lexical", "calibrated", "query-coverage", "llm", "none"]
     assert parse_judge("Lexical(threshold=0.50)").name == "lexical(threshold=0.5)"
     assert parse_judge("lexical(threshold=0.6)").name == "lexical"  # a default is left out
     assert isinstance(LexicalJudge(), Judge) and LexicalJudge(0.5).name == "lexical(threshold=0.5)"

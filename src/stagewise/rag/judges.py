@@ -381,7 +381,6 @@ JUDGES: Registry[JudgeEntry] = Registry(
         },
         tasks=("relevance",),
     ),
-    JudgeEntry("none", "no judge: sentence-level citation scores are not computed", None),
     JudgeEntry(
         "llm",
         "a model behind an OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp, OpenAI), versioned prompts",
@@ -389,6 +388,7 @@ JUDGES: Registry[JudgeEntry] = Registry(
         _LLM_PARAMS,
         tasks=("support", "relevance"),
     ),
+    JudgeEntry("none", "no judge: sentence-level citation scores are not computed", None),
 )
 
 
