@@ -86,6 +86,8 @@ def test_a_defined_measure_equals_the_built_in_one_two_ways(defined, seed: int) 
             assert per_query(result, ours) == per_query(result, builtin), (ours, ties)
             for run in result.runs:
                 assert run.means[ours] == run.means[builtin]
+    streamed = stagewise.evaluate(qrels, runs, ["my_rr", "my_rr_vec", "mrr"], engine="stream")
+    assert per_query(streamed, "my_rr") == per_query(streamed, "mrr") == per_query(streamed, "my_rr_vec")
 
 
 def test_the_views_hold_the_labels_by_rank() -> None:
