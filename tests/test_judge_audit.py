@@ -134,15 +134,14 @@ def test_gullibility_fools_word_overlap_and_not_a_judge_blind_to_the_attack() ->
     assert rates["keyword-stuffing"].fooled == 3 and rates["keyword-stuffing"].rate == 1.0
     assert rates["instruction"].rate == 1.0
 
-    class FirstSentenceOnly:  # reads the clean passage's first 40 characters: neither attack reaches them
-        name, version = "first-40", None
+    class SkipsInstructions:  # a word-overlap judge that discards any passage holding an instruction to it
+        name, version = "skips-instructions", None
 
         def supports(self, passages, claim):
-            return lexical.supports(
-                [Passage(p.id, p.text[-40:] if "supports the claim" not in p.text else "") for p in passages], claim
-            )
+            return lexical.supports([p for p in passages if "supports the claim" not in p.text], claim)
 
-    blind = {r.attack: r for r in gullibility(FirstSentenceOnly(), [(clean, claim)] * 3, resamples=20)}
+    blind = {r.attack: r for r in gullibility(SkipsInstructions(), [(clean, claim)] * 3, resamples=20)}
+    assert blind["keyword-stuffing"].rate == 1.0
     assert blind["instruction"].fooled == 0 and blind["instruction"].rate == 0.0
 
 
