@@ -254,3 +254,58 @@ def test_report_refuses_mixed_judges_and_repeated_ids() -> None:
         claim_report([a, b])
     with pytest.raises(StagewiseError, match="checked twice"):
         claim_report([a, a])
+
+
+# -- inside the stage diagnosis ----------------------------------------------------------------------------------
+
+
+def _invoke(*args: str):
+    from typer.testing import CliRunner
+
+    from stagewise.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+@needs_data
+def test_the_diagnosis_reads_ragcheckers_checks_and_keeps_its_labels() -> None:
+    from stagewise.rag.adapters import load_records
+    from stagewise.rag.diagnose import evaluate_rag
+
+    records = load_records(OUTPUTS, "ragchecker")
+    plain = evaluate_rag(records)
+    report = evaluate_rag(records, claims=OUTPUTS)
+    assert [(r.label, r.reason) for r in report.rows] == [(r.label, r.reason) for r in plain.rows]
+    summary = report.summary()["claims"]
+    assert summary["ragchecker"] == json.loads(OUTPUTS.read_text())["metrics"]
+    assert summary["judge"] == "ragchecker-output" and "claims" in report.conventions()
+    assert "claims" not in plain.summary() and "claims" not in plain.conventions()
+
+
+@needs_data
+def test_stagewise_rag_claims_on_the_command_line() -> None:
+    result = _invoke(
+        "rag", str(OUTPUTS), "--from", "ragchecker", "--claims", str(OUTPUTS), "-f", "json", "--per-sample"
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["summary"]["claims"]["ragchecker"]["overall"] == {"precision": 76.4, "recall": 62.5, "f1": 68.3}
+    assert data["claim_samples"]["1"]["f1"] == pytest.approx(0.7741935483870969)
+    judged = _invoke("rag", str(OUTPUTS), "--from", "ragchecker", "--claim-judge", "lexical")
+    assert judged.exit_code == 0, judged.output
+    assert "# claims judge lexical(threshold=0.6): 2 samples" in judged.stdout
+    assert "claims.faithfulness" in judged.stdout
+
+
+def test_claims_that_match_no_record_are_one_line_errors(tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": "a", "answer": "x", "gold_answers": ["x"]}) + "\n")
+    checks = tmp_path / "checks.json"
+    sample = {"query_id": "zz", "response_claims": [], "gt_answer_claims": [], "answer2response": [],
+              "response2answer": [], "retrieved2response": [], "retrieved2answer": []}  # fmt: skip
+    checks.write_text(json.dumps({"results": [sample]}))
+    result = _invoke("rag", str(records), "--claims", str(checks))
+    assert result.exit_code == 2
+    assert "checks.json: no query_id matches a record id" in result.stderr and "the file has zz" in result.stderr
+    gold = _invoke("rag", str(records), "--claim-judge", "gold")
+    assert gold.exit_code == 2 and "the claim judge must read text" in gold.stderr

@@ -162,3 +162,46 @@ def test_the_nugget_two_by_two() -> None:
     assert partial["q"][3][3] == "lucky"
     # a query without context has no nugget in context
     assert {cell for *_, cell in nugget_table(LexicalJudge(), [record], {})["q"]} == {"lucky", "retrieval_failure"}
+
+
+def test_nuggets_in_the_diagnosis_and_on_the_command_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from stagewise.cli import app
+    from stagewise.rag.diagnose import evaluate_rag
+
+    records = tmp_path / "records.jsonl"
+    record = {
+        "id": "q1",
+        "retrieved": ["p1", "p2"],
+        "answer": "Jane Austen wrote Emma. It was filmed in 1996.",
+        "gold_answers": ["Jane Austen"],
+        "passages": {"p1": "Emma, a novel by Jane Austen, appeared in 1815.", "p2": "Bananas are yellow."},
+    }
+    records.write_text(json.dumps(record) + "\n" + json.dumps({**record, "id": "q2"}) + "\n")
+    nuggets = tmp_path / "nuggets.jsonl"
+    nuggets.write_text(
+        json.dumps(
+            {
+                "qid": "q1",
+                "nuggets": [
+                    {"text": "Austen wrote Emma", "importance": "vital"},
+                    {"text": "Emma appeared in 1815", "importance": "vital"},
+                    {"text": "Emma was filmed in 1996", "importance": "okay"},
+                ],
+            }
+        )
+        + "\n"
+    )
+    report = evaluate_rag(str(records), nuggets=nuggets)
+    assert report.rows[0].label == "lucky"  # no gold evidence ids: the passage-level label is unchanged
+    summary = report.summary()["nuggets"]
+    assert summary["assigned_by"] == "lexical(threshold=0.6)" and summary["queries"] == 1
+    assert summary["samples_without_nuggets"] == ["q2"]
+    assert summary["table"]["all"] == {"ok": 1, "generation_failure": 1, "lucky": 1, "retrieval_failure": 0}
+    assert summary["means"]["strict_vital_score"] == 0.5
+    result = CliRunner().invoke(app, ["rag", str(records), "--nuggets", str(nuggets)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "nuggets: in the retrieved context x in the answer" in result.stdout
+    assert "ok 1 (vital 1)" in result.stdout and "generation_failure 1 (vital 1)" in result.stdout
+    assert "nuggets.strict_vital_score" in result.stdout and "1 sample(s) have no nuggets" in result.stdout
