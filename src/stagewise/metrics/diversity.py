@@ -36,6 +36,8 @@ pyndeval gives a run and so ir_measures' number for these measures (its spelling
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,9 +89,6 @@ class _Pairs:
         order = np.lexsort((rank, slot))
         query, rank, slot = query[order], rank[order], slot[order]
         return cls(query, rank, slot, position_in_segment(slot))
-
-    def gain(self, alpha: float) -> np.ndarray:
-        return (1.0 - alpha) ** self.seen
 
 
 @dataclass(frozen=True)
@@ -236,15 +235,54 @@ def _ideal(ctx: EvalContext, qrels: SubtopicQrels, alpha: float) -> tuple[_Pairs
     return _Pairs(query[keep], pairs.rank[keep], pairs.slot[keep], pairs.seen[keep]), subtopics.n
 
 
-def _per_query(ctx: EvalContext, pairs: _Pairs, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-    if mask is not None:
-        return np.bincount(pairs.query[mask], weights=weights[mask], minlength=ctx.n_queries)
-    return np.bincount(pairs.query, weights=weights, minlength=ctx.n_queries)
+def _in_order(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, its ``values`` added one by one from 0.0 in the order given, as ndeval's loops add them (a
+    last-bit difference can move a value printed to 6 decimals). One vectorised step per position in the
+    longest group: the first value of every group, then the second, ..."""
+    out = np.zeros(n_groups)
+    if len(group) == 0:
+        return out
+    position = np.zeros(len(group), dtype=np.int64)
+    order = np.argsort(group, kind="stable")
+    position[order] = position_in_segment(group[order])
+    by_position = np.argsort(position, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(position))]
+    for start, stop in itertools.pairwise(bounds):
+        rows = by_position[start:stop]  # at most one row per group
+        out[group[rows]] += values[rows]
+    return out
+
+
+@dataclass(frozen=True)
+class _Results:
+    """The results that gain something, per query in rank order: query, rank and the gain summed over the
+    subtopics they are relevant to (in subtopic order, as ndeval sums it)."""
+
+    query: np.ndarray
+    rank: np.ndarray
+    score: np.ndarray
+
+    @classmethod
+    def of(cls, pairs: _Pairs, alpha: float) -> _Results:
+        order = np.lexsort((pairs.slot, pairs.rank, pairs.query))
+        query, rank = pairs.query[order], pairs.rank[order]
+        first = np.r_[True, (query[1:] != query[:-1]) | (rank[1:] != rank[:-1])] if len(query) else np.zeros(0, bool)
+        result = np.cumsum(first) - 1
+        score = _in_order(result, _powers(1.0 - alpha, pairs.seen)[order], int(first.sum()))
+        return cls(query[first], rank[first], score)
+
+
+def _powers(base: float, exponent: np.ndarray) -> np.ndarray:
+    """base**exponent by repeated multiplication from 1.0, as ndeval decays a gain (pow can differ in the last
+    bit)."""
+    size = int(exponent.max()) + 1 if len(exponent) else 1
+    return np.cumprod(np.r_[1.0, np.full(size - 1, base)])[exponent]
 
 
 def _discount(rank: np.ndarray) -> np.ndarray:
-    """ndeval's DCG discount: log(2) / log(rank + 1)."""
-    return np.log(2.0) / np.log(rank + 1.0)
+    """ndeval's DCG discount, log(2) / log(rank + 1), with the C library's log (as ndeval's)."""
+    table = np.array([1.0] + [math.log(2.0) / math.log(r + 1.0) for r in range(2, int(rank.max(initial=1)) + 1)])
+    return table[rank - 1]
 
 
 def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
@@ -255,89 +293,110 @@ def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ideal_ideal(n: np.ndarray, k: int, alpha: float, weigh) -> np.ndarray:
-    """ndeval's collection-independent normaliser: N (1 - alpha)**(r - 1) weighed per rank, summed to k; 1 at
-    k = 1, where ndeval's normalisation loop does not reach."""
+def _ideal_ideal(n: np.ndarray, k: int, alpha: float, kind: str) -> np.ndarray | None:
+    """ndeval's collection-independent normaliser at k: N (1 - alpha)**(r - 1) per rank r, times the discount
+    (DCG) or over r (ERR), added up to k; None at k = 1, where ndeval's normalisation loop does not reach."""
     if k == 1:
-        return np.ones_like(n)
-    ranks = np.arange(1, k + 1, dtype=np.float64)
-    return n * float(np.sum((1.0 - alpha) ** (ranks - 1) * weigh(ranks)))
+        return None
+    out = np.zeros(len(n))
+    for count in np.unique(n):
+        gain, total = float(count), 0.0
+        for rank in range(1, k + 1):
+            weighed = (
+                gain * (1.0 if rank == 1 else math.log(2.0) / math.log(rank + 1.0)) if kind == "dcg" else gain / rank
+            )
+            total, gain = total + weighed, gain * (1.0 - alpha)
+        out[n == count] = total
+    return out
 
 
-def _cumulative(ctx: EvalContext, k: int, opts: dict, weigh, measure: str, normalise: str) -> np.ndarray:
-    """alpha-DCG and ERR-IA (``weigh``: the rank's discount), normalised by the ideal ideal or the ideal."""
+def _cumulated(results: _Results, k: int, kind: str, n_queries: int) -> np.ndarray:
+    """Each query's gains to rank k, discounted (DCG) or over the rank (ERR), added in rank order."""
+    top = results.rank <= k
+    rank, score = results.rank[top], results.score[top]
+    weighed = score * _discount(rank) if kind == "dcg" else score / rank
+    return _in_order(results.query[top], weighed, n_queries)
+
+
+def _cumulative(ctx: EvalContext, k: int, opts: dict, kind: str, measure: str, normalise: str) -> np.ndarray:
+    """alpha-DCG (``kind`` dcg) and ERR-IA (err), normalised by the ideal ideal, or over the ideal ranking's
+    value normalised the same way (ndeval divides the two normalised values)."""
     qrels = _subtopic_qrels(ctx, measure)
     alpha = opts["alpha"]
-    pairs = _run_pairs(ctx, qrels, opts["ties"])
-    top = pairs.rank <= k
-    value = _per_query(ctx, pairs, pairs.gain(alpha) * weigh(pairs.rank.astype(np.float64)), top)
+    value = _cumulated(_Results.of(_run_pairs(ctx, qrels, opts["ties"]), alpha), k, kind, ctx.n_queries)
     ideal, n = _ideal(ctx, qrels, alpha)
-    if normalise == "ideal":
-        best = _per_query(ctx, ideal, ideal.gain(alpha) * weigh(ideal.rank.astype(np.float64)), ideal.rank <= k)
-        return _ratio(value, best)
-    return _ratio(value, _ideal_ideal(n, k, alpha, weigh))
-
-
-def _reciprocal(rank: np.ndarray) -> np.ndarray:
-    return 1.0 / rank
+    scale = _ideal_ideal(n, k, alpha, kind)
+    if scale is not None:
+        value = _ratio(value, scale)
+    if normalise == "ideal-ideal":
+        return value
+    best = _cumulated(_Results.of(ideal, alpha), k, kind, ctx.n_queries)
+    return _ratio(value, best if scale is None else _ratio(best, scale))
 
 
 def alpha_dcg(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     """ndeval's alpha-DCG@k (collection-independent normalisation)."""
-    return _cumulative(ctx, k, opts, _discount, f"alpha_dcg@{k}", "ideal-ideal")
+    return _cumulative(ctx, k, opts, "dcg", f"alpha_dcg@{k}", "ideal-ideal")
 
 
 def alpha_ndcg(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     """alpha-nDCG@k (Clarke et al., SIGIR 2008) against ndeval's greedy ideal ranking."""
-    return _cumulative(ctx, k, opts, _discount, f"alpha_ndcg@{k}", "ideal")
+    return _cumulative(ctx, k, opts, "dcg", f"alpha_ndcg@{k}", "ideal")
 
 
 def err_ia(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     """ndeval's ERR-IA@k (collection-independent normalisation)."""
-    return _cumulative(ctx, k, opts, _reciprocal, f"err_ia@{k}", "ideal-ideal")
+    return _cumulative(ctx, k, opts, "err", f"err_ia@{k}", "ideal-ideal")
 
 
 def nerr_ia(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     """nERR-IA@k: ERR-IA over the ideal ranking's."""
-    return _cumulative(ctx, k, opts, _reciprocal, f"nerr_ia@{k}", "ideal")
+    return _cumulative(ctx, k, opts, "err", f"nerr_ia@{k}", "ideal")
 
 
-def _nrbp_sum(ctx: EvalContext, pairs: _Pairs, alpha: float, beta: float) -> np.ndarray:
-    return _per_query(ctx, pairs, pairs.gain(alpha) * beta ** (pairs.rank - 1.0))
+def _nrbp(ctx: EvalContext, pairs: _Pairs, alpha: float, beta: float, n: np.ndarray) -> np.ndarray:
+    """NRBP: gains weighed beta**(rank - 1), added in rank order, times (1 - (1 - alpha) beta) / N."""
+    results = _Results.of(pairs, alpha)
+    total = _in_order(results.query, results.score * _powers(beta, results.rank - 1), ctx.n_queries)
+    out = np.zeros(ctx.n_queries)
+    some = n > 0
+    out[some] = total[some] * ((1.0 - (1.0 - alpha) * beta) / n[some])  # ndeval: nrbp *= (1 - (1 - a) b) / N
+    return out
 
 
 def nrbp(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
     """NRBP (Clarke et al., ICTIR 2009), over the whole ranking."""
     qrels = _subtopic_qrels(ctx, "nrbp")
-    alpha, beta = opts["alpha"], opts["beta"]
-    total = _nrbp_sum(ctx, _run_pairs(ctx, qrels, opts["ties"]), alpha, beta)
     n = _judgements(ctx, qrels).n
-    return _ratio(total * (1.0 - (1.0 - alpha) * beta), n)
+    return _nrbp(ctx, _run_pairs(ctx, qrels, opts["ties"]), opts["alpha"], opts["beta"], n)
 
 
 def nnrbp(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
     """nNRBP: NRBP over the ideal ranking's (0 for a query with no relevant subtopic, where ndeval gives NaN)."""
     qrels = _subtopic_qrels(ctx, "nnrbp")
     alpha, beta = opts["alpha"], opts["beta"]
-    total = _nrbp_sum(ctx, _run_pairs(ctx, qrels, opts["ties"]), alpha, beta)
-    ideal, _ = _ideal(ctx, qrels, alpha)
-    return _ratio(total, _nrbp_sum(ctx, ideal, alpha, beta))
+    ideal, n = _ideal(ctx, qrels, alpha)
+    run = _nrbp(ctx, _run_pairs(ctx, qrels, opts["ties"]), alpha, beta, n)
+    return _ratio(run, _nrbp(ctx, ideal, alpha, beta, n))
 
 
 def ap_ia(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
     """MAP-IA: the mean over the query's subtopics of each subtopic's average precision."""
     qrels = _subtopic_qrels(ctx, "ap_ia")
-    pairs = _run_pairs(ctx, qrels, opts["ties"])
+    pairs = _run_pairs(ctx, qrels, opts["ties"])  # by slot, then rank
     subtopics = _judgements(ctx, qrels)
-    precision = (pairs.seen + 1.0) / pairs.rank / subtopics.relevant_of_slot[pairs.slot]
-    return _ratio(_per_query(ctx, pairs, precision), subtopics.n)
+    per_slot = _in_order(pairs.slot, (pairs.seen + 1.0) / pairs.rank, qrels.n_subtopics)
+    slot_query = subtopics.eval_of_query[qrels.slot_query]
+    counted = (subtopics.relevant_of_slot > 0) & (slot_query >= 0)
+    share = per_slot[counted] / subtopics.relevant_of_slot[counted]
+    return _ratio(_in_order(slot_query[counted], share, ctx.n_queries), subtopics.n)
 
 
 def p_ia(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     """P-IA@k: relevant (result, subtopic) pairs in the top k over k N."""
     qrels = _subtopic_qrels(ctx, f"p_ia@{k}")
     pairs = _run_pairs(ctx, qrels, opts["ties"])
-    count = _per_query(ctx, pairs, np.ones(len(pairs.rank)), pairs.rank <= k)
+    count = np.bincount(pairs.query[pairs.rank <= k], minlength=ctx.n_queries).astype(np.float64)
     return _ratio(count, k * _judgements(ctx, qrels).n)
 
 
@@ -345,7 +404,7 @@ def strec(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     """strec@k (subtopic recall): subtopics with a relevant result in the top k, over N."""
     qrels = _subtopic_qrels(ctx, f"strec@{k}")
     pairs = _run_pairs(ctx, qrels, opts["ties"])
-    covered = _per_query(ctx, pairs, np.ones(len(pairs.rank)), (pairs.rank <= k) & (pairs.seen == 0))
+    covered = np.bincount(pairs.query[(pairs.rank <= k) & (pairs.seen == 0)], minlength=ctx.n_queries)
     return _ratio(covered, _judgements(ctx, qrels).n)
 
 
