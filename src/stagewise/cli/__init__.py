@@ -24,6 +24,7 @@ from stagewise.cli import (
     hybrid_cmd,
     index_cmd,
     judge_cmd,
+    ndeval_cmd,
     pool_cmd,
     power_cmd,
     rag_cmd,
@@ -87,6 +88,12 @@ _command("fuse", fuse_cmd.fuse_command)
 _command(
     "trec_eval",
     trec_eval_cmd.trec_eval_command,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)
+_command(
+    "ndeval",
+    ndeval_cmd.ndeval_command,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
     add_help_option=False,
 )
