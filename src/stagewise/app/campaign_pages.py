@@ -172,6 +172,7 @@ function show(view) {
   $('bar').max = p.total || 1; $('bar').value = p.labelled;
   $('progress').textContent = p.labelled + ' of ' + p.total + ' labelled' + (p.skipped ? ', ' + p.skipped + ' skipped' : '');
   current = view.item;
+  document.body.dataset.state = [current, p.labelled, p.skipped].join(':');  // what the page shows, for tests
   $('item').hidden = current === null; $('done').hidden = current !== null;
   if (current === null) return;
   $('title').textContent = view.query.title;
