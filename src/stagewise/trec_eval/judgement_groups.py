@@ -16,7 +16,7 @@ import polars as pl
 from stagewise._io import display_name
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
-from stagewise.errors import InputError, StagewiseError
+from stagewise.errors import InputError
 from stagewise.metrics.context import Conventions, EvalContext, build_context
 from stagewise.trec_eval import measures as M
 from stagewise.trec_eval.text_files import fields_by_line, integral
@@ -69,11 +69,8 @@ def group_context(judgements: GroupQrels, run: Run, conventions: Conventions) ->
     rows = ranked.join(topics, on="topic", how="inner").select(
         pl.col("group_query").alias("query_id"), "doc_id", "score"
     )
-    if rows.height == 0:
-        raise StagewiseError(
-            f"no query has both results in run {run.name!r} and judgements in {judgements.source!r}; "
-            "check that the query ids of the two files match"
-        )
+    if rows.height == 0:  # no topic in common: build_context says so, or (-c) scores every topic 0
+        rows = ranked.select(pl.col("topic").alias("query_id"), "doc_id", "score")
     repeated = Run.from_frame(rows, name=run.name, source=run.source)
     return build_context(judgements.qrels, repeated, conventions)
 
