@@ -109,7 +109,7 @@ def test_canonical_form_round_trips(family: str, cutoff: int) -> None:
     ("text", "says"),
     [
         ("alpha_nDCG", "as in alpha_ndcg@10"),  # ndeval prints its measures at cutoffs; ir_measures needs one too
-        ("BPM", "cwl_eval"),
+        ("BPM", "as in bpm@10"),  # cwl_eval's BPM is a family now; K, its cost budget, is the cutoff it needs
         ("NumQ", "num_queries"),
         ("bpref-l2", "bpref(rel=2)"),
         ("nDCG(gains='x')@10", "gains"),
