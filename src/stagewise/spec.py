@@ -27,8 +27,9 @@ Spellings accepted besides the grammar, each kept because it is documented or is
   exact spelling decides (:data:`stagewise.metrics.measures.PEER_NAMES`): ``ERR@10`` is gdeval's
   (``err@10(max_label=4)``) and ``err@10`` ours (highest grade from the qrels); ``RBP`` is ir_measures'
   (``rbp(p=0.8,scale=False)``; ``RBP(rel=2)`` binary) and ``rbp`` trec_eval's; ``IPrec@0.1`` is trec_eval 9's
-  (``iprec_at_recall@0.1(rounding=0.9)``); ``Judged@10`` is ``judged_retrieved@10``. ndeval's and cwl_eval's
-  measures are refused with a message saying so.
+  (``iprec_at_recall@0.1(rounding=0.9)``); ``Judged@10`` is ``judged_retrieved@10``. ndeval's measures are
+  refused with a message saying so; cwl_eval's user models (``INST(T=2,max_rel=3)``, ``SDCG(max_rel=3)@10``) are
+  families of :mod:`stagewise.metrics.cwl`.
 - ranx's names, each meaning ranx's number: ``hits@10``, ``hit_rate@10`` (= ``success@10``), ``precision@10``,
   ``recall@10``, ``f1@10``, ``mrr@10``, ``map@100``, ``ndcg@10``, ``dcg@10``, ``ndcg_burges@10``
   (= ``ndcg@10(gain=exp)``), ``r-precision``, ``bpref``, ``rbp.95`` (= ``rbp(p=0.95,scale=False)``), and its
