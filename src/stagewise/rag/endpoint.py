@@ -209,7 +209,7 @@ class ChatReply:
 class ReplyCache:
     """Answers by :func:`cache_key`, in a JSONL file: read at start, one line appended (and flushed) per answer
     as it arrives, so a killed run loses at most the answer being written. A last line cut short by a kill is
-    skipped (and the next append starts on a new line); a bad line elsewhere is an :class:`InputError` naming
+    skipped (and cut off the file before the next append); a bad line elsewhere is an :class:`InputError` naming
     the file and line. Lines hold the key, model, prompt version, the answer's text and token counts: never an
     API key.
 
@@ -219,7 +219,7 @@ class ReplyCache:
         self.path = Path(path) if path is not None else None
         self._answers: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._needs_newline = False
+        self._cut_at: int | None = None  # where a last line cut short by a kill starts, to be cut off
         if self.path is not None and self.path.exists():
             self._read(self.path)
 
@@ -234,14 +234,15 @@ class ReplyCache:
                 self._answers[str(item["key"])] = item
             except (ValueError, KeyError, TypeError):
                 if number == len(lines):  # the last line, with no newline: a write cut short by a kill
-                    self._needs_newline = True
+                    self._cut_at = raw.rfind(b"\n") + 1
                     continue
                 raise InputError(
                     path, "this line of the LLM reply cache is not a JSON object with a key", line=number,
                     expected='one {"key": ..., "text": ...} object a line',
                     hint="a file stagewise did not write, or an edited one: move it aside to start afresh",
                 ) from None  # fmt: skip
-        self._needs_newline = self._needs_newline or (bool(raw) and not raw.endswith(b"\n"))
+        if self._cut_at is None and raw and not raw.endswith(b"\n"):  # a whole last line with no newline
+            self._cut_at = -1
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -258,10 +259,12 @@ class ReplyCache:
             if self.path is None:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self._cut_at is not None and self._cut_at >= 0:
+                os.truncate(self.path, self._cut_at)
             with self.path.open("a", encoding="utf-8") as fh:
-                if self._needs_newline:
+                if self._cut_at == -1:
                     fh.write("\n")
-                    self._needs_newline = False
+                self._cut_at = None
                 fh.write(json.dumps(item, ensure_ascii=False) + "\n")
                 fh.flush()
 
