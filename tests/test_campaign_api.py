@@ -241,3 +241,67 @@ def test_cli_create_status_export_and_agreement_from_the_store(tmp_path, capsys)
     with pytest.raises(SystemExit) as done:
         main(["campaign", "status", str(db), "--campaign", "nope"])
     assert done.value.code == 2 and "holds no campaign named 'nope'" in capsys.readouterr().err
+
+
+def _exit(args, capsys):
+    from stagewise.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+def test_cli_bad_inputs_are_one_line_errors_and_leave_no_store(tmp_path, capsys):
+    pool, topics, collection = write_campaign_inputs(tmp_path)
+    db = tmp_path / "c.sqlite"
+    base = ["campaign", "create", str(pool), "--collection", str(collection), "--topics", str(topics), "-a", "ann"]
+    cases = [
+        (["campaign", "create", str(tmp_path / "nope.txt"), *base[3:]], "nope.txt: no such pool file"),
+        ([*base, "--show-prelabels"], "--show-prelabels: has no pre-labels to show"),
+        ([*base, "--prelabel", "gold"], "judge 'gold' cannot pre-label a document"),
+        ([*base, "--prelabel", "oracle"], "oracle"),
+        ([*base, "-a", "ann"], "assessor 'ann' is given twice"),
+        ([*base, "--overlap", "0.5", "--per-overlap", "3", "-a", "bob"], "'per_overlap' parameter"),
+    ]
+    for args, message in cases:
+        code, _, err = _exit([*args, "--store", str(db)], capsys)
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
+        assert not db.exists()  # nothing written before every input was read
+    topics.write_text("<top>\n<num> Number: q0\n<title> apple\n</top>\n")
+    code, _, err = _exit([*base, "--store", str(db)], capsys)
+    assert code == 2 and "no topic for 2 pooled queries" in err and not db.exists()
+    code, _, err = _exit([*base, "--store", str(pool)], capsys)
+    assert code == 2 and "--store" in err
+    code, _, err = _exit(["campaign", "serve", str(db)], capsys)
+    assert code == 2 and "no such campaign store" in err
+    code, _, err = _exit(["agreement", "--campaign", "x"], capsys)
+    assert code == 2 and "--campaign: names a campaign of a store" in err
+
+
+def test_cli_prelabels_are_the_lexical_judges_verdicts(tmp_path, capsys):
+    from stagewise.rag.judges import LexicalJudge, Passage
+
+    pool, topics, collection = write_campaign_inputs(tmp_path)
+    topics.write_text(
+        "".join(f"<top>\n<num> Number: q{q}\n<title> apple day {'doc' if q else 'zebra'}\n</top>\n" for q in range(3))
+    )
+    db = tmp_path / "c.sqlite"
+    args = ["campaign", "create", str(pool), "--collection", str(collection), "--topics", str(topics), "-a", "ann"]
+    code, _, err = _exit([*args, "--prelabel", "lexical(threshold=0.9)", "--store", str(db)], capsys)
+    assert code == 0, err
+    store = CampaignStore(db)
+    try:
+        assert store.campaign("pool").settings["prelabels"] == "lexical(threshold=0.9)"
+        judge = LexicalJudge(threshold=0.9)
+        marks = set()
+        for item in range(18):
+            row = store.item("pool", item)
+            expected = None if row["text"] is None else int(judge.supports([Passage("d", row["text"])], row["title"]))
+            assert row["prelabel"] == expected
+            marks.add(row["prelabel"])
+        assert marks == {0, 1, None}  # 'zebra' is in no document: its query's documents are not supported
+    finally:
+        store.close()
+    code, _, err = _exit(["campaign", "export", str(db), "--merge", "vote"], capsys)
+    assert code == 2 and "merge policy" in err

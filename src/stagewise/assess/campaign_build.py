@@ -26,6 +26,7 @@ __all__ = [
     "create_campaign",
     "export_qrels",
     "new_token",
+    "prepare_campaign",
 ]
 
 #: A judge's pre-label of one item: ``(query text, document text) -> label``.
@@ -79,8 +80,20 @@ def _topics_for(topics_path: str | Path, queries: Sequence[str]) -> dict[str, tu
     return {q: (topics[q].title, topics[q].description, topics[q].narrative) for q in dict.fromkeys(queries)}
 
 
-def create_campaign(
-    store: CampaignStore,
+@dataclass(frozen=True)
+class Prepared:
+    """A campaign read and assigned, not yet stored: :meth:`write` stores it (one transaction)."""
+
+    name: str
+    rows: dict[str, Any]
+    created: Created
+
+    def write(self, store: CampaignStore) -> Created:
+        store.create(self.name, **self.rows)
+        return self.created
+
+
+def prepare_campaign(
     name: str,
     *,
     pool: str | Path,
@@ -90,12 +103,9 @@ def create_campaign(
     options: CampaignOptions = CampaignOptions(),
     prelabel: Prelabeller | None = None,
     prelabel_name: str | None = None,
-) -> Created:
-    """Read the pool, the topics and the pooled documents' texts, assign the queues and store the campaign.
-
-    Every pooled query must have a topic (an :class:`InputError` names those that do not); a pooled document
-    missing from the collection is stored without a text (the page says so) and listed in the result.
-    ``prelabel`` (a judge, named ``prelabel_name``) labels every item whose document has a text."""
+) -> Prepared:
+    """Read the pool, the topics and the pooled documents' texts and assign the queues, writing nothing (so a bad
+    input leaves no store behind); :func:`create_campaign` also stores it. See there for the rules."""
     from stagewise.data.trec_documents import document_texts
 
     if not name or len(name) > 200:
@@ -123,19 +133,24 @@ def create_campaign(
         "show_prelabels": bool(options.show_prelabels and prelabel is not None),
         "items": len(items), "overlap_items": len(assignment.overlap_items),
     }  # fmt: skip
-    store.create(
-        name,
-        items=[(i.query_id, i.doc_id, i.note) for i in items],
-        queues=assignment.queues,
-        tokens=tokens,
-        admin_token=admin,
-        topics=topic_rows,
-        documents=texts,
-        settings=settings,
-        prelabels=marks,
-    )
+    rows = {
+        "items": [(i.query_id, i.doc_id, i.note) for i in items], "queues": assignment.queues, "tokens": tokens,
+        "admin_token": admin, "topics": topic_rows, "documents": texts, "settings": settings, "prelabels": marks,
+    }  # fmt: skip
     lengths = {a: len(q) for a, q in assignment.queues.items()}
-    return Created(name, tokens, admin, len(items), len(assignment.overlap_items), lengths, missing)
+    created = Created(name, tokens, admin, len(items), len(assignment.overlap_items), lengths, missing)
+    return Prepared(name, rows, created)
+
+
+def create_campaign(store: CampaignStore, name: str, **inputs: Any) -> Created:
+    """Read the pool, the topics and the pooled documents' texts, assign the queues and store the campaign
+    (keywords: ``pool``, ``collection``, ``topics``, ``assessors``, ``options`` (:class:`CampaignOptions`),
+    ``prelabel`` and ``prelabel_name``, as :func:`prepare_campaign` takes them).
+
+    Every pooled query must have a topic (an :class:`InputError` names those that do not); a pooled document
+    missing from the collection is stored without a text (the page says so) and listed in the result.
+    ``prelabel`` (a judge, named ``prelabel_name``) labels every item whose document has a text."""
+    return prepare_campaign(name, **inputs).write(store)
 
 
 def _labelled(store: CampaignStore, name: str) -> dict[str, dict[str, dict[str, int]]]:

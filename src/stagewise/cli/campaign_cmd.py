@@ -131,21 +131,23 @@ def create_command(
         if show_prelabels and prelabel is None:
             raise InputError("--show-prelabels", "has no pre-labels to show", hint="add --prelabel JUDGE")
         check_output(store, [pool, collection, topics], option="--store")
-        from stagewise.assess.campaign_build import CampaignOptions, create_campaign
+        from stagewise.assess.campaign_build import CampaignOptions, prepare_campaign
         from stagewise.store.campaigns import CampaignStore
         from stagewise.store.lock import writer_lock
 
+        options = CampaignOptions(overlap, seed, per_overlap, blind, show_prelabels)
+        prepared = prepare_campaign(  # every input read before the store is touched
+            name or pool.name.split(".")[0], pool=pool, collection=collection, topics=topics, assessors=assessor,
+            options=options, prelabel=_prelabeller(prelabel) if prelabel else None, prelabel_name=prelabel,
+        )  # fmt: skip
         lock = writer_lock(store)  # refused while a server holds the store
-        opened = CampaignStore(store)
         try:
-            options = CampaignOptions(overlap, seed, per_overlap, blind, show_prelabels)
-            made = create_campaign(
-                opened, name or pool.name.split(".")[0], pool=pool, collection=collection, topics=topics,
-                assessors=assessor, options=options,
-                prelabel=_prelabeller(prelabel) if prelabel else None, prelabel_name=prelabel,
-            )  # fmt: skip
+            opened = CampaignStore(store)
+            try:
+                made = prepared.write(opened)
+            finally:
+                opened.close()
         finally:
-            opened.close()
             lock.release()
         _print_created(made, store, port)
 
