@@ -128,7 +128,7 @@ class SubtopicQrels(Qrels):
         """The judgements of some of the judged queries (an engine's part of a run)."""
         if len(query_ids) == len(self.query_ids):
             return self
-        wanted = self.frame.filter(pl.col("query_id").is_in(pl.Series(np.asarray(query_ids).astype(str))))
+        wanted = self.frame.filter(pl.col("query_id").is_in(np.asarray(query_ids).astype(str).tolist()))
         return SubtopicQrels.from_subtopic_frame(wanted, name=self.name, source=self.source)
 
     def memo(self, key: object, compute):
