@@ -2,7 +2,8 @@
 
 Oracles: ir_measures 0.4.3's ``cwl_eval`` provider (which builds cwl_eval's rankings and calls its metric
 classes), and cwl_eval 1.0.12's classes driven directly with rankings ordered here as trec_eval orders them (so
-the default tie convention and the ``depth`` option are checked too). Inputs are random, with tied scores,
+the default tie convention and the ``depth`` option are checked too), and the ``cwl-eval`` program on files
+(binary qrels; it prints 4 decimals). Inputs are random, with tied scores,
 graded labels 0-4 and negative labels; agreement is per query, to 1e-9. Hand-worked values check the formulas'
 reading of the paper-level definitions.
 """
@@ -308,3 +309,61 @@ def test_values_are_expected_gains_and_agree_with_ir_measures(labels: dict, scor
     assert values[f"SDCG@{k}"] == pytest.approx(1.0, abs=1e-12)
     assert values[f"BPM(T={t})@{k}"] == pytest.approx(1.0, abs=1e-12)
     assert values[f"NERR8@{k}"] == pytest.approx(1.0, abs=1e-12)
+
+
+# -- cwl_eval's own command line ----------------------------------------------------------------------------------
+
+# (metrics file line, stagewise spelling); cwl_eval's command line reads each qrels label as the gain itself
+# (labels in [0, 1]), so on binary qrels it is max_rel=1.
+CLI_METRICS = [
+    ("INSTCWLMetric(1.0)", "inst"),
+    ("INSTCWLMetric(2.0)", "inst(T=2)"),
+    ("INSQCWLMetric(1.0)", "insq"),
+    ("BPMCWLMetric(1.0,10)", "bpm@10"),
+    ("NERReq8CWLMetric(5)", "nerr8@5"),
+    ("NERReq9CWLMetric(5)", "nerr9@5"),
+    ("NERReq10CWLMetric(0.8)", "nerr10(p=0.8)"),
+    ("NERReq11CWLMetric(2.0)", "nerr11(T=2)"),
+    ("NDCGCWLMetric(10)", "sdcg@10"),
+]
+
+
+def test_cwl_eval_command_line_on_binary_qrels(tmp_path) -> None:
+    """The ``cwl-eval`` program on files: binary qrels (its gain file), a run written in trec_eval's order (it
+    reads a run's lines in file order); it prints 4 decimals, hence the tolerance."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = Path(sys.executable).with_name("cwl-eval")
+    if not program.exists() and shutil.which("cwl-eval") is None:
+        pytest.skip("the cwl-eval program is not installed")
+    qrels, run = make_data(31, True)
+    binary = {q: {d: int(label >= 2) for d, label in docs.items()} for q, docs in qrels.items()}
+    (tmp_path / "gains.txt").write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, docs in binary.items() for d, g in docs.items()), encoding="utf-8"
+    )
+    lines = [
+        f"{q} Q0 {d} {rank} {scores[d]} r\n"
+        for q, scores in run.items()
+        for rank, d in enumerate(trec_eval_order(scores), start=1)
+    ]
+    (tmp_path / "run.txt").write_text("".join(lines), encoding="utf-8")
+    (tmp_path / "metrics.txt").write_text("".join(line + "\n" for line, _ in CLI_METRICS), encoding="utf-8")
+    done = subprocess.run(
+        [str(program) if program.exists() else "cwl-eval", "gains.txt", "run.txt", "-m", "metrics.txt"],
+        cwd=tmp_path,  # it writes cwl.log where it runs
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    printed = [line.split("\t") for line in done.stdout.splitlines() if line.strip()]
+    assert len(printed) == len(run) * len(CLI_METRICS)
+    names = [name for _, name in CLI_METRICS]
+    result = stagewise.evaluate(binary, run, names).runs[0]
+    ours_by_query = {q: i for i, q in enumerate(result.query_ids.tolist())}
+    for i, fields in enumerate(printed):
+        name = names[i % len(CLI_METRICS)]
+        value = float(result.values[name][ours_by_query[fields[0]]])
+        assert value == pytest.approx(float(fields[2]), abs=5.1e-5), (name, fields)
