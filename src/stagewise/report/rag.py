@@ -17,7 +17,7 @@ FORMATS = ("table", "json", "jsonl", "markdown")
 def render(report: RagReport, fmt: str = "table", per_sample: bool = False, digits: int = 4) -> str:
     """Text in one of ``table, json, jsonl, markdown``. ``jsonl`` is one sample a line, input order."""
     if fmt == "jsonl":
-        return "".join(_dump_row(sample.to_dict()) + "\n" for sample in report.rows)
+        return "".join(_dump_row(_jsonl_row(report, sample)) + "\n" for sample in report.rows)
     if fmt == "json":
         return report.to_json(per_sample) + "\n"
     if fmt == "markdown":
@@ -25,6 +25,20 @@ def render(report: RagReport, fmt: str = "table", per_sample: bool = False, digi
     if fmt == "table":
         return _plain(report, digits)
     raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+
+
+def _jsonl_row(report: RagReport, sample: Any) -> dict[str, Any]:
+    """A sample's row, with its claim metrics and nugget scores (each naming its judge) when they were computed."""
+    row = sample.to_dict()
+    claims, nuggets = report.claims, report.nuggets
+    if claims is not None and sample.id in claims.rows:
+        row["claims"] = {"judge": claims.judge, **claims.rows[sample.id]}
+    if nuggets is not None and sample.id in nuggets.scores:
+        row["nuggets"] = {"assigned_by": nuggets.assigned_by, **nuggets.scores[sample.id]}
+        if nuggets.context_judge is not None:
+            row["nuggets"]["context_judge"] = nuggets.context_judge
+            row["nuggets"]["cells"] = [cell["cell"] for cell in nuggets.cells.get(sample.id, [])]
+    return row
 
 
 def _dump_row(row: dict[str, Any]) -> str:
