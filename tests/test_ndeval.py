@@ -280,15 +280,15 @@ def test_every_record_shape_reads_the_same() -> None:
         [ir_qrel(q, d, r, s) for q, s, d, r in rows],
         [nd_qrel(q, s, d, r) for q, s, d, r in rows],
         {"1": {"1": {"d1": 1}, "2": {"d1": 0, "d2": 2}}, "2": {"1": {"d3": -1}}},
-        pl.DataFrame({"query_id": [r[0] for r in rows], "iteration": [r[1] for r in rows],
-                      "doc_id": [r[2] for r in rows], "relevance": [r[3] for r in rows]}),  # fmt: skip
+        pl.DataFrame(rows, schema=["query_id", "iteration", "doc_id", "relevance"], orient="row"),
     ]
     read = [read_subtopic_qrels(shape) for shape in shapes]
     for qrels in read:
         assert qrels.to_dict() == {"1": {"d2": 2, "d1": 1}, "2": {"d3": -1}}
-        assert qrels.frame.sort("query_id", "subtopic", "doc_id").rows() == read[0].frame.sort(
-            "query_id", "subtopic", "doc_id"
-        ).rows()
+        assert (
+            qrels.frame.sort("query_id", "subtopic", "doc_id").rows()
+            == read[0].frame.sort("query_id", "subtopic", "doc_id").rows()
+        )
     with pytest.raises(InputError, match="without subtopics"):
         read_subtopic_qrels(stagewise.read_qrels({"q": {"d": 1}}))
 

@@ -15,8 +15,16 @@ def ndeval_command(ctx: typer.Context) -> None:
 
     Example: stagewise ndeval -traditional qrels.diversity.txt run.txt > run.ndeval.csv
     """
+    from stagewise.ndeval.usage import HELP_FLAGS, USAGE, VERSION, VERSION_FLAGS
+
+    args = list(ctx.args)
+    flags = args[:-2] if len(args) > 2 else args  # ndeval's flags come before the two files
+    if any(flag in HELP_FLAGS or flag in VERSION_FLAGS for flag in flags):  # answered before numpy loads
+        first = next(flag for flag in flags if flag in HELP_FLAGS or flag in VERSION_FLAGS)
+        typer.echo(USAGE if first in HELP_FLAGS else VERSION, nl=False)
+        return
     from stagewise.ndeval.command import main
 
-    code = main(list(ctx.args))
+    code = main(args)
     if code:
         raise typer.Exit(code)

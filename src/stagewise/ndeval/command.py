@@ -38,6 +38,7 @@ from stagewise.errors import InputError, StagewiseError
 from stagewise.metrics.context import Conventions
 from stagewise.metrics.evaluate import measure_run
 from stagewise.metrics.measures import Measure
+from stagewise.ndeval.usage import HELP_FLAGS, USAGE, VERSION, VERSION_FLAGS
 
 #: ndeval's columns, in its order, with the stagewise measure that gives each (alpha and beta added per call).
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -52,30 +53,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     *((f"strec@{k}", f"strec@{k}") for k in (5, 10, 20)),
 )
 _USES_ALPHA = ("err_ia", "nerr_ia", "alpha_dcg", "alpha_ndcg", "nrbp", "nnrbp")
-
-USAGE = """Usage: stagewise ndeval [-alpha A] [-beta B] [-traditional] [-c] [-M DEPTH] [-baseline RUN \
-[-riskAlpha A]] QRELS RUN
-
-A drop-in for ndeval (TREC Web track diversity evaluation, version 4.5): intent-aware and diversity measures
-per topic and their mean, as ndeval's CSV.
-  QRELS           subtopic judgements, 'topic subtopic docno judgment' (a judgment >= 1 is relevant)
-  RUN             a TREC run, 'topic Q0 docno rank score runid'
-  -alpha A        redundancy intolerance, in [0, 1] (alpha-nDCG, ERR-IA, NRBP; default 0.5)
-  -beta B         patience, in [0, 1] (NRBP; default 0.5)
-  -traditional    order results by score, then doc id descending (default: by the run's rank column)
-  -c              average over every topic of QRELS; topics missing from RUN count 0
-  -M DEPTH        use only the first DEPTH results of each topic
-  -baseline RUN2  print risk-sensitive differences from RUN2: RUN - RUN2 where RUN is at least as good, else
-                  (1 + riskAlpha) (RUN - RUN2)
-  -riskAlpha A    the risk sensitivity, >= 0 (default 0)
-  -a              accepted and ignored, as ndeval does
-  -version        the version;  -help, --help  this help
-
-Columns: runid, topic, then ERR-IA, nERR-IA, alpha-DCG, alpha-nDCG at 5, 10 and 20, NRBP, nNRBP, MAP-IA,
-P-IA and strec at 5, 10 and 20 (stagewise eval -m 'alpha_ndcg@20' ... gives each with other cutoffs).
-
-Example: stagewise ndeval -traditional qrels.diversity.txt run.txt > run.ndeval.csv
-"""
 
 
 @dataclass(frozen=True)
@@ -110,12 +87,10 @@ def parse_args(argv: Sequence[str]) -> Options:
         if not args:
             raise StagewiseError("give QRELS and RUN, as in: stagewise ndeval qrels.txt run.txt (-help for more)")
         flag = args.pop(0)
-        if flag in ("-help", "--help", "-h"):
+        if flag in HELP_FLAGS:
             raise _Done(USAGE)
-        if flag in ("-version", "--version"):
-            from stagewise import __version__
-
-            raise _Done(f"stagewise ndeval: stagewise {__version__}, ndeval version 4.5's measures and output\n")
+        if flag in VERSION_FLAGS:
+            raise _Done(VERSION)
         if flag in ("-alpha", "-beta", "-M", "-baseline", "-riskAlpha"):
             if len(args) < 3:
                 raise StagewiseError(f"{flag} needs a value, then QRELS and RUN (-help for usage)")
