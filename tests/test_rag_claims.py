@@ -309,3 +309,14 @@ def test_claims_that_match_no_record_are_one_line_errors(tmp_path: Path) -> None
     assert "checks.json: no query_id matches a record id" in result.stderr and "the file has zz" in result.stderr
     gold = _invoke("rag", str(records), "--claim-judge", "gold")
     assert gold.exit_code == 2 and "the claim judge must read text" in gold.stderr
+
+
+@needs_data
+def test_jsonl_rows_carry_each_samples_claim_metrics_and_judge() -> None:
+    result = _invoke("rag", str(OUTPUTS), "--from", "ragchecker", "--claims", str(OUTPUTS), "-f", "jsonl")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    stored = [item["metrics"] for item in json.loads(OUTPUTS.read_text())["results"]]
+    for row, metrics in zip(rows, stored, strict=True):
+        assert row["claims"]["judge"] == "ragchecker-output" and "label" in row
+        assert {k: row["claims"][k] for k in metrics} == pytest.approx(metrics, abs=1e-12)
