@@ -109,6 +109,14 @@ def eval_command(
     runs: RunsArgument,
     metric: MetricOption = None,
     per_query: PerQueryOption = False,
+    std: Annotated[
+        bool,
+        typer.Option(
+            "--std",
+            help="Add each run's standard deviation of per-query scores (population, ddof 0, as ranx's return_std): "
+            "a row 'RUN std' under its mean, 'std' in JSON.",
+        ),
+    ] = False,
     fmt: Annotated[str | None, format_option("EvalResult")] = None,
     output: OutputOption = None,
     relevance_level: RelevanceLevelOption = 1,
@@ -183,14 +191,14 @@ def eval_command(
 
         if chosen_format == "table" and output is None:
             show_table(
-                lambda width: report.rich(result, per_query=per_query, digits=digits, width=width),
-                lambda: report.render(result, "table", per_query=per_query, digits=digits),
+                lambda width: report.rich(result, per_query=per_query, digits=digits, width=width, std=std),
+                lambda: report.render(result, "table", per_query=per_query, digits=digits, std=std),
             )
             return
         from stagewise.report import render  # through the format registry: a registered format renders too
 
         emit(
-            render(result, chosen_format, per_query=per_query, digits=digits),
+            render(result, chosen_format, per_query=per_query, digits=digits, **({"std": True} if std else {})),
             output,
             report.summary(result, chosen_format, per_query),
         )

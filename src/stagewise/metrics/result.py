@@ -12,6 +12,9 @@ import polars as pl
 from stagewise.metrics.context import Conventions
 from stagewise.metrics.measures import Measure, measure_notes
 
+#: How :meth:`EvalResult.stds` is computed, as the outputs that show it state it.
+STD_NOTE = "std: population standard deviation (ddof 0) of the per-query scores the mean is taken over (ranx)"
+
 
 @dataclass
 class RunScores:
@@ -125,18 +128,28 @@ class EvalResult:
             report["standardised"] = dict(self.standardised)
         return report
 
-    def to_dict(self, per_query: bool = False) -> dict[str, Any]:
-        """The stable JSON contract as a dict: ``{"conventions", "runs": {run: {metric: mean}}, "per_query"?}``."""
+    def stds(self) -> dict[str, dict[str, float]]:
+        """``{run: {metric: sd}}``: the population standard deviation (ddof 0) of each run's per-query scores,
+        as ranx's ``evaluate(..., return_std=True)`` gives it (over the queries the mean is taken over)."""
+        return {r.name: {m: float(np.std(r.values[m])) if len(r.values[m]) else float("nan") for m in r.values}
+                for r in self.runs}  # fmt: skip
+
+    def to_dict(self, per_query: bool = False, std: bool = False) -> dict[str, Any]:
+        """The stable JSON contract as a dict: ``{"conventions", "runs": {run: {metric: mean}}, "std"?,
+        "per_query"?}``; ``std`` adds :meth:`stds` and states how it was computed in the conventions."""
         out: dict[str, Any] = {"conventions": self.conventions_report(), "runs": self.means}
+        if std:
+            out["conventions"]["std"] = STD_NOTE
+            out["std"] = self.stds()
         if per_query:
             out["per_query"] = self.per_query()
         return out
 
-    def to_json(self, per_query: bool = False, indent: int | None = 2) -> str:
+    def to_json(self, per_query: bool = False, indent: int | None = 2, std: bool = False) -> str:
         """:meth:`to_dict` as JSON text (what ``stagewise eval --format json`` writes)."""
         import json
 
-        return json.dumps(self.to_dict(per_query), indent=indent)
+        return json.dumps(self.to_dict(per_query, std), indent=indent)
 
     def to_polars(self, per_query: bool = False) -> pl.DataFrame:
         """Wide frame: one row per run (or per run and query), one column per metric."""
