@@ -101,7 +101,7 @@ def test_relevance_grades_0_to_3_and_refuses_anything_else(tmp_path: Path) -> No
     assert [(v.label, v.score) for v in verdicts[:3]] == [("3", 1.0), ("0", 0.0), ("2", 2 / 3)]
     assert [v.grade for v in verdicts[:3]] == [3, 0, 2]
     assert "grade 4 is not one of 0, 1, 2, 3" in verdicts[3].reason and "grade 1.5" in verdicts[4].reason
-    user = server.requests[0][1]["messages"][1]["content"]
+    user = next(body for case, body, _ in server.requests if case == "g3")["messages"][1]["content"]
     assert "Query: who wrote Emma case:g3" in user and "Passage: Jane Austen published Emma in 1815." in user
 
 
@@ -219,7 +219,7 @@ def test_url_and_model_come_from_the_environment_and_a_missing_model_is_a_clear_
     assert j.options.url == "http://10.0.0.1:8000/v1" and j.options.model == "env-model"
     assert j.cache_path == tmp_path / "env.jsonl" and "url" not in j.name
     monkeypatch.delenv("STAGEWISE_LLM_MODEL")
-    with pytest.raises(ConventionError, match="needs a model: llm\\(model='qwen2.5:7b'\\), or set STAGEWISE_LLM_MODEL"):
+    with pytest.raises(ConventionError, match=r"needs a model: llm\(model='qwen2\.5:7b'\), or set STAGEWISE_LLM_MODEL"):
         parse_judge("llm").build()
     with pytest.raises(ConventionError, match="no prompt 'support-v9'; the prompts that ship are nugget-v1"):
         parse_judge("llm(model=m,support_prompt=support-v9)").build()
