@@ -364,3 +364,38 @@ def test_a_run_with_no_judged_topic_is_an_error(tmp_path: Path) -> None:
     run.write_text("5 Q0 a 1 1.0 r\n")
     with pytest.raises(StagewiseError, match="no topic of run"):
         evaluate_command([str(GOLDEN / "qrels.txt"), str(run)])
+
+
+# -- conventions ------------------------------------------------------------------------------------------------------
+
+METRICS = ["alpha_ndcg@5", "alpha_dcg@10", "err_ia@3", "nerr_ia@20", "nrbp", "nnrbp", "ap_ia", "p_ia@4", "strec@6"]
+
+
+def _means(qrels, run: dict, **conventions) -> dict[str, float]:
+    return stagewise.evaluate(read_subtopic_qrels(qrels), run, METRICS, ties="input", **conventions).means["run"]
+
+
+def _ranked(run: dict) -> dict[str, list[str]]:
+    return {q: sorted(docs, key=lambda d: (-docs[d], d)) for q, docs in run.items()}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_max_ret_judged_only_and_ignore_self_are_the_run_cut_as_they_say(seed: int) -> None:
+    """Each convention equals evaluating the run it describes: cut after 4 results (max_ret); without
+    unjudged results (judged_only; a document is judged when its highest label is >= 0); without the result
+    whose doc id is the query's (ignore_self)."""
+    qrels, run = make_data(seed)
+    run = as_dict(run)
+    for query, docs in run.items():  # distinct scores, and a result that is its own query
+        docs.update({d: docs[d] + i * 1e-6 for i, d in enumerate(sorted(docs))})
+        docs[query] = 0.55
+    judged = {(q, d) for q, _, d, label in qrels if label >= 0}
+    ranked = _ranked(run)
+    cut = {q: {d: run[q][d] for d in docs[:4]} for q, docs in ranked.items()}
+    only_judged = {q: {d: s for d, s in docs.items() if (q, d) in judged} for q, docs in run.items()}
+    without_self = {q: {d: s for d, s in docs.items() if d != q} for q, docs in run.items()}
+    only_judged = {q: docs for q, docs in only_judged.items() if docs}
+    assert _means(qrels, run, max_ret=4) == pytest.approx(_means(qrels, cut))
+    assert _means(qrels, run, judged_only=True) == pytest.approx(_means(qrels, only_judged))
+    assert _means(qrels, run, ignore_self=True) == pytest.approx(_means(qrels, without_self))
+    assert _means(qrels, run, ignore_self=True) != _means(qrels, run)

@@ -46,7 +46,7 @@ import polars as pl
 from stagewise.data.columns import position_in_segment
 from stagewise.data.subtopics import EXPECTED_LINE, SubtopicQrels
 from stagewise.errors import MetricError
-from stagewise.metrics.context import EvalContext, _join, _ranks
+from stagewise.metrics.context import EvalContext, _join, _ranks, self_rows
 from stagewise.metrics.measures import FAMILIES, REL, Family
 from stagewise.spec import Param
 
@@ -62,10 +62,16 @@ BETA = Param(
 )
 TIES = Param(
     str,
-    None,
-    "order of equal scores for this measure: docid-ascending (pyndeval, ir_measures: score descending as "
-    "doubles, then doc id ascending); unset: the evaluation's tie convention",
-    choices=("docid-ascending",),
+    "evaluation",
+    "order of equal scores for this measure: evaluation (the evaluation's tie convention) or docid-ascending "
+    "(pyndeval, ir_measures: score descending as doubles, then doc id ascending)",
+    choices=("evaluation", "docid-ascending"),
+)
+SUBTOPICS = Param(
+    str,
+    "iteration",
+    "where a judgement's subtopic comes from: the qrels' iteration column (ndeval's qrels; ir_measures reads it so)",
+    choices=("iteration",),
 )
 
 _DEFAULT_SUBTOPIC_HINT = (
@@ -139,13 +145,19 @@ def _expand(qrels: SubtopicQrels, rows: np.ndarray, level: int) -> tuple[np.ndar
     return owner[keep], qrels.subtopic_slots[entry[keep]]
 
 
-def _run_pairs(ctx: EvalContext, qrels: SubtopicQrels, ties: str | None) -> _Pairs:
+def _run_pairs(ctx: EvalContext, qrels: SubtopicQrels, ties: str) -> _Pairs:
     """The run's relevant (result, subtopic) pairs under the context's conventions (and ``ties``)."""
 
     def compute() -> _Pairs:
         run, conv = ctx.run, ctx.conventions
         run_rows, rows = _join(qrels, run)
-        rank = _docid_ascending_ranks(run, run_rows) if ties == "docid-ascending" else _ranks(run, conv, run_rows)
+
+        def ranks(of: np.ndarray) -> np.ndarray:
+            return _docid_ascending_ranks(run, of) if ties == "docid-ascending" else _ranks(run, conv, of)
+
+        rank = ranks(run_rows)
+        if conv.ignore_self:  # results whose doc id is the query id dropped, the ranks below closed up
+            run_rows, rows, rank = _without_self(run, run_rows, rows, rank, ranks)
         at = np.searchsorted(ctx.query_ids, run.query_ids)
         at_clipped = np.minimum(at, max(ctx.n_queries - 1, 0))
         run_eval = np.where(ctx.query_ids[at_clipped] == run.query_ids, at_clipped, -1)
@@ -164,6 +176,21 @@ def _run_pairs(ctx: EvalContext, qrels: SubtopicQrels, ties: str | None) -> _Pai
         return _Pairs.of(query[owner], rank[owner], slot)
 
     return ctx.cached(("diversity-run", ctx.level, ties), compute)
+
+
+def _without_self(run, run_rows: np.ndarray, rows: np.ndarray, rank: np.ndarray, ranks) -> tuple[np.ndarray, ...]:
+    """The judged rows without those whose document is their query (``ignore_self``), each rank less the
+    number of its query's dropped results ranked above it."""
+    dropped = self_rows(run)
+    if len(dropped) == 0:
+        return run_rows, rows, rank
+    width = int(np.diff(run.offsets).max()) + 1
+    dropped_key = np.sort(run.query_codes[dropped].astype(np.int64) * width + ranks(dropped))
+    keep = ~np.isin(run_rows, dropped)
+    run_rows, rows, rank = run_rows[keep], rows[keep], rank[keep]
+    base = run.query_codes[run_rows].astype(np.int64) * width
+    above = np.searchsorted(dropped_key, base + rank) - np.searchsorted(dropped_key, base)
+    return run_rows, rows, rank - above
 
 
 def _docid_ascending_ranks(run, rows: np.ndarray) -> np.ndarray:
@@ -409,8 +436,8 @@ def strec(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
 
 
 _SUBTOPICS = "subtopic qrels (ndeval's: the iteration column is the subtopic)"
-_CUT = {"rel": REL, "alpha": ALPHA, "ties": TIES}
-_PLAIN = {"rel": REL, "ties": TIES}
+_CUT = {"rel": REL, "alpha": ALPHA, "ties": TIES, "subtopics": SUBTOPICS}
+_PLAIN = {"rel": REL, "ties": TIES, "subtopics": SUBTOPICS}
 
 #: The families, in ndeval's column order.
 DIVERSITY_FAMILIES: tuple[Family, ...] = (
