@@ -53,14 +53,18 @@ def read_prefs(source: str, *, sub_groups: bool = True) -> PrefsFile:
     n_fields = 5 if sub_groups else 4
     expected = "qid jg jsg docno level" if sub_groups else "qid jg docno level (a qrels line, jg = iteration)"
     topics: dict[str, TopicPrefs] = {}
+    levels: dict[str, float] = {}  # a file holds few distinct levels: each is checked once
     for number, fields in fields_by_line(source, n_fields, expected):
         qid, group, *rest = fields
         sub_group, doc, level = rest if sub_groups else ("0", *rest)
-        topic = topics.setdefault(qid, TopicPrefs())
+        topic = topics.get(qid) or topics.setdefault(qid, TopicPrefs())
         topic.group.append(group)
         topic.sub_group.append(sub_group)
         topic.doc.append(doc)
-        topic.level.append(decimal(level, source, number, "level"))
+        value = levels.get(level)
+        topic.level.append(
+            value if value is not None else levels.setdefault(level, decimal(level, source, number, "level"))
+        )
         topic.line.append(number)
     if not topics:
         raise InputError(display_name(source), "has no judgements", expected=expected)

@@ -79,6 +79,16 @@ def _group_mean(groups: list[GroupCounts], ratio, guard: bool = True) -> float:
 def _pair_means(counts: TopicCounts) -> tuple[float, float, float]:
     """prefs_pair, prefs_pair_ret and prefs_pair_imp: per document pair, the share of the groups preferring
     one of them that prefer the better-ranked one; averaged over the pairs each measure counts."""
+    if len(counts.groups) == 1 and _pairs_once(counts.groups[0]):
+        # Each pair is preferred once, one way: its share is 1 (kept) or 0, so the sums are counts (exact in any
+        # order) and no pair needs looking up: prefs_pair is prefs_simp here, as trec_eval's help says.
+        g = counts.groups[0]
+        kept, kept_ret = g.fulfilled_ret + g.fulfilled_imp, g.fulfilled_ret
+        return (
+            kept / len(g.better) if len(g.better) else 0.0,
+            kept_ret / g.possible_ret if g.possible_ret else 0.0,
+            kept / (g.possible_ret + g.possible_imp) if g.possible_ret + g.possible_imp else 0.0,
+        )
     x = np.concatenate([g.better for g in counts.groups])
     y = np.concatenate([g.worse for g in counts.groups])
     n, n_ret = max(counts.judged, 1), counts.retrieved
@@ -98,6 +108,15 @@ def _pair_means(counts: TopicCounts) -> tuple[float, float, float]:
         both_sum / n_both if n_both else 0.0,
         either_sum / n_either if n_either else 0.0,
     )
+
+
+def _pairs_once(g: GroupCounts) -> bool:
+    """Whether no pair of documents occurs twice in the group's preferences: always after a transitive closure;
+    with one sub-group, unless a document is listed twice."""
+    if g.ecs is None:
+        return True
+    members = np.concatenate(g.ecs)
+    return len(np.unique(members)) == len(members)
 
 
 def _later_count(better: np.ndarray, worse: np.ndarray) -> int:

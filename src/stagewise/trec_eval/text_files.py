@@ -16,9 +16,6 @@ from stagewise._io import display_name, read_bytes
 from stagewise.data.trec import decode_text
 from stagewise.errors import InputError
 
-# C's isspace() within a line: Python's str.split() would also split on Unicode spaces (U+00A0 ...), which
-# trec_eval keeps inside an id.
-_C_SPACE = re.compile(r"[ \t\r\v\f]+")
 # What C's atof reads in full, without its extensions (hex, inf, nan): anything else is refused, not read as 0.
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGRAL = re.compile(r"[+-]?\d+(?:\.0*)?")
@@ -30,17 +27,18 @@ def fields_by_line(
     """``(line number, fields)`` of every data line of ``source`` (a path or ``-``), each with exactly
     ``n_fields`` fields; any other count is an error naming the line and ``expected`` (the line's form)."""
     name = display_name(source)
-    text = decode_text(read_bytes(source), name)
-    for number, line in enumerate(text.split("\n"), 1):
-        if comments and line.startswith("#"):
+    data = read_bytes(source)
+    decode_text(data, name)  # invalid UTF-8 is an error naming its line
+    # bytes.split() splits on exactly C's isspace() set (str.split() would also split on U+001C..U+001F, U+00A0 ...)
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if comments and line.startswith(b"#"):
             continue
-        stripped = line.strip(" \t\r\v\f")
-        if not stripped:
+        fields = line.split()
+        if not fields:
             continue
-        fields = _C_SPACE.split(stripped)
         if len(fields) != n_fields:
             raise InputError(name, f"has {len(fields)} fields, not {n_fields}", line=number, expected=expected)
-        yield number, fields
+        yield number, [field.decode("utf-8") for field in fields]
 
 
 def decimal(text: str, source: str, line: int, what: str) -> float:
