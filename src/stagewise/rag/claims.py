@@ -248,8 +248,9 @@ def check_claims(
     for sample in samples:
         chunks = [c if isinstance(c, Passage) else Passage(f"chunk{j}", str(c)) for j, c in enumerate(sample["chunks"])]
         response, answer = str(sample["response"]), str(sample["gt_answer"])
-        r_claims = tuple(sample.get("response_claims") or extract(response))
-        a_claims = tuple(sample.get("answer_claims") or extract(answer))
+        given_r, given_a = sample.get("response_claims"), sample.get("answer_claims")  # [] given: no claims
+        r_claims = tuple(extract(response) if given_r is None else given_r)
+        a_claims = tuple(extract(answer) if given_a is None else given_a)
         start = len(items)
         items += [([Passage("gt_answer", answer)], c) for c in r_claims]
         items += [([Passage("response", response)], c) for c in a_claims]
