@@ -19,6 +19,13 @@ from stagewise.metrics.defaults import DEFAULT_METRICS, MISSING_QUERY_POLICIES, 
 
 # For --help, which must not import the metrics engine (numpy, polars): the same tuple evaluate() uses.
 DEFAULT_METRICS_TEXT = ", ".join(DEFAULT_METRICS)
+#: How a metric may be spelt, for every command's --metric help: one text, so no command lists fewer.
+METRIC_SPELLINGS = (
+    "Spellings: stagewise's (map, ndcg@10(gain=exp), P@5(rel=2), err@20, rbp(p=0.8), judged@10), trec_eval's "
+    "(ndcg_cut_10; ndcg_cut.10,20 gives both), ir_measures' (nDCG@10, AP, RBP, ERR@10, INST(T=2), alpha_nDCG@20) "
+    "and ranx's (hit_rate@10, map@100-l2), each giving that tool's number; your own measure as module:attr "
+    "(stagewise.define). docs/names.md lists them all."
+)
 
 
 def _choices(name: str, vocabulary: Any, doc: str) -> type[StrEnum]:

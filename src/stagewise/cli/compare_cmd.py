@@ -20,6 +20,7 @@ from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
     MAX_PERMUTATIONS,
+    METRIC_SPELLINGS,
     Duplicates,
     DuplicatesOption,
     EngineChoice,
@@ -85,8 +86,7 @@ MetricOption = Annotated[
     typer.Option(
         "--metric",
         "-m",
-        help="Metric, repeatable or comma-separated (map, ndcg@10, P@5(rel=2), recall@100, mrr@10, ...). "
-        f"Default: {DEFAULT_METRICS_TEXT}.",
+        help=f"Metric, repeatable or comma-separated. {METRIC_SPELLINGS} Default: {DEFAULT_METRICS_TEXT}.",
     ),
 ]
 TestOption = Annotated[

@@ -10,6 +10,7 @@ import typer
 from stagewise.cli.command import RegistryChoice
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    METRIC_SPELLINGS,
     Duplicates,
     DuplicatesOption,
     EngineChoice,
@@ -59,11 +60,7 @@ MetricOption = Annotated[
     typer.Option(
         "--metric",
         "-m",
-        help="Metric, repeatable or comma-separated: "
-        "map, ndcg@10, ndcg@10(gain=exp), P@5(rel=2), recall@100, mrr@10, "
-        "Rprec, bpref, success@5, judged@10, rbp(p=0.8), err@20, and "
-        "trec_eval names (ndcg_cut_10; a list ndcg_cut.10,20 gives ndcg_cut_10 and ndcg_cut_20). "
-        f"Default: {DEFAULT_METRICS_TEXT}.",
+        help=f"Metric, repeatable or comma-separated. {METRIC_SPELLINGS} Default: {DEFAULT_METRICS_TEXT}.",
     ),
 ]
 PerQueryOption = Annotated[

@@ -13,6 +13,7 @@ import typer
 
 from stagewise.cli.common import (
     DEFAULT_METRICS_TEXT,
+    METRIC_SPELLINGS,
     IgnoreSelfOption,
     JudgedOnlyOption,
     MaxRetOption,
@@ -70,7 +71,7 @@ MetricOption = Annotated[
         "--metric",
         "-m",
         help="Metrics of the comparison and the per-query views, repeatable or comma-separated; the first is "
-        f"the metric of the per-query difference plots. Default: {DEFAULT_METRICS_TEXT}.",
+        f"the metric of the per-query difference plots. {METRIC_SPELLINGS} Default: {DEFAULT_METRICS_TEXT}.",
     ),
 ]
 BaselineOption = Annotated[
