@@ -46,6 +46,7 @@ __all__ = [
     "audit_support",
     "bootstrap_figures",
     "calibration",
+    "read_audit",
 ]
 
 BINARY = ("not", "supported")
@@ -265,3 +266,43 @@ def audit_relevance(
         RELEVANCE_LABELS, tuple(tuple(int(x) for x in row) for row in confusion), figures, table, ece, resamples,
         seed, dict(left_out or {}), (), notes,
     )  # fmt: skip
+
+
+def _nan(value: Any) -> float:
+    return np.nan if value is None else float(value)
+
+
+def read_audit(path: Any) -> JudgeAudit:
+    """A :class:`JudgeAudit` read back from the JSON that ``stagewise judge audit --format json`` writes (what
+    :func:`stagewise.study`'s ``judge_audit`` takes); a file of another shape is an error naming it."""
+    import json
+    from pathlib import Path
+
+    from stagewise.errors import InputError
+    from stagewise.rag.gullibility import FooledRate
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        figures = {k: Figure(*map(_nan, v)) for k, v in doc["figures"].items()}
+        bins = tuple(
+            CalibrationBin(b["low"], b["high"], b["count"], _nan(b["mean_score"]), _nan(b["observed"]))
+            for b in doc["calibration"]["bins"]
+        )
+        fooled = tuple(
+            FooledRate(g["attack"], g["help"], g["n"], g["fooled"], *map(_nan, g["rate"]), g["unjudged"])
+            for g in doc["gullibility"]
+        )
+        ece = doc["calibration"]["ece"]
+        return JudgeAudit(
+            doc["task"], doc["judge"], doc["judge_version"], doc["data"], doc["n"], doc["unjudged"],
+            tuple(doc["confusion"]["categories"]), tuple(tuple(r) for r in doc["confusion"]["counts"]), figures,
+            bins, _nan(ece), doc["bootstrap"]["resamples"], doc["bootstrap"]["seed"],
+            dict(doc["left_out"]), fooled, tuple(doc["notes"]),
+        )  # fmt: skip
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            path, f"is not a judge audit ({type(exc).__name__}: {exc})",
+            expected="the JSON of stagewise judge audit --format json",
+        ) from None  # fmt: skip
