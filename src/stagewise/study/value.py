@@ -90,6 +90,9 @@ class Study:
         Each fused run's fusion statement by run name (a FusedRun's own or its ``.meta.json``).
     rag, answers
         The :class:`~stagewise.rag.report.RagReport` and each sample's answer text by id.
+    judge_audits
+        Audits of judges against people's labels (:class:`~stagewise.rag.audit.JudgeAudit`, from
+        ``stagewise judge audit``), shown in the RAG section beside the labels those judges gave.
     title, sources
         The page's title as given (None: one is made from what the study holds) and the inputs it names.
     """
@@ -107,6 +110,7 @@ class Study:
     fusion: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     rag: RagReport | None = None
     answers: Mapping[str, str] = field(default_factory=dict)
+    judge_audits: tuple[Any, ...] = ()
     title: str | None = None
     sources: tuple[Any, ...] = ()
 
