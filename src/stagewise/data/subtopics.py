@@ -88,16 +88,24 @@ class SubtopicQrels(Qrels):
         pairs = frame.group_by("query_id", "doc_id", maintain_order=True).agg(pl.col("relevance").max())
         base = Qrels.from_frame(pairs, name=name, source=source)
         self = cls(base.query_ids, base.query_codes, base.docs, base.labels, base.pair_keys, name=name, source=source)
-        self._attach(frame.drop("line"))
+        # Qrels stores its rows by query id (byte order), then label descending, stably: the same sort of the
+        # pairs gives each pair's row.
+        stored = pairs.with_row_index("pair").sort(
+            ["query_id", "relevance"], descending=[False, True], maintain_order=True
+        )
+        row_of_pair = np.empty(pairs.height, dtype=np.int64)
+        row_of_pair[stored["pair"].to_numpy()] = np.arange(pairs.height)
+        rows = pairs.select("query_id", "doc_id").with_columns(pl.Series("row", row_of_pair))
+        self._attach(frame.drop("line"), rows)
         return self
 
-    def _attach(self, frame: pl.DataFrame) -> None:
-        """Index the subtopic judgements of ``frame`` by this qrels' (query, document) rows."""
+    def _attach(self, frame: pl.DataFrame, rows: pl.DataFrame) -> None:
+        """Index the subtopic judgements of ``frame`` by this qrels' (query, document) rows (``rows``: each
+        pair's row)."""
         self.frame = frame
         self._memo = {}
-        rows = self.to_polars().select("query_id", "doc_id").with_row_index("row")
         joined = frame.join(rows, on=["query_id", "doc_id"], how="inner")
-        query_code = np.searchsorted(self.query_ids, joined["query_id"].to_numpy()).astype(np.int64)
+        query_code = self.query_codes[joined["row"].to_numpy()].astype(np.int64)
         subtopic = joined["subtopic"]
         # Subtopics in number order when every one is a number (ndeval's are), else in byte order.
         numeric = subtopic.cast(pl.Int64, strict=False)

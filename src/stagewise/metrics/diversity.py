@@ -299,6 +299,17 @@ class _Results:
         return cls(query[first], rank[first], score)
 
 
+def _run_results(ctx: EvalContext, qrels: SubtopicQrels, ties: str, alpha: float) -> _Results:
+    """The run's gaining results, made once per context for every measure that reads them."""
+    return ctx.cached(
+        ("diversity-results", ctx.level, ties, alpha), lambda: _Results.of(_run_pairs(ctx, qrels, ties), alpha)
+    )
+
+
+def _ideal_results(ctx: EvalContext, ideal: _Pairs, alpha: float) -> _Results:
+    return ctx.cached(("diversity-ideal", ctx.level, alpha), lambda: _Results.of(ideal, alpha))
+
+
 def _powers(base: float, exponent: np.ndarray) -> np.ndarray:
     """base**exponent by repeated multiplication from 1.0, as ndeval decays a gain (pow can differ in the last
     bit)."""
@@ -350,14 +361,14 @@ def _cumulative(ctx: EvalContext, k: int, opts: dict, kind: str, measure: str, n
     value normalised the same way (ndeval divides the two normalised values)."""
     qrels = _subtopic_qrels(ctx, measure)
     alpha = opts["alpha"]
-    value = _cumulated(_Results.of(_run_pairs(ctx, qrels, opts["ties"]), alpha), k, kind, ctx.n_queries)
+    value = _cumulated(_run_results(ctx, qrels, opts["ties"], alpha), k, kind, ctx.n_queries)
     ideal, n = _ideal(ctx, qrels, alpha)
     scale = _ideal_ideal(n, k, alpha, kind)
     if scale is not None:
         value = _ratio(value, scale)
     if normalise == "ideal-ideal":
         return value
-    best = _cumulated(_Results.of(ideal, alpha), k, kind, ctx.n_queries)
+    best = _cumulated(_ideal_results(ctx, ideal, alpha), k, kind, ctx.n_queries)
     return _ratio(value, best if scale is None else _ratio(best, scale))
 
 
@@ -381,9 +392,8 @@ def nerr_ia(ctx: EvalContext, k: int, opts: dict) -> np.ndarray:
     return _cumulative(ctx, k, opts, "err", f"nerr_ia@{k}", "ideal")
 
 
-def _nrbp(ctx: EvalContext, pairs: _Pairs, alpha: float, beta: float, n: np.ndarray) -> np.ndarray:
+def _nrbp(ctx: EvalContext, results: _Results, alpha: float, beta: float, n: np.ndarray) -> np.ndarray:
     """NRBP: gains weighed beta**(rank - 1), added in rank order, times (1 - (1 - alpha) beta) / N."""
-    results = _Results.of(pairs, alpha)
     total = _in_order(results.query, results.score * _powers(beta, results.rank - 1), ctx.n_queries)
     out = np.zeros(ctx.n_queries)
     some = n > 0
@@ -394,8 +404,9 @@ def _nrbp(ctx: EvalContext, pairs: _Pairs, alpha: float, beta: float, n: np.ndar
 def nrbp(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
     """NRBP (Clarke et al., ICTIR 2009), over the whole ranking."""
     qrels = _subtopic_qrels(ctx, "nrbp")
+    alpha = opts["alpha"]
     n = _judgements(ctx, qrels).n
-    return _nrbp(ctx, _run_pairs(ctx, qrels, opts["ties"]), opts["alpha"], opts["beta"], n)
+    return _nrbp(ctx, _run_results(ctx, qrels, opts["ties"], alpha), alpha, opts["beta"], n)
 
 
 def nnrbp(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
@@ -403,8 +414,8 @@ def nnrbp(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
     qrels = _subtopic_qrels(ctx, "nnrbp")
     alpha, beta = opts["alpha"], opts["beta"]
     ideal, n = _ideal(ctx, qrels, alpha)
-    run = _nrbp(ctx, _run_pairs(ctx, qrels, opts["ties"]), alpha, beta, n)
-    return _ratio(run, _nrbp(ctx, ideal, alpha, beta, n))
+    run = _nrbp(ctx, _run_results(ctx, qrels, opts["ties"], alpha), alpha, beta, n)
+    return _ratio(run, _nrbp(ctx, _ideal_results(ctx, ideal, alpha), alpha, beta, n))
 
 
 def ap_ia(ctx: EvalContext, k: int | None, opts: dict) -> np.ndarray:
