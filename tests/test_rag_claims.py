@@ -320,3 +320,44 @@ def test_jsonl_rows_carry_each_samples_claim_metrics_and_judge() -> None:
     for row, metrics in zip(rows, stored, strict=True):
         assert row["claims"]["judge"] == "ragchecker-output" and "label" in row
         assert {k: row["claims"][k] for k in metrics} == pytest.approx(metrics, abs=1e-12)
+
+
+def _meta_eval_module():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "rag_meta_eval.py"
+    spec = importlib.util.spec_from_file_location("rag_meta_eval", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_meta_eval_delta_follows_ragcheckers_protocol() -> None:
+    meta = _meta_eval_module()
+    delta = meta.normalised_delta([0.0, 0.5, 0.2, 0.1], [1.0, 0.5, float("nan"), 0.4])
+    # raw deltas 1.0, 0.0, NaN -> median 0.3, 0.3; scaled from [0, 1] to [-2, 2]
+    assert delta.tolist() == pytest.approx([2.0, -2.0, -0.8, -0.8])
+
+
+@pytest.mark.skipif(not (DATA / "human_labeled_data.json").exists(), reason=f"meta-evaluation data not in {DATA}")
+def test_meta_eval_reproduces_the_correlation_of_ragcheckers_stored_f1() -> None:
+    meta = _meta_eval_module()
+    human, instances = meta.load(DATA)
+    first = [i["model1"]["ragchecker"]["overall_label"] for i in instances]
+    second = [i["model2"]["ragchecker"]["overall_label"] for i in instances]
+    pearson, spearman, _ = meta.correlations(meta.normalised_delta(first, second), np.array(
+        [h["overall_label"] for h in human], dtype=float))  # fmt: skip
+    # oracle: numpy's correlation of the raw deltas (no NaN here; scaling leaves r unchanged), label by label
+    raw = np.array(second) - np.array(first)
+    x = np.array([raw[i // 2] for i in range(len(human))])
+    y = np.array([h["overall_label"] for h in human], dtype=float)
+    assert pearson == pytest.approx(100 * np.corrcoef(x, y)[0, 1])
+
+    def average_ranks(values: np.ndarray) -> np.ndarray:  # ties share the mean of their ranks
+        _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+        ends = np.cumsum(counts)
+        return ((ends - counts + 1 + ends) / 2)[inverse]
+
+    # ranks of the scaled deltas, as the protocol ranks them (scaling can merge deltas that differ in the last bit)
+    scaled = np.repeat(meta.normalised_delta(first, second), 2)
+    assert spearman == pytest.approx(100 * np.corrcoef(average_ranks(scaled), average_ranks(y))[0, 1])
