@@ -34,6 +34,7 @@ def study(
     rag: Any = None,
     rag_options: Any = None,
     rag_answers: Mapping[str, str] | None = None,
+    judge_audit: Any = None,
     fusion: Mapping[str, Mapping[str, Any]] | None = None,
     cutoffs: Sequence[int] = CUTOFFS,
     title: str | None = None,
@@ -64,6 +65,9 @@ def study(
         RAG records diagnosed with :func:`stagewise.evaluate_rag` (``rag_options``: its keywords, as a mapping,
         or its options value), or a report already made (``rag_answers``: each sample's answer text by id,
         since a report's rows hold the labels, not the texts).
+    judge_audit : path, JudgeAudit, or a list of them, optional
+        Audits of judges against people's labels (the JSON of ``stagewise judge audit --format json``, or
+        :class:`~stagewise.rag.audit.JudgeAudit` values), shown in the RAG section.
     fusion : mapping, optional
         Fusion statements by run name, over the ones read from the runs (a ``FusedRun``'s own ``fusion``, or
         the ``<run>.meta.json`` beside a file): how a run made elsewhere was fused.
@@ -107,7 +111,12 @@ def study(
     if rag is not None:
         say("diagnosing the RAG records")
         parts["rag"], parts["answers"] = _rag(rag, rag_options, rag_answers)
+    if judge_audit is not None:
+        parts["judge_audits"] = _audits(judge_audit)
     given = list(sources) if sources is not None else input_paths(qrels, runs, rag)
+    if sources is None and judge_audit is not None:  # an audit file is an input too: no output may replace it
+        audits = judge_audit if isinstance(judge_audit, list | tuple) else [judge_audit]
+        given += [a for a in audits if isinstance(a, str | os.PathLike)]
     return Study(conventions=conv, cutoffs=cutoffs, title=title, sources=tuple(given), **parts)
 
 
@@ -198,6 +207,14 @@ def _compared(
         made = compare(load_qrels, load_runs, metrics, conventions=conv, options=options)
         return made, made.scores
     return None, _evaluate(load_qrels, load_runs, metrics, conv)
+
+
+def _audits(given: Any) -> tuple[Any, ...]:
+    """Judge audits: each a JudgeAudit kept as it is, or a path read back (:func:`stagewise.rag.audit.read_audit`)."""
+    from stagewise.rag.audit import JudgeAudit, read_audit
+
+    items = given if isinstance(given, list | tuple) else [given]
+    return tuple(a if isinstance(a, JudgeAudit) else read_audit(a) for a in items)
 
 
 def _rag(rag: Any, options: Any, answers: Mapping[str, str] | None) -> tuple[Any, dict[str, str]]:
