@@ -56,7 +56,8 @@ A drop-in for trec_eval with byte-identical output.
                   group) for -m qrels_jg
   -Z ZSCORES      print z-scores: (value - mean) / stddev per topic, from lines "qid measure mean stddev"
   --ties docid    scores compared as C floats, as trec_eval 9, pytrec_eval and ir_measures store them
-                  (the default: scores equal in single precision tie, ordered by doc id descending)
+                  (the default: scores equal in single precision tie, ordered by doc id descending;
+                  ascending with -R prefs and qrels_prefs, as trec_eval orders them there)
   --ties docid-double
                   scores compared as doubles, as trec_eval 10.0 stores them
   -h, --help      this help; with -m, only the measures asked for
