@@ -183,8 +183,7 @@ def evaluate_command(argv: Sequence[str]) -> tuple[str, list[str]]:
     items = M.expand(flags.requested)
     _check_format(items, flags)
     zscores = read_zscores(flags.zscores) if flags.zscores else None
-    build = _prefs_table if flags.rel_format in ("prefs", "qrels_prefs") else _TABLES[flags.rel_format]
-    table = build(files, items, flags)
+    table = _TABLES[flags.rel_format](files, items, flags)
     if zscores is not None:
         zscores.check_queries(table.query_ids)
         table.columns = [_standardised(column, table.query_ids, zscores) for column in table.columns]
@@ -278,7 +277,7 @@ def _jg_table(files: Sequence[str], items: list[M.Requested], flags: Flags) -> T
     return Table(topics, columns, len(topics), run.tag)
 
 
-_TABLES = {"qrels": _qrels_table, "qrels_jg": _jg_table}
+_TABLES = {"qrels": _qrels_table, "prefs": _prefs_table, "qrels_prefs": _prefs_table, "qrels_jg": _jg_table}
 
 
 def _standardised(column: Column, query_ids: list[str], zscores: ZScores) -> Column:
