@@ -26,7 +26,7 @@ def served(tmp_path):
     store = CampaignStore(tmp_path / "campaign.sqlite")
     made = create_campaign(
         store, "trial 1", pool=pool, collection=collection, topics=topics, assessors=["ann", "bob"],
-        options=CampaignOptions(overlap=0.5, seed=3), prelabel=lambda q, t: 1, prelabel_name="always",
+        options=CampaignOptions(overlap=0.5, seed=3), prelabel=lambda items: [1] * len(items), prelabel_name="always",
     )  # fmt: skip
     client = TestClient(create_campaign_app(store), base_url=BASE)
     yield store, made, client
@@ -182,7 +182,8 @@ def test_shown_prelabels_are_shown_and_recorded(tmp_path):
     store = CampaignStore(tmp_path / "c.sqlite")
     made = create_campaign(
         store, "p", pool=pool, collection=collection, topics=topics, assessors=["ann"],
-        options=CampaignOptions(show_prelabels=True, blind=False), prelabel=lambda q, t: 3, prelabel_name="three",
+        options=CampaignOptions(show_prelabels=True, blind=False), prelabel=lambda items: [3] * len(items),
+        prelabel_name="three",
     )  # fmt: skip
     client = TestClient(create_campaign_app(store), base_url=BASE)
     view = client.get("/c/p/api/next", headers=_headers(made.tokens["ann"])).json()
@@ -301,6 +302,19 @@ def test_cli_prelabels_are_the_lexical_judges_verdicts(tmp_path, capsys):
             assert row["prelabel"] == expected
             marks.add(row["prelabel"])
         assert marks == {0, 1, None}  # 'zebra' is in no document: its query's documents are not supported
+        assert store.campaign("pool").settings["prelabel_rule"].startswith("1 when the judge finds")
+    finally:
+        store.close()
+    db2 = tmp_path / "graded.sqlite"
+    code, _, err = _exit([*args, "--prelabel", "query-coverage", "--store", str(db2)], capsys)
+    assert code == 0, err
+    store = CampaignStore(db2)
+    try:
+        # query coverage: 'apple day doc' has all three words in every document (grade 3); 'apple day zebra'
+        # two of three, 0.67 >= 0.5 (grade 2); the missing documents have no pre-label
+        grades = {(store.item("pool", i)["qid"], store.item("pool", i)["prelabel"]) for i in range(18)}
+        assert grades == {("q0", 2), ("q1", 3), ("q2", 3), ("q0", None), ("q1", None), ("q2", None)}
+        assert store.campaign("pool").settings["prelabel_rule"] == "the judge's relevance grade 0-3"
     finally:
         store.close()
     code, _, err = _exit(["campaign", "export", str(db), "--merge", "vote"], capsys)

@@ -29,8 +29,9 @@ __all__ = [
     "prepare_campaign",
 ]
 
-#: A judge's pre-label of one item: ``(query text, document text) -> label``.
-Prelabeller = Callable[[str, str], int]
+#: A judge's pre-labels of a batch of items, ``[(query title, doc id, document text), ...]`` -> one label 0..3 (or
+#: None: the judge could not answer) per item, in order.
+Prelabeller = Callable[[list[tuple[str, str, str]]], list[int | None]]
 
 
 def new_token() -> str:
@@ -103,6 +104,7 @@ def prepare_campaign(
     options: CampaignOptions = CampaignOptions(),
     prelabel: Prelabeller | None = None,
     prelabel_name: str | None = None,
+    prelabel_rule: str | None = None,
 ) -> Prepared:
     """Read the pool, the topics and the pooled documents' texts and assign the queues, writing nothing (so a bad
     input leaves no store behind); :func:`create_campaign` also stores it. See there for the rules."""
@@ -118,18 +120,14 @@ def prepare_campaign(
     texts: dict[str, str | None] = dict(document_texts(collection, wanted))
     missing = sorted(wanted - set(texts))
     texts.update(dict.fromkeys(missing))
-    marks = None
-    if prelabel is not None:
-        marks = [
-            None if texts[i.doc_id] is None else int(prelabel(topic_rows[i.query_id][0], texts[i.doc_id] or ""))
-            for i in items
-        ]
+    marks = None if prelabel is None else _prelabels(prelabel, items, topic_rows, texts)
     tokens = {a: new_token() for a in names}
     admin = new_token()
     settings: dict[str, Any] = {
         "pool": os.fspath(pool), "collection": os.fspath(collection), "topics": os.fspath(topics),
         "overlap": options.overlap, "seed": options.seed, "per_overlap": options.per_overlap,
         "blind": options.blind, "prelabels": prelabel_name if prelabel is not None else None,
+        "prelabel_rule": prelabel_rule if prelabel is not None else None,
         "show_prelabels": bool(options.show_prelabels and prelabel is not None),
         "items": len(items), "overlap_items": len(assignment.overlap_items),
     }  # fmt: skip
@@ -142,14 +140,32 @@ def prepare_campaign(
     return Prepared(name, rows, created)
 
 
+def _prelabels(
+    prelabel: Prelabeller, items: Sequence[Any], topics: dict[str, tuple[str, Any, Any]], texts: dict[str, str | None]
+) -> list[int | None]:
+    """One pre-label per item (None where the document has no text or the judge could not answer), the judge
+    asked once for the whole batch."""
+    asked = [n for n, item in enumerate(items) if texts[item.doc_id] is not None]
+    answers = prelabel([(topics[items[n].query_id][0], items[n].doc_id, texts[items[n].doc_id] or "") for n in asked])
+    if len(answers) != len(asked):
+        raise InputError("prelabel", f"gave {len(answers)} labels for {len(asked)} items", expected="one per item")
+    marks: list[int | None] = [None] * len(items)
+    for n, label in zip(asked, answers, strict=True):
+        if label is not None and (isinstance(label, bool) or label not in (0, 1, 2, 3)):
+            raise InputError("prelabel", f"gave the label {label!r}", expected="0, 1, 2, 3 or None")
+        marks[n] = label
+    return marks
+
+
 def create_campaign(store: CampaignStore, name: str, **inputs: Any) -> Created:
     """Read the pool, the topics and the pooled documents' texts, assign the queues and store the campaign
     (keywords: ``pool``, ``collection``, ``topics``, ``assessors``, ``options`` (:class:`CampaignOptions`),
-    ``prelabel`` and ``prelabel_name``, as :func:`prepare_campaign` takes them).
+    ``prelabel``, ``prelabel_name`` and ``prelabel_rule`` (how the judge's answers became labels), as
+    :func:`prepare_campaign` takes them).
 
     Every pooled query must have a topic (an :class:`InputError` names those that do not); a pooled document
     missing from the collection is stored without a text (the page says so) and listed in the result.
-    ``prelabel`` (a judge, named ``prelabel_name``) labels every item whose document has a text."""
+    ``prelabel`` (a judge's batch, named ``prelabel_name``) labels every item whose document has a text."""
     return prepare_campaign(name, **inputs).write(store)
 
 

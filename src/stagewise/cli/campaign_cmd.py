@@ -38,21 +38,39 @@ def _judge(value: Any) -> Any:
     except StagewiseError as exc:
         raise usage_error(str(exc)) from None
     entry = spec.entry
-    if entry.build is None or entry.per_sample:
+    if entry.build is None or entry.per_sample or not {"support", "relevance"} & set(entry.tasks):
         raise usage_error(f"judge {entry.name!r} cannot pre-label a document: it {_why_not(entry)}")
     return spec.name
 
 
 def _why_not(entry: Any) -> str:
-    return "reads each sample's gold evidence ids, not a text" if entry.per_sample else "judges nothing by itself"
+    if entry.per_sample:
+        return "reads each sample's gold evidence ids, not a text"
+    if entry.build is None:
+        return "judges nothing by itself"
+    return f"answers {', '.join(entry.tasks)}, not relevance or support"
 
 
-def _prelabeller(name: str) -> Any:
-    """The judge ``name`` as ``(query, document text) -> 1 if it supports the query else 0``."""
+def _prelabeller(name: str) -> tuple[Any, str]:
+    """The judge ``name`` as a batch pre-labeller, and the rule that made its answers labels: a relevance judge's
+    0-3 grade as it is; a support judge's verdict on the query's title as 1 (supported) or 0 (partial, not)."""
     from stagewise.rag.judges import Passage, parse_judge
+    from stagewise.rag.verdicts import UNJUDGED, judge_tasks, relevance_verdicts, support_verdicts
 
     judge = parse_judge(name).build()
-    return lambda query, text: int(bool(judge.supports([Passage("doc", text)], query)))
+    if "relevance" in judge_tasks(judge):
+
+        def graded(items: list) -> list:
+            verdicts = relevance_verdicts(judge, [(q, Passage(d, t)) for q, d, t in items])
+            return [None if v.label == UNJUDGED else int(v.label) for v in verdicts]
+
+        return graded, "the judge's relevance grade 0-3"
+
+    def supported(items: list) -> list:
+        verdicts = support_verdicts(judge, [([Passage(d, t)], q) for q, d, t in items])
+        return [None if v.label == UNJUDGED else int(v.label == "supported") for v in verdicts]
+
+    return supported, "1 when the judge finds the query's title supported by the document, else 0"
 
 
 def open_campaign(store: Path, campaign: str | None) -> tuple[Any, str]:
@@ -100,8 +118,9 @@ def create_command(
             "--prelabel",
             parser=_judge,
             metavar="JUDGE",
-            help="Pre-label every item with a judge (1 if it says the document supports the query's title, "
-            "else 0), kept hidden unless --show-prelabels: {names:stagewise.rag.judges:JUDGES}.",
+            help="Pre-label every item with a judge: a relevance judge's grade 0-3, or a support judge's verdict "
+            "on the query's title (1 supported, else 0); hidden unless --show-prelabels. "
+            "{names:stagewise.rag.judges:JUDGES}.",
         ),
     ] = None,
     show_prelabels: Annotated[
@@ -136,9 +155,10 @@ def create_command(
         from stagewise.store.lock import writer_lock
 
         options = CampaignOptions(overlap, seed, per_overlap, blind, show_prelabels)
+        labeller, rule = _prelabeller(prelabel) if prelabel else (None, None)
         prepared = prepare_campaign(  # every input read before the store is touched
             name or pool.name.split(".")[0], pool=pool, collection=collection, topics=topics, assessors=assessor,
-            options=options, prelabel=_prelabeller(prelabel) if prelabel else None, prelabel_name=prelabel,
+            options=options, prelabel=labeller, prelabel_name=prelabel, prelabel_rule=rule,
         )  # fmt: skip
         lock = writer_lock(store)  # refused while a server holds the store
         try:

@@ -18,7 +18,8 @@ FORMATS = ("table", "json")
 def _settings_line(status: CampaignStatus) -> str:
     s = status.settings
     shown = "shown" if s.get("show_prelabels") else "hidden"
-    judge = "none" if not s.get("prelabels") else f"{s['prelabels']} ({shown})"
+    rule = f"; {s['prelabel_rule']}" if s.get("prelabel_rule") else ""
+    judge = "none" if not s.get("prelabels") else f"{s['prelabels']} ({shown}{rule})"
     per = "every assessor" if s.get("per_overlap") is None else f"{s['per_overlap']} assessors"
     return (
         f"campaign {status.name}: {status.items:,} items, {status.overlap_items:,} judged by {per} "

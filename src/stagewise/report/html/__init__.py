@@ -83,6 +83,10 @@ def _run_sections(study: Study, digits: int) -> list[Section]:
         study.qrels, study.health, study.cutoffs, conv.relevance_level if conv else 1, conv.missing if conv else "zero"
     )
     out.append(("judgements", "Judgement health", health))
+    if study.trust is not None:
+        from stagewise.report.html import trust
+
+        out.append(("trust", "How far the qrels can be trusted", trust.section(study.trust, digits)))
     return out
 
 
