@@ -117,7 +117,7 @@ def topics(draw: st.DrawFn) -> tuple[list[tuple[str, str, str, float]], list[tup
     return lines, run, draw(st.sampled_from((None, None, 1, 3)))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(topics())
 def test_every_measure_agrees_with_the_naive_oracle(case) -> None:
     lines, run, max_ret = case
