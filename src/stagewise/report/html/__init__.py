@@ -59,8 +59,10 @@ def render(study: Study, *, title: str | None = None, digits: int = 4, lead: Seq
         sections = [*lead, *_run_sections(study, digits)]
         if study.rag is not None:
             from stagewise.report.html import rag as rag_section
+            from stagewise.report.judge_audit import audit_blocks
 
-            sections.append(("rag", "RAG diagnosis", rag_section.section(study.rag, digits, dict(study.answers))))
+            inner = rag_section.section(study.rag, digits, dict(study.answers))
+            sections.append(("rag", "RAG diagnosis", audit_blocks(study.judge_audits, study.rag) + inner))
         return page.document(title or study.title or _heading(study), sections, _intro(study))
 
 
