@@ -181,3 +181,22 @@ def test_audit_on_expertqa_reads_its_own_file() -> None:
     )
     assert (audit["n"], audit["figures"]["kappa"][0]) == (793, pytest.approx(0.082, abs=5e-4))
     assert audit["left_out"]["evidence without passage text"] == 210
+
+
+def test_the_html_report_shows_an_audit_in_the_rag_section(tmp_path: Path, labelled: Path) -> None:
+    import stagewise
+    from tests.report_helpers import RAG_RECORDS, parse
+
+    out = tmp_path / "audit.json"
+    _invoke(["judge", "audit", str(labelled), "--judge", "lexical", "-B", "100", "-f", "json", "-o", str(out)])
+    audit = json.loads(out.read_text())
+    page = stagewise.report(rag=RAG_RECORDS, rag_options={"judge": "lexical"}, judge_audit=str(out))
+    rag = parse(page).by_id("rag").content()
+    kappa = audit["figures"]["kappa"]
+    assert "Judge audit" in rag and "lexical(threshold=0.6)" in rag and "labelled.jsonl" in rag
+    assert f"{kappa[0]:.3f} [{kappa[1]:.3f}, {kappa[2]:.3f}]" in rag and "n = 60" in rag
+    assert "this judge gave the report's support labels" in rag
+    assert stagewise.report(rag=RAG_RECORDS, rag_options={"judge": "lexical"}, judge_audit=str(out)) == page
+    other = stagewise.report(rag=RAG_RECORDS, rag_options={"judge": "gold"}, judge_audit=str(out))
+    assert "not a judge of this report (its judges: support: gold" in parse(other).by_id("rag").content()
+    assert "Judge audit" not in stagewise.report(rag=RAG_RECORDS)

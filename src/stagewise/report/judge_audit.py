@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,9 +115,39 @@ def render(audit: JudgeAudit, fmt: str = "table") -> str:
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
-def html_block(audit: JudgeAudit) -> str:
+def _same_judge(first: Any, second: Any) -> bool:
+    """Whether two names name one judge: equal once each is canonical (``lexical(threshold=0.6)`` is
+    ``lexical``), or equal as written when either is no registered judge's name."""
+    from stagewise.errors import StagewiseError
+    from stagewise.rag.judges import parse_judge
+
+    try:
+        return parse_judge(str(first)) == parse_judge(str(second))
+    except StagewiseError:
+        return str(first) == str(second)
+
+
+def audit_blocks(audits: Sequence[JudgeAudit], rag: Any = None) -> str:
+    """The blocks of ``audits`` for the RAG section; each says which of the report's labels its judge gave
+    (``rag.judges``: the support judge, the answer judge), or that it gave none of them."""
+    used = {role: info for role, info in dict(getattr(rag, "judges", None) or {}).items() if isinstance(info, dict)}
+    out = []
+    for audit in audits:
+        roles = [r for r, info in used.items() if _same_judge(info.get("name"), audit.judge)]
+        if roles:
+            note = "this judge gave the report's " + " and ".join(f"{r} labels" for r in roles)
+        elif used:
+            names = ", ".join(f"{r}: {info.get('name')}" for r, info in used.items())
+            note = f"not a judge of this report (its judges: {names})"
+        else:
+            note = None
+        out.append(html_block(audit, note))
+    return "".join(out)
+
+
+def html_block(audit: JudgeAudit, note: str | None = None) -> str:
     """The compact block of the report's RAG section: the judge with its version, the audit's kappa with its
-    interval and n, and the data it was measured on."""
+    interval and n, and the data it was measured on; ``note`` says where the report used the judge."""
     esc = html.escape
     version = f" <span class='muted'>version {esc(audit.version)}</span>" if audit.version else ""
     kappa = audit.figures["kappa"]
@@ -130,5 +161,7 @@ def html_block(audit: JudgeAudit) -> str:
         f"<li>Cohen's kappa with people: {_interval(kappa)} (95% bootstrap, n = {audit.n:,}; "
         f"{audit.unjudged:,} unjudged)</li>"
         f"<li>accuracy {_interval(audit.figures['accuracy'])}, macro-F1 {_interval(audit.figures['macro_f1'])}</li>"
-        f"{fooled}<li>measured on <code>{esc(audit.data)}</code></li></ul></div>"
+        f"{fooled}<li>measured on <code>{esc(audit.data)}</code></li>"
+        + (f"<li>{esc(note)}</li>" if note else "")
+        + "</ul></div>"
     )
