@@ -25,6 +25,7 @@ from stagewise.rag.llm_judges import (
     parse_nuggets,
     parse_relevance,
     parse_support,
+    plan_summary,
     prompt_names,
 )
 from stagewise.rag.verdicts import RELEVANCE_LABELS, SUPPORT_LABELS, judge_tasks, relevance_verdicts, support_verdicts
@@ -142,6 +143,9 @@ def test_the_budget_leaves_the_rest_unjudged_and_a_dry_run_plans(tmp_path: Path)
     assert planned[4].reason == "dry run: no call made" and planned[4].usage["prompt_tokens_estimated"] > 100
     assert [p["cached"] for p in plan] == [True, True, True, False, False]
     assert plan[4]["prompt"] == "support-v1" and plan[4]["max_completion_tokens"] == 256
+    summary = plan_summary(plan)
+    assert summary.startswith("2 calls to make (3 answered by the cache): about ")
+    assert summary.endswith(" prompt tokens, at most 512 completion tokens")
     assert len(server.requests) == 3
 
 

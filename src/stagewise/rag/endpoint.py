@@ -406,7 +406,10 @@ class ChatClient:
         for key, reply in self._send_all({k: requests[v[0]] for k, v in to_send.items()}).items():
             for i in to_send[key]:
                 replies[i] = reply
-        return [r if r is not None else ChatReply(None, "dry run: no call made") for r in replies]
+        answered = [r for r in replies if r is not None]
+        if len(answered) != len(replies):  # every branch above fills its slot: a gap is a bug here
+            raise RuntimeError("ChatClient.chat_many left a request without a reply")
+        return answered
 
     def _send_all(self, requests: dict[str, ChatRequest]) -> dict[str, ChatReply]:
         if not requests:

@@ -27,7 +27,8 @@ In the registry (:data:`stagewise.rag.judges.JUDGES`) it is ``llm``: the URL and
 environment (``STAGEWISE_LLM_URL``, default ``http://127.0.0.1:8080/v1``; ``STAGEWISE_LLM_MODEL``), as a URL
 in the spec grammar needs quotes (``llm(url='http://host:8000/v1',model='qwen2.5:7b')``). The cache file is
 ``cache=PATH``, else ``STAGEWISE_LLM_CACHE``, else ``~/.cache/stagewise/llm-replies.jsonl``; ``cache=off``
-keeps answers in memory only.
+keeps answers in memory only. A command line's ``--max-calls N`` and ``--dry-run`` are the parameters
+``max_calls=N`` and ``dry_run=True``; :meth:`LlmJudge.plan` and :func:`plan_summary` say what a run would send.
 
 >>> parse_support('Sure. {"label": "partial", "rationale": "only the year"}').label
 'partial'
@@ -63,6 +64,7 @@ __all__ = [
     "parse_nuggets",
     "parse_relevance",
     "parse_support",
+    "plan_summary",
     "prompt_names",
 ]
 
@@ -451,3 +453,20 @@ class LlmJudge:
                 "max_completion_tokens": self.options.max_tokens,
             })  # fmt: skip
         return out
+
+
+def plan_summary(plan: Sequence[dict[str, Any]]) -> str:
+    """One line a dry run prints: the calls a run would make, those the cache answers, and their tokens (the
+    prompt's estimated as characters / 4, the answer's bounded by ``max_tokens``).
+
+    >>> plan_summary([{"cached": False, "prompt_tokens_estimated": 120, "max_completion_tokens": 256},
+    ...               {"cached": True, "prompt_tokens_estimated": 90, "max_completion_tokens": 256}])
+    '1 call to make (1 answered by the cache): about 120 prompt tokens, at most 256 completion tokens'
+    """
+    todo = [p for p in plan if not p["cached"]]
+    prompt = sum(p["prompt_tokens_estimated"] for p in todo)
+    completion = sum(p["max_completion_tokens"] for p in todo)
+    return (
+        f"{len(todo)} call{'' if len(todo) == 1 else 's'} to make ({len(plan) - len(todo)} answered by the cache): "
+        f"about {prompt} prompt tokens, at most {completion} completion tokens"
+    )
