@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,23 @@ def test_a_pooled_query_without_a_topic_is_refused_naming_it(tmp_path):
         assert store.names() == []  # nothing half-made
     finally:
         store.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=200), title=st.text(max_size=40))
+def test_highlight_segments_give_back_the_text_and_mark_only_the_querys_words(text, title):
+    from stagewise.app.campaign_pages import _stem, highlight_segments, terms_of
+
+    terms = terms_of(title)
+    segments = highlight_segments(text, terms)
+    assert "".join(piece for piece, _ in segments) == text  # nothing lost, nothing added (no markup made here)
+    for piece, marked in segments:
+        if marked:
+            assert re.fullmatch(r"\w+", piece) and _stem(piece) in terms
+
+
+def test_highlight_marks_plurals_and_case_and_leaves_stop_words():
+    from stagewise.app.campaign_pages import highlight_segments, terms_of
+
+    segments = highlight_segments("The Boxes of APPLES and the box of an apple", terms_of("the apple boxes"))
+    assert [piece for piece, marked in segments if marked] == ["Boxes", "APPLES", "box", "apple"]

@@ -154,3 +154,34 @@ def _check_store(store_path, clients: list[Assessor]) -> None:
         assert sum(len(docs) for per in labels.values() for docs in per.values()) == len(acknowledged)
     finally:
         store.close()
+
+
+def test_a_second_server_or_a_create_on_a_served_store_is_refused_naming_the_first(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.app_helpers import SRC, free_port
+    from tests.campaign_helpers import campaign_serving
+
+    pool, topics, collection = _inputs(tmp_path, queries=2, docs=3)
+    store_path = tmp_path / "c.sqlite"
+    store = CampaignStore(store_path)
+    create_campaign(store, "load", pool=pool, collection=collection, topics=topics, assessors=["ann"])
+    store.close()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    with campaign_serving(store_path) as server:
+        second = subprocess.run(
+            [sys.executable, "-m", "stagewise", "campaign", "serve", str(store_path), "--port", str(free_port())],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 2 and f"{server.url}/c/load/admin" in second.stderr
+        args = [str(pool), "--collection", str(collection), "--topics", str(topics), "-a", "bob"]
+        made = subprocess.run(
+            [sys.executable, "-m", "stagewise", "campaign", "create", *args, "--store", str(store_path), "--name", "x"],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert made.returncode == 2 and "one server per database" in made.stderr
+    store = CampaignStore(store_path)
+    assert store.names() == ["load"]
+    store.close()
