@@ -35,6 +35,7 @@ def study(
     rag_options: Any = None,
     rag_answers: Mapping[str, str] | None = None,
     judge_audit: Any = None,
+    trust: Any = None,
     fusion: Mapping[str, Mapping[str, Any]] | None = None,
     cutoffs: Sequence[int] = CUTOFFS,
     title: str | None = None,
@@ -66,8 +67,11 @@ def study(
         or its options value), or a report already made (``rag_answers``: each sample's answer text by id,
         since a report's rows hold the labels, not the texts).
     judge_audit : path, JudgeAudit, or a list of them, optional
-        Audits of judges against people's labels (the JSON of ``stagewise judge audit --format json``, or
-        :class:`~stagewise.rag.audit.JudgeAudit` values), shown in the RAG section.
+        Judge audits (``stagewise judge audit --format json`` files, or JudgeAudit values) for the RAG section.
+    trust : True, TrustOptions or mapping, optional
+        Also compute how far the qrels can be trusted (:func:`stagewise.assess.qrels_trust.trust`: leave-one-run-
+        out, score bounds, ranking agreement) for two or more runs; True takes the first metric and a depth-100
+        pool, a mapping gives :class:`~stagewise.assess.qrels_trust.TrustOptions` fields.
     fusion : mapping, optional
         Fusion statements by run name, over the ones read from the runs (a ``FusedRun``'s own ``fusion``, or
         the ``<run>.meta.json`` beside a file): how a run made elsewhere was fused.
@@ -107,17 +111,37 @@ def study(
     parts: dict[str, Any] = {}
     if has_runs:
         parts.update(_study_runs(qrels, runs, metrics, conv, options, comparison, cutoffs, say))
+        if trust is not None and trust is not False:
+            say("leaving each run out of the pool")
+            parts["trust"] = _trust(trust, parts, conv)
         parts["fusion"] = {**parts["fusion"], **{str(k): dict(v) for k, v in (fusion or {}).items()}}
     if rag is not None:
         say("diagnosing the RAG records")
         parts["rag"], parts["answers"] = _rag(rag, rag_options, rag_answers)
+    parts.pop("_read", None)
     if judge_audit is not None:
         parts["judge_audits"] = _audits(judge_audit)
-    given = list(sources) if sources is not None else input_paths(qrels, runs, rag)
-    if sources is None and judge_audit is not None:  # an audit file is an input too: no output may replace it
-        audits = judge_audit if isinstance(judge_audit, list | tuple) else [judge_audit]
-        given += [a for a in audits if isinstance(a, str | os.PathLike)]
+    given = list(sources) if sources is not None else input_paths(qrels, runs, rag) + _audit_paths(judge_audit)
     return Study(conventions=conv, cutoffs=cutoffs, title=title, sources=tuple(given), **parts)
+
+
+def _trust(asked: Any, parts: dict[str, Any], conv: Conventions) -> Any:
+    """The trust report of the study's runs on its qrels (read once, by :func:`_study_runs`)."""
+    from stagewise.assess.qrels_trust import TrustOptions, trust
+    from stagewise.errors import StagewiseError
+
+    if asked is True:
+        options = TrustOptions(metric=parts["metrics"][0])
+    elif isinstance(asked, TrustOptions):
+        options = asked
+    elif isinstance(asked, Mapping):
+        options = TrustOptions(**{"metric": parts["metrics"][0], **asked})
+    else:
+        raise StagewiseError(f"trust must be True, a TrustOptions or a mapping of its fields; got {asked!r}")
+    qrels_read, runs_read = parts.pop("_read")
+    if len(runs_read) < 2:
+        raise StagewiseError("how far the qrels can be trusted needs two or more runs (each is left out in turn)")
+    return trust(qrels_read, runs_read, options, conventions=conv)
 
 
 def _evaluate(qrels: Any, runs: Any, metrics: list[str], conv: Conventions) -> Any:
@@ -175,6 +199,7 @@ def _study_runs(
         "plot_baseline": (comp.baseline if comp is not None else None) or (names[0] if len(names) > 1 else None),
         "tie_tolerance": tolerance,
         "fusion": loaded["fusion"],
+        "_read": (qrels_read, runs_read),
     }
 
 
@@ -207,6 +232,12 @@ def _compared(
         made = compare(load_qrels, load_runs, metrics, conventions=conv, options=options)
         return made, made.scores
     return None, _evaluate(load_qrels, load_runs, metrics, conv)
+
+
+def _audit_paths(given: Any) -> list[Any]:
+    """The audit files among ``given``: inputs too, so no output may replace one."""
+    items = [] if given is None else given if isinstance(given, list | tuple) else [given]
+    return [a for a in items if isinstance(a, str | os.PathLike)]
 
 
 def _audits(given: Any) -> tuple[Any, ...]:
