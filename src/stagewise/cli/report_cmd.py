@@ -129,6 +129,18 @@ def report_command(
     context_k: ContextKOption = None,
     correct: CorrectOption = "contains",
     title: TitleOption = None,
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust",
+            help="Add how far the qrels can be trusted: each run scored without the pool documents only it "
+            "contributed (its score and rank change), score bounds over the unjudged, ranking agreement; on the "
+            "first metric (stagewise trust does it alone).",
+        ),
+    ] = False,
+    trust_depth: Annotated[
+        int, typer.Option("--trust-depth", min=1, help="Pool depth of --trust: the first K results of each run.")
+    ] = 100,
     relevance_level: RelevanceLevelOption = 1,
     ties: TiesOption = Ties.docid,
     missing: MissingOption = Missing.zero,
@@ -191,11 +203,13 @@ def report_command(
         made = _study(
             qrels, qrels_format, dict(zip(labels, runs, strict=True)) if runs else None, metric, conventions, options,
             _records(rag, rag_run), {"context_k": context_k, "correct": correct},
-            [s for s in (qrels, *runs, rag, rag_run) if s is not None],
+            [s for s in (qrels, *runs, rag, rag_run) if s is not None], {"depth": trust_depth} if trust else None,
         )  # fmt: skip
         write(output, made, title=title, digits=digits)
         parts = [f"{len(runs)} run{'s' * (len(runs) != 1)}" + (", compared with tests" if len(runs) > 1 else "")]
         parts = parts if runs else []
+        if trust:
+            parts.append("how far the qrels can be trusted")
         if rag is not None:
             parts.append("the RAG diagnosis")
         typer.echo(f"wrote {output} (HTML report: {', '.join(parts)})", err=True)
@@ -241,6 +255,7 @@ def _study(
     records: Any,
     rag_options: dict[str, Any],
     sources: list[str],
+    trust: dict[str, Any] | None = None,
 ) -> Study:
     """The library's study of the inputs: the qrels read when the cheap checks have passed."""
     from stagewise.study import study
@@ -254,4 +269,5 @@ def _study(
         rag=records,
         rag_options=rag_options,
         sources=sources,
+        trust=trust,
     )

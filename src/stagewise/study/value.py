@@ -90,6 +90,9 @@ class Study:
         Each fused run's fusion statement by run name (a FusedRun's own or its ``.meta.json``).
     rag, answers
         The :class:`~stagewise.rag.report.RagReport` and each sample's answer text by id.
+    trust
+        How far the qrels can be trusted (:class:`~stagewise.assess.qrels_trust.TrustReport`: each run left out of
+        the pool, score bounds over the unjudged, ranking agreement), when asked for; None otherwise.
     judge_audits
         Audits of judges against people's labels (:class:`~stagewise.rag.audit.JudgeAudit`, from
         ``stagewise judge audit``), shown in the RAG section beside the labels those judges gave.
@@ -111,6 +114,7 @@ class Study:
     rag: RagReport | None = None
     answers: Mapping[str, str] = field(default_factory=dict)
     judge_audits: tuple[Any, ...] = ()
+    trust: Any = None
     title: str | None = None
     sources: tuple[Any, ...] = ()
 
