@@ -205,3 +205,41 @@ def test_nuggets_in_the_diagnosis_and_on_the_command_line(tmp_path: Path) -> Non
     assert "nuggets: in the retrieved context x in the answer" in result.stdout
     assert "ok 1 (vital 1)" in result.stdout and "generation_failure 1 (vital 1)" in result.stdout
     assert "nuggets.strict_vital_score" in result.stdout and "1 sample(s) have no nuggets" in result.stdout
+
+
+class _NuggetPrompted:
+    """A judge with the LLM judge's nugget_verdicts shape: (query, answer, nuggets) -> a verdict per nugget."""
+
+    name = "nugget-llm"
+    version = "v1"
+
+    def __init__(self, labels: list[str]) -> None:
+        self.labels, self.asked = labels, []
+
+    def nugget_verdicts(self, items):
+        self.asked += items
+        return [[Verdict.unjudged("no JSON") if lab == "unjudged" else Verdict(lab, None) for lab in self.labels]
+                for _ in items]  # fmt: skip
+
+    def supports(self, passages, claim):  # never used for assignment when nugget_verdicts exists
+        raise AssertionError("assignment must go through nugget_verdicts")
+
+
+def test_a_nugget_prompted_judge_assigns_with_the_query_and_unjudged_are_counted() -> None:
+    record = NuggetRecord("q", (Nugget("a"), Nugget("b", "okay"), Nugget("c")), query="who wrote Emma?")
+    judge = _NuggetPrompted(["support", "partial_support", "unjudged"])
+    (out,) = assign_nuggets(judge, [record], {"q": "Austen"})
+    assert judge.asked == [("who wrote Emma?", "Austen", ["a", "b", "c"])]
+    assert [(n.assignment, n.unjudged) for n in out.nuggets] == [
+        ("support", False), ("partial_support", False), ("not_support", True)]  # fmt: skip
+    report = nugget_report([out], assigned_by="nugget-llm v1")
+    assert report.to_dict()["unjudged_nuggets"] == 1
+    assert report.means["strict_vital_score"] == 0.5  # the unjudged vital nugget scores as not_support
+    with pytest.raises(StagewiseError, match="do not match the nuggets asked"):
+        assign_nuggets(_NuggetPrompted(["support"]), [record], {"q": "Austen"})
+
+
+def test_a_support_judges_unjudged_verdict_is_marked() -> None:
+    judge = _Graded({"a": "supported", "b": "unjudged"})
+    (out,) = assign_nuggets(judge, [NuggetRecord("q", (Nugget("a"), Nugget("b")))], {"q": "x"})
+    assert [(n.assignment, n.unjudged) for n in out.nuggets] == [("support", False), ("not_support", True)]

@@ -43,7 +43,7 @@ not in the context    ``lucky``             ``retrieval_failure``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,7 @@ class Nugget:
     text: str
     importance: str = "vital"
     assignment: str | None = None
+    unjudged: bool = False  # a judge could not assign it (scored not_support)
 
     @property
     def vital(self) -> bool:
@@ -219,8 +220,11 @@ def _label(judge: Any) -> str:
 
 def assign_nuggets(judge: Any, records: Sequence[NuggetRecord], answers: Mapping[str, str]) -> list[NuggetRecord]:
     """Each record's nuggets assigned to its answer (``answers[qid]``, else the record's own ``answer``) by a
-    support judge, in one batch: ``supported`` -> support, ``partial`` -> partial_support, ``not`` or
-    ``unjudged`` -> not_support. A record without an answer is an error naming its query.
+    judge, in one batch. A judge with ``nugget_verdicts([(query, answer, nugget texts), ...])`` (the LLM judge's
+    nugget prompt, which sees the query as nuggetizer's does) answers in nuggetizer's labels; any other support
+    judge is asked whether the answer supports each nugget: ``supported`` -> support, ``partial`` ->
+    partial_support, ``not`` -> not_support. A nugget the judge could not answer is scored not_support and
+    marked ``unjudged`` (reports count them). A record without an answer is an error naming its query.
 
     >>> from stagewise.rag.judges import LexicalJudge
     >>> (out,) = assign_nuggets(LexicalJudge(), [NuggetRecord("q", (Nugget("Austen wrote Emma"),))],
@@ -228,21 +232,35 @@ def assign_nuggets(judge: Any, records: Sequence[NuggetRecord], answers: Mapping
     >>> out.nuggets[0].assignment
     'support'
     """
-    items, owners = [], []
+    owners = []
     for record in records:
         answer = answers.get(record.qid, record.answer)
         if answer is None:
             raise StagewiseError(f"query {record.qid!r} has nuggets but no answer to assign them to")
-        items += [([Passage("answer", answer)], n.text) for n in record.nuggets]
         owners.append(answer)
-    verdicts = iter(support_verdicts(judge, items) if items else [])
+    labels = _nugget_labels(judge, records, owners)
     out = []
     for record, answer in zip(records, owners, strict=True):
         nuggets = tuple(
-            replace(n, assignment=_FROM_VERDICT.get(next(verdicts).label, "not_support")) for n in record.nuggets
+            replace(n, assignment=label if label in ASSIGNMENTS else "not_support", unjudged=label not in ASSIGNMENTS)
+            for n, label in zip(record.nuggets, next(labels), strict=True)
         )
         out.append(replace(record, nuggets=nuggets, answer=answer))
     return out
+
+
+def _nugget_labels(judge: Any, records: Sequence[NuggetRecord], answers: Sequence[str]) -> Iterator[list[str]]:
+    """Per record, the label of each nugget: nuggetizer's, or ``unjudged``."""
+    ask = getattr(judge, "nugget_verdicts", None)
+    if callable(ask):
+        items = [(r.query or "", a, [n.text for n in r.nuggets]) for r, a in zip(records, answers, strict=True)]
+        got = ask(items) if items else []
+        if len(got) != len(items) or any(len(g) != len(r.nuggets) for g, r in zip(got, records, strict=False)):
+            raise StagewiseError(f"judge {_label(judge)} gave nugget verdicts that do not match the nuggets asked")
+        return iter([[v.label for v in verdicts] for verdicts in got])
+    items = [([Passage("answer", a)], n.text) for r, a in zip(records, answers, strict=True) for n in r.nuggets]
+    verdicts = iter(support_verdicts(judge, items) if items else [])
+    return iter([[_FROM_VERDICT.get(next(verdicts).label, "unjudged") for _ in r.nuggets] for r in records])
 
 
 def nugget_table(
@@ -293,6 +311,7 @@ class NuggetReport:
     partial_in_answer: bool = False
     source: str | None = None
     without_nuggets: tuple[str, ...] = ()
+    unjudged: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -301,6 +320,7 @@ class NuggetReport:
             "0.5; vital = vital nuggets only; a query without (vital) nuggets scores 0; means over queries",
             "queries": len(self.scores),
             "means": self.means,
+            "unjudged_nuggets": self.unjudged,
         }
         if self.source is not None:
             out["source"] = self.source
@@ -330,8 +350,9 @@ def nugget_report(
         raise StagewiseError("no nugget records to score")
     scores = {r.qid: nugget_scores(r.nuggets) for r in records}
     means = {name: sum(s[name] for s in scores.values()) / len(scores) for name in NUGGET_SCORES}
+    unjudged = sum(n.unjudged for r in records for n in r.nuggets)
     if contexts is None or context_judge is None:
-        return NuggetReport(assigned_by, scores, means)
+        return NuggetReport(assigned_by, scores, means, unjudged=unjudged)
     per_query = nugget_table(context_judge, records, contexts, partial=partial)
     table = {"all": dict.fromkeys(CELLS.values(), 0), "vital": dict.fromkeys(CELLS.values(), 0)}
     cells: dict[str, list[dict[str, Any]]] = {}
@@ -343,7 +364,7 @@ def nugget_report(
                 table["vital"][cell] += 1
             cells[qid].append({"text": nugget.text, "importance": nugget.importance, "assignment": nugget.assignment,
                                "in_context": in_context, "in_answer": in_answer, "cell": cell})  # fmt: skip
-    return NuggetReport(assigned_by, scores, means, _label(context_judge), table, cells, partial)
+    return NuggetReport(assigned_by, scores, means, _label(context_judge), table, cells, partial, unjudged=unjudged)
 
 
 def nuggets_for_samples(
