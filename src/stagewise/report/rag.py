@@ -107,8 +107,9 @@ def _claim_conv_lines(report: RagReport) -> list[str]:
     if report.nuggets is not None:
         nuggets = report.nuggets
         lines.append(
-            f"nuggets assigned by {nuggets.assigned_by}, context judge {nuggets.context_judge}: TREC RAG 2024 scores "
-            "(strict: support earns 1; otherwise partial_support 0.5; vital: vital nuggets only)"
+            f"nuggets assigned by {nuggets.assigned_by} ({nuggets.unjudged} unjudged, scored not_support), context "
+            f"judge {nuggets.context_judge}: TREC RAG 2024 scores (strict: support earns 1; otherwise "
+            "partial_support 0.5; vital: vital nuggets only)"
         )
         if nuggets.without_nuggets:
             lines.append(f"{len(nuggets.without_nuggets)} sample(s) have no nuggets in {nuggets.source}")
