@@ -74,6 +74,18 @@ MetricOption = Annotated[
         f"the metric of the per-query difference plots. {METRIC_SPELLINGS} Default: {DEFAULT_METRICS_TEXT}.",
     ),
 ]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust",
+        help="Add how far the qrels can be trusted: each run scored without the pool documents only it contributed "
+        "(its score and rank change), score bounds over the unjudged, ranking agreement; on the first metric "
+        "(stagewise trust does it alone).",
+    ),
+]
+TrustDepthOption = Annotated[
+    int, typer.Option("--trust-depth", min=1, help="Pool depth of --trust: the first K results of each run.")
+]
 BaselineOption = Annotated[
     str | None,
     typer.Option(
@@ -129,18 +141,8 @@ def report_command(
     context_k: ContextKOption = None,
     correct: CorrectOption = "contains",
     title: TitleOption = None,
-    trust: Annotated[
-        bool,
-        typer.Option(
-            "--trust",
-            help="Add how far the qrels can be trusted: each run scored without the pool documents only it "
-            "contributed (its score and rank change), score bounds over the unjudged, ranking agreement; on the "
-            "first metric (stagewise trust does it alone).",
-        ),
-    ] = False,
-    trust_depth: Annotated[
-        int, typer.Option("--trust-depth", min=1, help="Pool depth of --trust: the first K results of each run.")
-    ] = 100,
+    trust: TrustOption = False,
+    trust_depth: TrustDepthOption = 100,
     relevance_level: RelevanceLevelOption = 1,
     ties: TiesOption = Ties.docid,
     missing: MissingOption = Missing.zero,

@@ -111,9 +111,7 @@ def study(
     parts: dict[str, Any] = {}
     if has_runs:
         parts.update(_study_runs(qrels, runs, metrics, conv, options, comparison, cutoffs, say))
-        if trust is not None and trust is not False:
-            say("leaving each run out of the pool")
-            parts["trust"] = _trust(trust, parts, conv)
+        parts["trust"] = _trust(trust, parts, conv, say)
         parts["fusion"] = {**parts["fusion"], **{str(k): dict(v) for k, v in (fusion or {}).items()}}
     if rag is not None:
         say("diagnosing the RAG records")
@@ -125,11 +123,14 @@ def study(
     return Study(conventions=conv, cutoffs=cutoffs, title=title, sources=tuple(given), **parts)
 
 
-def _trust(asked: Any, parts: dict[str, Any], conv: Conventions) -> Any:
-    """The trust report of the study's runs on its qrels (read once, by :func:`_study_runs`)."""
+def _trust(asked: Any, parts: dict[str, Any], conv: Conventions, say: Callable[[str], None]) -> Any:
+    """The trust report of the study's runs on its qrels (read once, by :func:`_study_runs`); None unless asked."""
     from stagewise.assess.qrels_trust import TrustOptions, trust
     from stagewise.errors import StagewiseError
 
+    if asked is None or asked is False:
+        return None
+    say("leaving each run out of the pool")
     if asked is True:
         options = TrustOptions(metric=parts["metrics"][0])
     elif isinstance(asked, TrustOptions):
