@@ -240,6 +240,12 @@ def test_cli_create_status_export_and_agreement_from_the_store(tmp_path, capsys)
     status = capsys.readouterr().out
     assert "ann" in status and "Cohen's kappa per pair" in status
     with pytest.raises(SystemExit) as done:
+        main(["campaign", "status", str(db), "--format", "json"])
+    status = json.loads(capsys.readouterr().out)
+    assert status["progress"]["ann"] == {"total": 18, "labelled": 18, "skipped": 0, "left": 0}
+    assert status["median_spent_seconds"] == {"ann": 1.0, "bob": 1.0} and status["overlap_items"] == 18
+    assert status["agreement"]["pairs"] == from_files["pairs"]
+    with pytest.raises(SystemExit) as done:
         main(["campaign", "status", str(db), "--campaign", "nope"])
     assert done.value.code == 2 and "holds no campaign named 'nope'" in capsys.readouterr().err
 
@@ -269,13 +275,19 @@ def test_cli_bad_inputs_are_one_line_errors_and_leave_no_store(tmp_path, capsys)
         code, _, err = _exit([*args, "--store", str(db)], capsys)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, (args, err)
         assert not db.exists()  # nothing written before every input was read
-    topics.write_text("<top>\n<num> Number: q0\n<title> apple\n</top>\n")
-    code, _, err = _exit([*base, "--store", str(db)], capsys)
+    short = tmp_path / "short-topics.txt"
+    short.write_text("<top>\n<num> Number: q0\n<title> apple\n</top>\n")
+    code, _, err = _exit([*base[:6], str(short), *base[7:], "--store", str(db)], capsys)
     assert code == 2 and "no topic for 2 pooled queries" in err and not db.exists()
     code, _, err = _exit([*base, "--store", str(pool)], capsys)
     assert code == 2 and "--store" in err
     code, _, err = _exit(["campaign", "serve", str(db)], capsys)
     assert code == 2 and "no such campaign store" in err
+    not_ours = tmp_path / "notes.txt"
+    not_ours.write_text("hello\n")
+    code, _, err = _exit([*base, "--store", str(not_ours)], capsys)
+    assert code == 2 and "is not an SQLite database" in err and "give --store a new file name" in err
+    assert not_ours.read_text() == "hello\n"
     code, _, err = _exit(["agreement", "--campaign", "x"], capsys)
     assert code == 2 and "--campaign: names a campaign of a store" in err
 

@@ -49,7 +49,13 @@ class CampaignStore:
     """The campaigns of one SQLite file (see the module's docstring)."""
 
     def __init__(self, path: str | os.PathLike) -> None:
-        self._base = LabelStore(path)
+        try:
+            self._base = LabelStore(path)
+        except InputError as exc:  # the label store's hint names serve's --db; here the file is a --store
+            raise InputError(
+                exc.source, exc.problem, line=exc.line, expected=exc.expected,
+                hint="give --store a new file name, or a store written by stagewise campaign create",
+            ) from None  # fmt: skip
         self.path = self._base.path
         self._db = self._base._db
         self._lock = self._base._lock
