@@ -229,28 +229,47 @@ def _ideal_pairs(qrels: SubtopicQrels, level: int, alpha: float) -> _Pairs:
     pair_slot = qrels.subtopic_slots[relevant]
     by_doc = np.argsort(pair_doc, kind="stable")  # each document's subtopics stay in subtopic order
     pair_doc, pair_slot = pair_doc[by_doc], pair_slot[by_doc]
-    starts = np.flatnonzero(np.r_[True, query[1:] != query[:-1]])
-    segment = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(docs)]))
-    gain = np.ones(qrels.n_subtopics)
-    taken = np.zeros(len(docs), dtype=bool)
-    rank = np.zeros(len(docs), dtype=np.int64)
-    index = np.arange(len(docs))
-    for step in range(1, int(np.diff(np.r_[starts, len(docs)]).max()) + 1):
-        # summed in subtopic order, from 0.0, as ndeval sums: equal gains must compare equal as it sees them
-        score = np.bincount(pair_doc, weights=gain[pair_slot], minlength=len(docs))
-        score[taken] = -np.inf
-        best_score = np.maximum.reduceat(score, starts)
-        tied = (score == best_score[segment]) & ~taken
-        best = np.maximum.reduceat(np.where(tied, index, -1), starts)
-        best = best[best >= 0]
-        if len(best) == 0:
-            break
-        taken[best] = True
-        rank[best] = step
-        now = np.zeros(len(docs), dtype=bool)
-        now[best] = True
-        gain[pair_slot[now[pair_doc]]] *= 1.0 - alpha
+    rank = _greedy_ranks(query, pair_doc, pair_slot, qrels.n_subtopics, alpha)
     return _Pairs.of(query[pair_doc], rank[pair_doc], pair_slot)
+
+
+def _greedy_ranks(
+    query: np.ndarray, pair_doc: np.ndarray, pair_slot: np.ndarray, n_slots: int, alpha: float
+) -> np.ndarray:
+    """Each document's rank in its query's greedy ideal ranking. Documents are grouped by query, in doc id order
+    within it; ``pair_doc`` and ``pair_slot`` list their relevant subtopics, in document then subtopic order.
+
+    Each step places the next document of every query; once half of the documents are placed, the placed ones
+    are dropped from the arrays, so a step costs what is left to place.
+    """
+    rank = np.zeros(len(query), dtype=np.int64)
+    gain = np.ones(n_slots)
+    alive = np.arange(len(query))  # the documents still to place, as indices of ``query``
+    step = 0
+    while len(alive):
+        starts = np.flatnonzero(np.r_[True, query[1:] != query[:-1]])
+        segment = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(alive)]))
+        index = np.arange(len(alive))
+        taken = np.zeros(len(alive), dtype=bool)
+        while 2 * taken.sum() < len(alive):
+            step += 1
+            # summed in subtopic order, from 0.0, as ndeval sums: equal gains must compare equal as it sees them
+            score = np.bincount(pair_doc, weights=gain[pair_slot], minlength=len(alive))
+            score[taken] = -np.inf
+            tied = (score == np.maximum.reduceat(score, starts)[segment]) & ~taken
+            best = np.maximum.reduceat(np.where(tied, index, -1), starts)
+            best = best[best >= 0]
+            taken[best] = True
+            rank[alive[best]] = step
+            now = np.zeros(len(alive), dtype=bool)
+            now[best] = True
+            gain[pair_slot[now[pair_doc]]] *= 1.0 - alpha
+        keep = ~taken  # the placed documents leave; the order of the rest is unchanged
+        renumbered = np.cumsum(keep) - 1
+        kept_pairs = keep[pair_doc]
+        pair_doc, pair_slot = renumbered[pair_doc[kept_pairs]], pair_slot[kept_pairs]
+        alive, query = alive[keep], query[keep]
+    return rank
 
 
 def _ideal(ctx: EvalContext, qrels: SubtopicQrels, alpha: float) -> tuple[_Pairs, np.ndarray]:
