@@ -159,6 +159,7 @@ def test_admin_figures_and_export_match_sklearn_and_the_merge(served):
     rows = {a["name"]: a for a in admin["assessors"]}
     assert rows["ann"]["labelled"] == made.queue_lengths["ann"] and rows["bob"]["left"] == 0
     assert rows["bob"]["address"] == f"/c/~dHJpYWwgMQ/?token={made.tokens['bob']}"
+    assert rows["ann"]["median_spent"] == 2.0  # every judgement above took 2 s
     shared = sorted(i for who, i in given if who == "ann" and ("bob", i) in given)
     [pair] = admin["agreement"]["pairs"]
     assert pair["both"] == len(shared) == 9

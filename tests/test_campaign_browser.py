@@ -112,7 +112,7 @@ def test_two_assessors_label_by_keyboard_across_a_restart_and_the_export_holds_t
             cells = admin.locator("tr[data-pair='ann|bob'] td").all_inner_texts()
             assert cells[1] == "9" and cells[2] == f"{cohen_kappa_score(x, y):.3f}"
             row = admin.locator("tr[data-assessor='bob'] td").all_inner_texts()
-            assert row[2] == str(len(typed["bob"])) and row[4] == "0" and row[5] == server.url + addresses["bob"]
+            assert row[2] == str(len(typed["bob"])) and row[4] == "0" and row[6] == server.url + addresses["bob"]
             with admin.expect_download() as download:
                 admin.get_by_test_id("export").click()
             downloaded = Path(download.value.path()).read_text(encoding="utf-8")

@@ -306,28 +306,29 @@ async def _api_undo(request: Request) -> Response:
 
 # the administrator's API
 def _admin_data(store: CampaignStore, name: str, base: str) -> dict[str, Any]:
-    from stagewise.assess.campaign_build import campaign_agreement
+    """The administrator's figures: :func:`~stagewise.assess.campaign_build.campaign_status` as JSON, with each
+    assessor's address."""
+    from stagewise.assess.campaign_build import campaign_status
 
-    campaign = store.campaign(name)
-    progress = store.progress(name)
+    status = campaign_status(store, name)
     tokens = store.tokens(name)
     assessors = [
-        {"name": a, **progress.get(a, {}), "address": f"{base}/?token={tokens[a]}"} for a in campaign.assessors
+        {"name": a, **p, "median_spent": status.median_spent[a], "address": f"{base}/?token={tokens[a]}"}
+        for a, p in status.progress.items()
     ]
-    try:
-        report = campaign_agreement(store, name)
-        pairs = [
-            {"first": p.first, "second": p.second, "both": p.both,
-             **{k: _finite(getattr(p, k)) for k in ("kappa", "kappa_linear", "kappa_quadratic")}}
-            for p in report.pairs
-        ]  # fmt: skip
-        note = "Cohen's kappa per pair on the items both labelled (skips left out), graded labels 0-3."
-    except StagewiseError:
-        pairs, note = [], "Agreement appears once two assessors have labelled items."
-    settings = dict(campaign.settings)
+    pairs = [
+        {"first": p.first, "second": p.second, "both": p.both,
+         **{k: _finite(getattr(p, k)) for k in ("kappa", "kappa_linear", "kappa_quadratic")}}
+        for p in (status.agreement.pairs if status.agreement is not None else ())
+    ]  # fmt: skip
+    note = (
+        "Cohen's kappa per pair on the items both labelled (skips left out), graded labels 0-3."
+        if status.agreement is not None
+        else "Agreement appears once two assessors have labelled items."
+    )
     return {
-        "campaign": name, "items": settings.pop("items"), "overlap_items": settings.pop("overlap_items"),
-        "settings": settings, "assessors": assessors, "agreement": {"pairs": pairs, "note": note},
+        "campaign": name, "items": status.items, "overlap_items": status.overlap_items, "settings": status.settings,
+        "assessors": assessors, "agreement": {"pairs": pairs, "note": note},
     }  # fmt: skip
 
 

@@ -84,7 +84,7 @@ def admin_page(campaign: str, api: str) -> str:
         f"<header><h1>Campaign {escape(campaign)}</h1><span class=muted>administrator</span></header>"
         "<p id=settings data-testid=settings class=muted></p>"
         "<h2>Progress</h2><table data-testid=progress><thead><tr><th class=l>assessor</th><th>queue</th>"
-        "<th>labelled</th><th>skipped</th><th>left</th><th class=l>address to send them</th></tr></thead><tbody id=rows></tbody></table>"
+        "<th>labelled</th><th>skipped</th><th>left</th><th>median s</th><th class=l>address to send them</th></tr></thead><tbody id=rows></tbody></table>"
         "<h2>Agreement</h2><p id=agreement-note class=muted></p><table data-testid=agreement><thead><tr>"
         "<th class=l>pair</th><th>items both labelled</th><th>Cohen's κ</th><th>κ linear</th><th>κ quadratic</th>"
         "</tr></thead><tbody id=pairs></tbody></table>"
@@ -223,11 +223,12 @@ async function refresh() {
   try { const r = await fetch(API + '/admin', {credentials: 'same-origin'}); data = await r.json(); if (!r.ok) throw new Error(data.error); }
   catch (e) { $('status').textContent = e.message; $('status').className = 'error'; return; }
   $('status').textContent = ''; const s = data.settings;
-  $('settings').textContent = data.items + ' items, ' + data.overlap_items + ' judged by several assessors (overlap ' + s.overlap + ', seed ' + s.seed + '); ' + (s.blind ? 'blind' : 'not blind') + '; judge pre-labels: ' + (s.prelabels ? s.prelabels + (s.show_prelabels ? ', shown' : ', hidden') : 'none');
+  $('settings').textContent = data.items + ' items, ' + data.overlap_items + ' judged by several assessors (overlap ' + s.overlap + ', seed ' + s.seed + '); ' + (s.blind ? 'blind' : 'not blind') + '; judge pre-labels: ' + (s.prelabels ? s.prelabels + (s.show_prelabels ? ', shown' : ', hidden') : 'none') + '. Median s: the median seconds an assessor spent per label.';
   const rows = $('rows'); rows.textContent = '';
   for (const a of data.assessors) {
     const tr = document.createElement('tr'); tr.dataset.assessor = a.name;
     cell(tr, a.name, 'l'); cell(tr, a.total, 'num'); cell(tr, a.labelled, 'num'); cell(tr, a.skipped, 'num'); cell(tr, a.left, 'num');
+    cell(tr, a.median_spent === null ? '–' : a.median_spent.toFixed(1), 'num');
     // the whole address, to copy and send: opened here it would sign this browser in as that assessor
     const td = cell(tr, '', 'l'); const code = document.createElement('code'); code.textContent = location.origin + a.address; td.appendChild(code);
     rows.appendChild(tr);
