@@ -32,6 +32,17 @@ Ties: the run's order is the evaluation's tie convention (``Conventions.ties``),
 pyndeval gives a run and so ir_measures' number for these measures (its spellings state it:
 ``alpha_nDCG@20`` is ``alpha_ndcg@20(ties=docid-ascending)``). ndeval itself orders by the run's rank column
 (the ``rank`` convention; ``-traditional``: score, then doc id descending, ``docid-double``).
+
+Sums, powers and logarithms are taken in ndeval's order (ranks and subtopics in order, powers by repeated
+multiplication, C's ``log``), so that values printed to 6 decimals are ndeval's byte for byte.
+
+>>> import stagewise
+>>> from stagewise.data.subtopics import read_subtopic_qrels
+>>> qrels = read_subtopic_qrels([("q", "1", "d1", 1), ("q", "2", "d1", 1), ("q", "1", "d2", 1)])
+>>> run = {"q": {"d2": 2.0, "d1": 1.0}}  # d2 (subtopic 1), then d1 (subtopics 1 and 2)
+>>> means = stagewise.evaluate(qrels, run, ["alpha_ndcg@2", "strec@1", "p_ia@2", "ap_ia"]).means["run"]
+>>> {name: round(value, 4) for name, value in means.items()}
+{'alpha_ndcg@2': 0.8406, 'strec@1': 0.5, 'p_ia@2': 0.75, 'ap_ia': 0.75}
 """
 
 from __future__ import annotations
