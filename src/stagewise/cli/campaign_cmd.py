@@ -243,6 +243,13 @@ def serve_command(
             opened.close()
             lock.release()
             raise
+        others = [n for n in opened.names() if n != name]
+        typer.echo(
+            f"stagewise campaign serve: campaign {name} of {store}"
+            + (f" (and {', '.join(others)}: --campaign NAME prints theirs)" if others else "")
+            + "; the administrator's page below lists each assessor's address",
+            err=True,
+        )
         run_server(
             create_campaign_app(opened), [opened], host=host, port=port, first=f"c/{to_segment(name)}/admin",
             token=admin,
