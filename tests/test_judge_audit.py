@@ -237,3 +237,15 @@ def test_expertqa_lexical_audit_reproduces_the_published_figures(expertqa: Path)
     assert round(audit.figures["kappa"].value, 3) == 0.082
     # keyword stuffing fools a word-overlap judge almost always: the gullibility test sees it
     assert audit.gullibility[0].attack == "keyword-stuffing" and audit.gullibility[0].rate > 0.9
+
+
+def test_a_judged_verdict_without_a_score_counts_in_agreement_not_in_calibration() -> None:
+    class NoScores:
+        name, version = "no-scores", None
+
+        def support_verdicts(self, items):
+            return [Verdict("supported", None if i % 2 else 0.9) for i, _ in enumerate(items)]
+
+    audit = audit_support(NoScores(), _claims([("a", True), ("b", False), ("c", True)]), data="toy", resamples=20)
+    assert audit.n == 3 and audit.figures["accuracy"].value == pytest.approx(2 / 3)
+    assert [(b.count, b.observed) for b in audit.calibration] == [(2, 1.0)]  # claims a and c, both supported

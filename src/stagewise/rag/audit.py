@@ -179,6 +179,18 @@ def calibration(scores: np.ndarray, positive: np.ndarray, bins: int = 10) -> tup
     return tuple(table), float(ece)
 
 
+def _calibrated(
+    verdicts: Sequence[Verdict], positive: np.ndarray, bins: int
+) -> tuple[tuple[CalibrationBin, ...], float]:
+    """The calibration of the judged verdicts that carry a score (``positive``: people's, per judged verdict)."""
+    judged = [v for v in verdicts if v.judged]
+    scored = np.array([v.score is not None for v in judged], dtype=bool)
+    if not scored.any():
+        return (), float("nan")
+    scores = np.array([v.score for v in judged if v.score is not None], dtype=float)
+    return calibration(scores, np.asarray(positive)[scored], bins)
+
+
 def _judged(verdicts: Sequence[Verdict]) -> np.ndarray:
     return np.array([v.judged for v in verdicts], dtype=bool)
 
@@ -203,9 +215,8 @@ def audit_support(
     judged = _judged(verdicts)
     people = np.array([bool(c.supported) for c in claims])[judged].astype(np.int64)
     said = np.array([v.supported for v in verdicts])[judged].astype(np.int64)
-    scores = np.array([v.score for v in verdicts if v.judged], dtype=float)
     figures = bootstrap_figures(people, said, 2, (None,), resamples, seed)
-    table, ece = calibration(scores, people.astype(bool), bins) if len(scores) else ((), float("nan"))
+    table, ece = _calibrated(verdicts, people.astype(bool), bins)
     confusion = np.bincount(people * 2 + said, minlength=4).reshape(2, 2)
     fooled: tuple[Any, ...] = ()
     if attacks:
@@ -252,8 +263,7 @@ def audit_relevance(
     figures = bootstrap_figures(
         position[people], position[said], max(len(used), 1), (None, "linear", "quadratic"), resamples, seed
     )
-    scores = np.array([v.score for v in verdicts if v.judged], dtype=float)
-    table, ece = calibration(scores, people >= 1, bins) if len(scores) else ((), float("nan"))
+    table, ece = _calibrated(verdicts, people >= 1, bins)
     confusion = np.bincount(people * 4 + said, minlength=16).reshape(4, 4)
     notes = (
         "grades: people's capped to 0-3 against the judge's 0-3; kappa weights on the positions of the grades "
