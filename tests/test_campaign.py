@@ -269,3 +269,20 @@ def test_highlight_marks_plurals_and_case_and_leaves_stop_words():
 
     segments = highlight_segments("The Boxes of APPLES and the box of an apple", terms_of("the apple boxes"))
     assert [piece for piece, marked in segments if marked] == ["Boxes", "APPLES", "box", "apple"]
+
+
+def test_trec_documents_from_a_folder_of_gzipped_and_latin1_files(tmp_path):
+    import gzip
+
+    folder = tmp_path / "disk4" / "ft"
+    folder.mkdir(parents=True)
+    with gzip.open(folder / "ft911_1.gz", "wb") as fh:
+        fh.write(b"<DOC>\n<DOCNO> FT911-1 </DOCNO>\n<TEXT>\nLondon &amp; Paris\n</TEXT>\n</DOC>\n" * 1)
+        fh.write(b"<DOC><DOCNO>FT911-2</DOCNO><TEXT>two on one line</TEXT></DOC>\n")
+    (folder / "ft911_2").write_bytes(b"<DOC>\n<DOCNO>FT911-3</DOCNO>\n<TEXT>caf\xe9 cr\xe8me</TEXT>\n</DOC>\n")
+    (tmp_path / "disk4" / ".DS_Store").write_bytes(b"\x00\x01")
+    texts = document_texts(tmp_path / "disk4", {"FT911-1", "FT911-2", "FT911-3", "FT911-9"})
+    assert texts == {"FT911-1": "London & Paris", "FT911-2": "two on one line", "FT911-3": "café crème"}
+    (folder / "ft911_3").write_text("<DOC>\n<DOCNO>FT911-4</DOCNO>\n<TEXT>cut short\n")
+    with pytest.raises(InputError, match=r"ft911_3:1: a <DOC> is not closed before the end of the file"):
+        document_texts(tmp_path / "disk4", {"FT911-4"})

@@ -1,10 +1,11 @@
-"""The texts of chosen documents from a collection file: TREC SGML (``<DOC> <DOCNO>id</DOCNO> ... </DOC>``, as
-the TREC disks, Robust04 and the Washington Post are distributed) or anything
-:func:`stagewise.data.collections.read_corpus` reads (JSONL, TSV, a BEIR folder, SMART).
+"""The texts of chosen documents from a collection: TREC SGML (``<DOC> <DOCNO>id</DOCNO> ... </DOC>``), one file or
+a folder of them (as the TREC disks, Robust04 and the Washington Post ship: many files, gzipped or not, in
+sub-folders), or anything :func:`stagewise.data.collections.read_corpus` reads (JSONL, TSV, a BEIR folder, SMART).
 
-A TREC document's text is everything inside ``<DOC>`` but its ``<DOCNO>``, markup removed and white space
-collapsed; ``<HEADLINE>``, ``<TEXT>`` and the rest keep their words. Only the wanted documents are kept, so an
-assessment campaign over a pool reads a large collection once without holding it all.
+A TREC document's text is everything inside ``<DOC>`` but its ``<DOCNO>``, markup removed, entities read and white
+space collapsed; ``<HEADLINE>``, ``<TEXT>`` and the rest keep their words. Files are read a document at a time and
+only the wanted documents are kept, so a campaign over a pool reads a large collection without holding it. Text
+is UTF-8; a line that is not (the older TREC disks hold Latin-1 bytes) is read as Latin-1, which never fails.
 
 >>> import tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "docs.trec")
@@ -35,39 +36,80 @@ def document_texts(path: str | Path, wanted: Set[str]) -> dict[str, str]:
     source = Path(path)
     if not source.exists():
         raise InputError(source, "no such collection", hint="give --collection a TREC SGML, JSONL or TSV file")
-    if source.is_file() and _is_trec(source):
-        return _trec(source, wanted)
+    files = _trec_files(source)
+    if files:
+        found: dict[str, str] = {}
+        for file in files:
+            _trec(file, wanted, found)
+        return found
     from stagewise.data.collections import read_corpus
 
     documents = read_corpus(source)
     return {d: t for d, t in zip(documents.ids, documents.texts, strict=True) if d in wanted}
 
 
-def _is_trec(source: Path) -> bool:
+def _trec_files(source: Path) -> list[Path]:
+    """The TREC SGML files of ``source``: itself, or every file under a folder that is not a BEIR folder (sorted,
+    so a document given twice is read from the same file every time); none when it is not TREC."""
+    if source.is_file():
+        return [source] if _is_trec(source) else []
+    if (source / "corpus.jsonl").exists():
+        return []
+    files = sorted(p for p in source.rglob("*") if p.is_file() and not p.name.startswith("."))
+    trec = [p for p in files if _is_trec(p)]
+    if not trec:
+        raise InputError(source, "is a folder without TREC SGML files", expected="<DOC> files, or a BEIR folder")
+    return trec
+
+
+def _opener(source: Path):
     import gzip
 
-    opener = gzip.open if source.name.lower().endswith(".gz") else open
+    return gzip.open if source.name.lower().endswith(".gz") else open
+
+
+def _is_trec(source: Path) -> bool:
     try:
-        with opener(source, "rb") as fh:
+        with _opener(source)(source, "rb") as fh:
             head = fh.read(4096)
     except OSError as exc:
         raise InputError(source, f"cannot be read ({exc})") from None
     return re.match(rb"\s*<DOC>", head, re.IGNORECASE) is not None
 
 
-def _trec(source: Path, wanted: Set[str]) -> dict[str, str]:
-    from stagewise.data.collections import _read_text
+def _trec(source: Path, wanted: Set[str], found: dict[str, str]) -> None:
+    """Add the wanted documents of one TREC file to ``found``, reading it a ``</DOC>`` at a time."""
+    try:
+        with _opener(source)(source, "rb") as fh:
+            pending: list[str] = []
+            first = 1
+            for number, line in enumerate(fh, start=1):
+                pending.append(_decoded(line))
+                if b"</doc>" in line.lower():
+                    _blocks("".join(pending), first, source, wanted, found)
+                    pending, first = [], number + 1
+    except (OSError, EOFError) as exc:
+        raise InputError(source, f"cannot be read ({exc})") from None
+    if "<doc>" in "".join(pending).lower():  # a file cut short: its last document would be lost without a word
+        raise InputError(source, "a <DOC> is not closed before the end of the file", line=first, expected="</DOC>")
 
-    text = _read_text(source)
-    found: dict[str, str] = {}
+
+def _decoded(line: bytes) -> str:
+    """A line as UTF-8, or as Latin-1 when it is not UTF-8 (the older TREC disks hold Latin-1 bytes)."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
+
+
+def _blocks(text: str, first: int, source: Path, wanted: Set[str], found: dict[str, str]) -> None:
     for match in _DOC.finditer(text):
         body = match.group(1)
         number = _DOCNO.search(body)
         if number is None:
-            line = text.count("\n", 0, match.start()) + 1
+            line = first + text.count("\n", 0, match.start())
             raise InputError(source, "a <DOC> without <DOCNO>", line=line, expected="<DOCNO>id</DOCNO> in every <DOC>")
         doc_id = number.group(1).strip()
         if doc_id in wanted and doc_id not in found:
             rest = body[: number.start()] + " " + body[number.end() :]
             found[doc_id] = " ".join(html.unescape(_TAG.sub(" ", rest)).split())
-    return found
