@@ -74,6 +74,8 @@ def test_relevance_writes_qrels_that_read_back_and_jsonl(tmp_path: Path) -> None
     out = tmp_path / "judged.qrels"
     _invoke(["judge", "relevance", str(pairs), "-o", str(out)])
     text = out.read_text()
+    _invoke(["judge", "relevance", str(pairs), "-o", str(out)])
+    assert out.read_text() == text  # the same bytes on a rerun
     assert (
         text.splitlines()[0]
         == "# stagewise judge relevance: judge query-coverage version 1; 0 unjudged pair(s) left out"
