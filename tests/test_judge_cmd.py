@@ -202,3 +202,13 @@ def test_the_html_report_shows_an_audit_in_the_rag_section(tmp_path: Path, label
     other = stagewise.report(rag=RAG_RECORDS, rag_options={"judge": "gold"}, judge_audit=str(out))
     assert "not a judge of this report (its judges: support: gold" in parse(other).by_id("rag").content()
     assert "Judge audit" not in stagewise.report(rag=RAG_RECORDS)
+
+
+def test_model_judge_options_reach_the_llm_judge_and_a_dry_run_calls_nothing(tmp_path: Path, labelled: Path) -> None:
+    out = tmp_path / "v.jsonl"
+    args = ["judge", "support", str(labelled), "--judge", "llm(model=m,url='http://127.0.0.1:9/v1')"]
+    done = _invoke([*args, "--dry-run", "--cache", "off", "--max-calls", "3", "-o", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 60 and all(r["label"] == "unjudged" and r["supported"] is None for r in rows)
+    assert all(r["reason"].startswith("dry run") and r["judge"].startswith("llm(model=m") for r in rows)
+    assert "dry run: 60 calls to make" in done.stderr and "unjudged 60" in done.stderr

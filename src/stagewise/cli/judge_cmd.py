@@ -134,14 +134,9 @@ def _shown(verdict: Any) -> dict[str, Any]:
 def _after(judge: Any, task: str, items: list[Any]) -> None:
     """A model judge's plan (dry run) or call totals on stderr, then its connections closed."""
     if items and getattr(judge, "dry_run", False) and callable(getattr(judge, "plan", None)):
-        plan = judge.plan(task, items)
-        tokens = sum(p.get("prompt_tokens_estimated", 0) for p in plan)
-        cached = sum(bool(p.get("cached")) for p in plan)
-        typer.echo(
-            f"dry run: {len(plan) - cached} call(s) would be made ({cached} answered by the cache), about "
-            f"{tokens:,} prompt tokens; every verdict is unjudged",
-            err=True,
-        )
+        from stagewise.rag.llm_judges import plan_summary  # the llm judge's own line, for any judge with a plan
+
+        typer.echo(f"dry run: {plan_summary(judge.plan(task, items))}; every verdict is unjudged", err=True)
     stats = getattr(judge, "stats", None)
     if stats is not None and hasattr(stats, "as_dict"):
         typer.echo("judge calls: " + ", ".join(f"{k} {v}" for k, v in stats.as_dict().items()), err=True)
