@@ -216,7 +216,8 @@ def test_cli_format_choices_are_reports() -> None:
     from stagewise.report import compare, fusion, rag
     from stagewise.report import eval as evaluation
 
-    assert report.offered("EvalResult") == evaluation.FORMATS  # eval's --format reads the registry (format_option)
+    # eval's --format reads the registry (format_option): its module's formats, then those a plug-in renders
+    assert report.offered("EvalResult") == (*evaluation.FORMATS, "beir", "mteb")
     assert report.offered("Comparison") == compare.FORMATS  # compare's --format reads the registry too
     assert report.offered("RagReport") == rag.FORMATS
     assert set(report.offered("FusionReport")) == set(fusion.FORMATS)  # fuse's --format reads the registry too

@@ -36,6 +36,7 @@ class Part:
     all_ids: np.ndarray
     run_only: np.ndarray
     score_from: str | None = None  # "rank": the part's rows had ranks only (Run.score_from)
+    num_ret: np.ndarray | None = None  # results measured per judged query, aligned with query_ids
 
 
 def evaluate_part(qrels: Qrels, run: Run, parsed: list[tuple[str, Measure]], base: Conventions) -> Part:
@@ -48,7 +49,7 @@ def evaluate_part(qrels: Qrels, run: Run, parsed: list[tuple[str, Measure]], bas
         return Part(run.query_ids[:0], None, run.query_ids, run_only, run.score_from)
     own = judgements_of(qrels, run.query_ids[judged])
     scores = measure_run(own, run, parsed, dataclasses.replace(base, missing="skip"))
-    return Part(scores.query_ids, scores.values, run.query_ids, run_only, run.score_from)
+    return Part(scores.query_ids, scores.values, run.query_ids, run_only, run.score_from, scores.num_ret)
 
 
 def judgements_of(qrels: Qrels, query_ids: np.ndarray) -> Qrels:
@@ -91,7 +92,9 @@ def merge_parts(parts: list[Part]) -> Part:
         np.concatenate([p.all_ids for p in parts]),
         np.concatenate([p.run_only for p in parts]),
         next((p.score_from for p in parts if p.score_from is not None), None),
-    )
+        np.concatenate([p.num_ret for p in with_values]) if with_values and all(
+            p.num_ret is not None for p in with_values) else None,
+    )  # fmt: skip
 
 
 def gather(qrels: Qrels, parts: list[Part], parsed: list[tuple[str, Measure]], base: Conventions, name: str,
@@ -129,6 +132,10 @@ def gather(qrels: Qrels, parts: list[Part], parsed: list[tuple[str, Measure]], b
         )
     order = np.argsort(np.searchsorted(judged_ids, query_ids), kind="stable")
     values = {n: np.concatenate([v[n] for v in pieces_values])[order] for n, _ in parsed}
+    num_ret = None
+    if merged.num_ret is not None:
+        absent = np.zeros(len(query_ids) - len(merged.num_ret), dtype=np.int64)
+        num_ret = np.concatenate([merged.num_ret.astype(np.int64), absent])[order]
     return RunScores(
         name=name,
         query_ids=judged_ids[present | (base.missing == "zero")],
@@ -137,6 +144,7 @@ def gather(qrels: Qrels, parts: list[Part], parsed: list[tuple[str, Measure]], b
         missing_queries=missing,
         run_only_queries=[str(q) for q in np.sort(merged.run_only)],
         score_from=merged.score_from,
+        num_ret=num_ret,
     )
 
 

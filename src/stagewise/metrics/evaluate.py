@@ -155,6 +155,7 @@ def measure_run(judgements: Qrels, run: Run, parsed: Parsed, base: Conventions) 
         missing_queries=ctx.missing_queries,
         run_only_queries=ctx.run_only_queries,
         score_from=getattr(run, "score_from", None),
+        num_ret=ctx.num_ret,
     )
 
 

@@ -28,6 +28,9 @@ class RunScores:
     run_only_queries: list[str]
     #: Where the run's scores came from when not its own: ``"rank"`` for a 3-column run (``Run.score_from``).
     score_from: str | None = None
+    #: Results measured per query (after ``max_ret`` and ``judged_only``), aligned with ``query_ids``; 0 for a
+    #: query absent from the run. None when unknown. The notes count the queries shorter than a cutoff from it.
+    num_ret: np.ndarray | None = None
 
 
 @dataclass
@@ -212,6 +215,7 @@ class EvalResult:
                     f"{r.name}: {len(r.run_only_queries)} quer"
                     f"{'y' if len(r.run_only_queries) == 1 else 'ies'} without judgements ignored"
                 )
+        notes += _short_run_notes(self)
         if conv.max_ret is not None:
             notes.append(f"only the first {conv.max_ret} results per query count")
         if conv.judged_only:
@@ -229,3 +233,23 @@ class EvalResult:
                 "standardised values"
             )
         return notes
+
+
+def _short_run_notes(result: EvalResult) -> list[str]:
+    """A note per run with queries that have fewer results than the largest cutoff asked for: past a run's end
+    every rank counts as a result that is not relevant (trec_eval), which a reader of P@k should know."""
+    cutoffs = [m.cutoff for _, m in result.measures if isinstance(m.cutoff, int) and not isinstance(m.cutoff, bool)]
+    if not cutoffs:
+        return []
+    k, notes = max(cutoffs), []
+    for r in result.runs:
+        if r.num_ret is None:
+            continue
+        answered = r.num_ret[r.num_ret > 0]
+        short = answered[answered < k]
+        if len(short):
+            notes.append(
+                f"{r.name}: {len(short)} of {len(answered)} queries have fewer than {k} results (shortest "
+                f"{int(short.min())}); ranks past a run's end count as not relevant (trec_eval)"
+            )
+    return notes
