@@ -7,13 +7,13 @@ extension off with ``monkeypatch.setattr(parsing, "native", None)``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from stagewise._native import parser as native
 
-__all__ = ["available", "first_duplicate", "hash_pairs", "parse", "rewrite_rows"]
+__all__ = ["Layout", "available", "first_duplicate", "hash_pairs", "parse", "rewrite_rows", "run_layout"]
 
 
 def available() -> bool:
@@ -49,3 +49,29 @@ def rewrite_rows(offsets: np.ndarray, data: bytearray, rows: np.ndarray, sources
         return False
     native.rewrite_rows(offsets, data, rows, sources)
     return True
+
+
+class Layout(NamedTuple):
+    """What one pass over a run's columns (input order) found; see :func:`run_layout`."""
+
+    grouped: bool  # every query's rows are contiguous
+    ordered: bool  # within each query, scores compared as C floats never rise
+    tied: np.ndarray  # int64: rows i whose score ties row i + 1's in the same query (meaningful when ordered)
+    repeat: int  # first row whose pair key repeats within its query; -1: none; -2: not grouped, not checked
+    starts: np.ndarray  # int64: each query code's first row (-1: none)
+
+
+def run_layout(codes: np.ndarray, scores: np.ndarray, keys: np.ndarray, n_codes: int) -> Layout | None:
+    """The grouping, order, ties and repeated keys of a run's rows in one compiled pass (``None`` without the
+    extension): the checks :meth:`stagewise.data.run.Run.from_columns` needs, without numpy temporaries."""
+    if native is None:
+        return None
+    grouped, ordered, tied, repeat, starts = native.run_layout(
+        np.ascontiguousarray(codes, dtype=np.int32),
+        np.ascontiguousarray(scores, dtype=np.float64),
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        n_codes,
+    )
+    return Layout(
+        bool(grouped), bool(ordered), np.frombuffer(tied, dtype=np.int64), repeat, np.frombuffer(starts, np.int64)
+    )

@@ -10,6 +10,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -517,6 +518,136 @@ memory:
     return PyErr_NoMemory();
 }
 
+/* A score as trec_eval 9 holds it (a C float), by IEEE round-to-nearest: beyond the float range it rounds to
+ * +-FLT_MAX or to infinity, as numpy's astype(float32) gives (a plain cast out of range is undefined in C). */
+static inline float as_single(double s) {
+    const double overflow = 340282356779733661637539395458142568448.0; /* 2^128 - 2^103: rounds to inf */
+    double a = fabs(s);
+    if (a <= (double)FLT_MAX) return (float)s;
+    if (a < overflow) return s < 0 ? -FLT_MAX : FLT_MAX;
+    return s < 0 ? -INFINITY : INFINITY;
+}
+
+/* Keys of one query block, in a table whose slots are stamped with the block's number: starting a block
+ * costs nothing (no clearing); the table doubles when half full, re-inserting the block's keys. */
+typedef struct {
+    uint64_t *key;
+    uint32_t *stamp;
+    size_t cap, used;
+    uint32_t block;
+} BlockSet;
+
+static int blockset_grow(BlockSet *s, size_t cap, const uint64_t *keys, Py_ssize_t from, Py_ssize_t to);
+
+/* 1: key was already in the block; 0: added; -1: out of memory. */
+static int blockset_add(BlockSet *s, uint64_t k, const uint64_t *keys, Py_ssize_t from, Py_ssize_t row) {
+    if ((s->used + 1) * 2 > s->cap && blockset_grow(s, s->cap ? s->cap * 2 : 1024, keys, from, row)) return -1;
+    size_t mask = s->cap - 1, slot = (size_t)mix(k) & mask;
+    while (s->stamp[slot] == s->block) {
+        if (s->key[slot] == k) return 1;
+        slot = (slot + 1) & mask;
+    }
+    s->stamp[slot] = s->block;
+    s->key[slot] = k;
+    s->used++;
+    return 0;
+}
+
+static int blockset_grow(BlockSet *s, size_t cap, const uint64_t *keys, Py_ssize_t from, Py_ssize_t to) {
+    free(s->key);
+    free(s->stamp);
+    s->key = malloc(cap * sizeof *s->key);
+    s->stamp = calloc(cap, sizeof *s->stamp);
+    if (!s->key || !s->stamp) return -1;
+    s->cap = cap;
+    s->used = 0;
+    s->block = 1; /* every stamp is 0 now: no slot belongs to the block until re-inserted */
+    for (Py_ssize_t r = from; r < to; r++) blockset_add(s, keys[r], keys, from, r); /* no repeats: checked */
+    return 0;
+}
+
+static void blockset_next(BlockSet *s) {
+    s->used = 0;
+    if (++s->block == 0) { /* stamps wrapped around: clear them once */
+        memset(s->stamp, 0, s->cap * sizeof *s->stamp);
+        s->block = 1;
+    }
+}
+
+/* run_layout(codes int32, scores float64, keys uint64, n_codes) -> (grouped, ordered, tied, repeat, starts).
+ * One pass over a run's columns in input order, for the checks and the reordering of Run.from_columns:
+ * grouped: every code's rows are contiguous; ordered: within each block the scores, compared as C floats
+ * (trec_eval 9), never rise; tied: int64 bytes, each row i (in input order) whose score ties row i + 1's in
+ * the same block (collected while ordered); repeat: the first row whose key repeats an earlier key of its
+ * block (a possible duplicate document; -1: none), -2 when not grouped; starts: int64 bytes, each code's
+ * first row (-1: no row). */
+static PyObject *run_layout(PyObject *self, PyObject *args) {
+    Py_buffer cb, sb, kb;
+    Py_ssize_t n_codes;
+    if (!PyArg_ParseTuple(args, "y*y*y*n", &cb, &sb, &kb, &n_codes)) return NULL;
+    const int32_t *code = cb.buf;
+    const double *score = sb.buf;
+    const uint64_t *key = kb.buf;
+    Py_ssize_t n = cb.len / (Py_ssize_t)sizeof(int32_t), repeat = -1, block_from = 0;
+    int grouped = 1, ordered = 1;
+    PyObject *out = NULL;
+    Column tied = {0}, starts = {0};
+    BlockSet set = {0};
+    if (sb.len != n * (Py_ssize_t)sizeof(double) || kb.len != n * (Py_ssize_t)sizeof(uint64_t) || n_codes < 0) {
+        PyErr_SetString(PyExc_ValueError, "codes, scores and keys must have one entry per row");
+        goto done;
+    }
+    if (column_open(&tied, 1024) || column_open(&starts, (n_codes + 1) * 8)) goto done;
+    int64_t *start = (int64_t *)PyByteArray_AS_STRING(starts.bytes);
+    for (Py_ssize_t c = 0; c < n_codes; c++) start[c] = -1;
+    starts.used = n_codes * 8;
+    float previous = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t c = code[i];
+        float now = as_single(score[i]);
+        if (c < 0 || c >= n_codes) {
+            PyErr_SetString(PyExc_ValueError, "a query code is out of range");
+            goto done;
+        }
+        if (i == 0 || c != code[i - 1]) {
+            if (start[c] != -1) grouped = 0; /* the query's rows started earlier: not contiguous */
+            start[c] = i;
+            block_from = i;
+            blockset_next(&set);
+        } else if (ordered) {
+            if (now > previous) {
+                ordered = 0;
+            } else if (now == previous) {
+                int64_t at = i - 1;
+                if (column_put(&tied, &at, sizeof at)) goto done;
+            }
+        }
+        previous = now;
+        if (grouped && repeat == -1) {
+            int seen = blockset_add(&set, key[i], key, block_from, i);
+            if (seen < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            if (seen) repeat = i;
+        }
+    }
+    PyObject *t = column_close(&tied), *st = column_close(&starts);
+    if (t && st)
+        out = Py_BuildValue("(iiOnO)", grouped, ordered, t, grouped ? repeat : (Py_ssize_t)-2, st);
+    Py_XDECREF(t);
+    Py_XDECREF(st);
+done:
+    Py_XDECREF(tied.bytes);
+    Py_XDECREF(starts.bytes);
+    free(set.key);
+    free(set.stamp);
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&kb);
+    return out;
+}
+
 /* rewrite_rows(offsets int64 (writable), data (writable), rows int64 ascending, sources int64): row rows[i]
  * takes the string that row sources[i] holds now. Every block of consecutive rows must be a permutation of
  * itself (as when tied results are re-ordered), so each block keeps its byte span and nothing moves outside. */
@@ -566,6 +697,7 @@ static PyMethodDef methods[] = {
     {"parse_file", parse_file, METH_VARARGS, "Parse a TREC run (kind 0) or qrels (kind 1) file in pieces."},
     {"parse", parse, METH_VARARGS, "Parse TREC run (kind 0) or qrels (kind 1) bytes into column buffers."},
     {"hash_pairs", hash_pairs, METH_VARARGS, "64-bit keys of (query id, doc id) pairs, as parse computes."},
+    {"run_layout", run_layout, METH_VARARGS, "Grouped, ordered, tied rows, first repeated key, block starts."},
     {"first_duplicate", first_duplicate, METH_VARARGS, "First row repeating a (query, doc) key, or -1/-2."},
     {NULL, NULL, 0, NULL},
 };

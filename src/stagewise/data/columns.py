@@ -46,16 +46,25 @@ def lines_from(lines: list[int] | None, data: bytes | Callable[[], bytes] | None
     return lookup
 
 
-def sorted_vocabulary(first_seen: list[str], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Re-code ids numbered by first appearance so codes follow byte order (``strcmp``, trec_eval's order)."""
+def byte_order(first_seen: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ids sorted in byte order (``strcmp``, trec_eval's order), and ``order``: the first-seen code of the
+    i-th id in that order; ``None`` when the ids were in byte order already (nothing to re-code)."""
     vocabulary = np.array(first_seen, dtype=object).astype(str) if first_seen else np.array([], dtype=str)
     encoded = [q.encode("utf-8") for q in first_seen]
     if all(a < b for a, b in itertools.pairwise(encoded)):
-        return vocabulary, codes  # already in byte order: nothing to re-code
+        return vocabulary, None
     order = np.argsort(np.array(encoded, dtype=object), kind="stable")
+    return vocabulary[order], order
+
+
+def sorted_vocabulary(first_seen: list[str], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Re-code ids numbered by first appearance so codes follow byte order (``strcmp``, trec_eval's order)."""
+    vocabulary, order = byte_order(first_seen)
+    if order is None:
+        return vocabulary, codes
     new_code = np.empty(len(order), dtype=np.int32)
     new_code[order] = np.arange(len(order), dtype=np.int32)
-    return vocabulary[order], new_code[codes] if len(codes) else codes.astype(np.int32)
+    return vocabulary, new_code[codes] if len(codes) else codes.astype(np.int32)
 
 
 def intern(query_ids: pl.Series) -> tuple[list[str], np.ndarray]:

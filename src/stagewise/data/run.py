@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from stagewise._native import parsing
 from stagewise.data.columns import (
     LineLookup,
+    byte_order,
     duplicate_rows,
     intern,
     no_lines,
@@ -127,36 +129,24 @@ class Run:
             raise InputError(where, "has no results", expected="at least one (query_id, doc_id, score) row")
         if duplicates not in DUPLICATE_POLICIES:
             raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, not {duplicates!r}")
+        # One compiled pass: is each query's block contiguous, in score order, where are its ties and repeats?
+        layout = parsing.run_layout(codes, scores, keys, len(first_seen))
         dropped = 0
         if duplicates == "error":
-            raise_on_duplicates(codes, keys, docs, first_seen, where, line_of, "run")
+            if layout is None or layout.repeat != -1:  # -1: no key repeats within a query, so no duplicate
+                raise_on_duplicates(codes, keys, docs, first_seen, where, line_of, "run")
         else:
-            pairs = duplicate_rows(codes, keys, docs)
+            pairs = [] if layout is not None and layout.repeat == -1 else duplicate_rows(codes, keys, docs)
             if pairs:
                 drop = _rows_to_drop(pairs, scores, duplicates)
                 keep = np.setdiff1d(np.arange(len(codes)), drop)
                 dropped = len(drop)
                 codes, docs, scores, keys = codes[keep], docs.take(keep), scores[keep], keys[keep]
                 ranks = None if ranks is None else ranks[keep]
-        query_ids, codes = sorted_vocabulary(first_seen, codes)
-        # Input positions are kept as what differs from the input order (an array of n rows costs memory).
-        position: np.ndarray | tuple[np.ndarray, np.ndarray] | None = None
-        order, moved = _evaluation_order(codes, scores, docs)
-        if order is not None:
-            if moved is None:
-                codes, scores, keys = codes[order], scores[order], keys[order]
-                position = order.astype(np.int32 if len(order) < 2**31 else np.int64)
-                ranks = None if ranks is None else ranks[order]
-                docs = docs.take(order)
-            else:  # only tied rows moved, within their query and score: fix those rows in place
-                moved_from = order[moved]
-                keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
-                keys[moved], scores[moved] = keys[moved_from], scores[moved_from]
-                position = (moved, moved_from)
-                if ranks is not None:
-                    ranks = _writable(ranks)
-                    ranks[moved] = ranks[moved_from]
-                docs = docs.permute_within_blocks(moved, moved_from)
+                layout = parsing.run_layout(codes, scores, keys, len(first_seen))
+        query_ids, codes, docs, scores, ranks, keys, position = _stored_order(
+            first_seen, codes, docs, scores, ranks, keys, layout
+        )
         return cls(
             query_ids,
             codes,
@@ -324,6 +314,96 @@ def _rows_to_drop(pairs: list[tuple[int, int]], scores: np.ndarray, policy: str)
     return np.array(sorted(drop), dtype=np.int64)
 
 
+def _stored_order(
+    first_seen: list[str],
+    codes: np.ndarray,
+    docs: StringColumn,
+    scores: np.ndarray,
+    ranks: np.ndarray | None,
+    keys: np.ndarray,
+    layout: parsing.Layout | None,
+) -> tuple:
+    """The columns in trec_eval's order (query ids in byte order, score descending in single precision, doc id
+    descending), with what is kept of the input positions: ``None`` (unchanged), ``(rows, sources)`` (only
+    those rows moved) or an array of every row's input position (an array of n rows costs memory).
+
+    A run grouped by query and in score order within each query (most runs) moves whole query blocks, in
+    O(n), when its ids are not in byte order (numeric ids, as MS MARCO's), then only its tied rows; anything
+    else is sorted whole."""
+    if layout is None or not (layout.grouped and layout.ordered):
+        query_ids, codes = sorted_vocabulary(first_seen, codes)
+        if layout is None:  # no extension: the numpy checks
+            order, moved = _evaluation_order(codes, scores, docs)
+        else:
+            order, moved = evaluation_order(codes, scores, docs, np.arange(len(codes), dtype=np.int64)), None
+        return (query_ids, *_apply_order(order, moved, None, codes, docs, scores, ranks, keys))
+    query_ids, by_bytes = byte_order(first_seen)
+    base, tied = None, layout.tied
+    if by_bytes is not None:
+        base, codes, tied = _block_order(layout.starts, by_bytes, codes, tied)
+        scores, keys, docs = scores[base], keys[base], docs.take(base)
+        ranks = None if ranks is None else ranks[base]
+    order, moved = _tie_order(tied, len(codes), docs)
+    return (query_ids, *_apply_order(order, moved, base, codes, docs, scores, ranks, keys))
+
+
+def _block_order(
+    starts: np.ndarray, by_bytes: np.ndarray, codes: np.ndarray, tied: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For a run grouped by query: the permutation that puts whole query blocks in byte order of their ids
+    (``by_bytes[i]`` is the first-seen code of the i-th id in that order), the new code of every row, and the
+    tied rows' new positions (sorted). Linear: no sort of the rows."""
+    n = len(codes)
+    if len(starts) and (starts >= 0).all() and (starts[1:] > starts[:-1]).all():
+        lengths = np.diff(np.append(starts, n))  # first-seen codes of a grouped run: block k is the k-th
+    else:
+        lengths = np.bincount(codes, minlength=len(starts))
+    index = np.int32 if n < 2**31 else np.int64
+    moved_lengths = lengths[by_bytes]
+    new_starts = np.zeros(len(by_bytes), dtype=np.int64)
+    np.cumsum(moved_lengths[:-1], out=new_starts[1:])
+    shift = np.zeros(len(starts), dtype=np.int64)  # each code's block moves by this many rows
+    shift[by_bytes] = new_starts - starts[by_bytes]
+    base = np.repeat((-shift[by_bytes]).astype(index), moved_lengths)
+    base += np.arange(n, dtype=index)
+    new_codes = np.repeat(np.arange(len(by_bytes), dtype=np.int32), moved_lengths)
+    return base, new_codes, np.sort(tied + shift[codes[tied]]) if len(tied) else tied
+
+
+def _apply_order(
+    order: np.ndarray | None,
+    moved: np.ndarray | None,
+    base: np.ndarray | None,
+    codes: np.ndarray,
+    docs: StringColumn,
+    scores: np.ndarray,
+    ranks: np.ndarray | None,
+    keys: np.ndarray,
+) -> tuple:
+    """The columns reordered by ``order`` (``moved``: only those rows change), each row's input position
+    following through ``base`` (the input position of each row as the columns stand, ``None``: the row's own)."""
+    if order is None:
+        return codes, docs, scores, ranks, keys, base
+    if moved is None:
+        codes, scores, keys = codes[order], scores[order], keys[order]
+        position = order.astype(np.int32 if len(order) < 2**31 else np.int64) if base is None else base[order]
+        ranks = None if ranks is None else ranks[order]
+        return codes, docs.take(order), scores, ranks, keys, position
+    # only tied rows moved, within their query and score: fix those rows in place
+    moved_from = order[moved]
+    keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
+    keys[moved], scores[moved] = keys[moved_from], scores[moved_from]
+    if base is None:
+        position = (moved, moved_from)
+    else:
+        base[moved] = base[moved_from]
+        position = base
+    if ranks is not None:
+        ranks = _writable(ranks)
+        ranks[moved] = ranks[moved_from]
+    return codes, docs.permute_within_blocks(moved, moved_from), scores, ranks, keys, position
+
+
 def _evaluation_order(
     codes: np.ndarray, scores: np.ndarray, docs: StringColumn
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -332,6 +412,7 @@ def _evaluation_order(
 
     Most runs arrive sorted by query and score, so that is checked first; then only tied scores, usually
     few, are ordered by doc id. Other inputs are sorted whole (:func:`stagewise.data.order.evaluation_order`).
+    The path without the compiled extension (which checks all this in one pass: :func:`_stored_order`).
     """
     n = len(codes)
     if n <= 1:
@@ -346,6 +427,12 @@ def _evaluation_order(
         return evaluation_order(codes, scores, docs, np.arange(n, dtype=np.int64)), None
     tied = np.flatnonzero((step_query == 0) & (compared[1:] == compared[:-1]))
     del compared
+    return _tie_order(tied, n, docs)
+
+
+def _tie_order(tied: np.ndarray, n: int, docs: StringColumn) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """For rows in query and score order whose ``tied`` rows (ascending) tie the next row: the permutation that
+    puts each tie group in doc id descending order and the rows it moves; ``(None, None)`` when none moves."""
     if len(tied) == 0:
         return None, None
     # Rows in a tie group: each tied step joins row i and i + 1; a row starts a new group unless the step before
