@@ -19,7 +19,8 @@ from stagewise.errors import ConventionError
 def test_the_readers_take_the_registries_names() -> None:
     assert tuple(RUN_FORMATS.names()) == FORMATS
     assert tuple(QRELS_FORMATS.names()) == READ_QRELS_FORMATS
-    assert tuple(n for n in QRELS_FORMATS.names() if n not in RUN_FORMATS) == classic.QRELS_LAYOUTS
+    # the classic collections' layouts, then ndeval's subtopic qrels (read by stagewise.data.subtopics)
+    assert tuple(n for n in QRELS_FORMATS.names() if n not in RUN_FORMATS) == (*classic.QRELS_LAYOUTS, "subtopics")
 
 
 @pytest.mark.parametrize(
@@ -99,7 +100,7 @@ def test_a_registered_format_is_a_cli_choice_with_no_cli_edit(toy, tmp_path) -> 
     assert written.exit_code == 0, written.output
     assert (tmp_path / "scores.toy").read_text() == done.stdout
     help_text = runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "250"}).stdout
-    assert "table, json, csv, markdown, latex, toy" in help_text
+    assert "table, json, csv, markdown, latex, beir, mteb, toy" in help_text
     refused = runner.invoke(app, ["validate", _sample("qrels.test"), _sample("results.test"), "--format", "toy"])
     assert (
         refused.exit_code == 2
@@ -114,7 +115,9 @@ def test_an_unknown_output_format_is_one_line_listing_the_registry() -> None:
 
     done = CliRunner().invoke(app, ["eval", _sample("qrels.test"), _sample("results.test"), "--format", "xml"])
     assert done.exit_code == 2
-    assert done.stderr == "stagewise: error: unknown format 'xml'; choose one of table, json, csv, markdown, latex\n"
+    assert done.stderr == (
+        "stagewise: error: unknown format 'xml'; choose one of table, json, csv, markdown, latex, beir, mteb\n"
+    )
 
 
 @pytest.mark.parametrize("kind", ["EvalResult", "Comparison", "RagReport", "FusionReport", "ValidationReport"])
@@ -124,7 +127,8 @@ def test_each_renderer_writes_what_the_registry_says(kind: str) -> None:
     from stagewise import report
 
     module = import_module(report._RENDERERS[kind])
-    assert set(report.offered(kind)) == set(module.FORMATS)
+    plugins = {e.name for e in report.FORMATS.values() if kind in e.renderers}  # beir, mteb: report/beir.py
+    assert set(report.offered(kind)) == set(module.FORMATS) | plugins
 
 
 def test_the_cli_policy_choices_are_the_librarys() -> None:

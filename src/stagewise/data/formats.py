@@ -57,6 +57,11 @@ QRELS_FORMATS: Registry[InputFormat] = Registry(
     *_TABLES,
     InputFormat("cranfield", "'qid docid grade' with grade 1 best (-> label 4) and -1 not relevant (-> 0)"),
     InputFormat("cisi", "'qid docid ...' pairs, each relevant (CISI, CACM, ADI)"),
+    InputFormat(
+        "subtopics",
+        "ndeval's 'qid subtopic docid label': the iteration column is the subtopic (diversity measures)",
+        aliases=("ndeval",),
+    ),
     error=ConventionError,
 )
 

@@ -582,6 +582,10 @@ def read_qrels(source: Any, *, format: str | None = None, name: str | None = Non
     """
     if isinstance(source, Qrels):
         return source
+    if format is not None and getattr(_QRELS_REGISTRY.get(format), "name", None) == "subtopics":
+        from stagewise.data.subtopics import read_subtopic_qrels
+
+        return read_subtopic_qrels(source, name=name)
     with _unicode_checked(source):
         frame, where, default_name, line_of, _ = _load(source, format, "relevance", ())
     if isinstance(frame, trec.Parsed):

@@ -86,7 +86,7 @@ SUBTOPICS = Param(
 )
 
 _DEFAULT_SUBTOPIC_HINT = (
-    "read them with stagewise.data.subtopics.read_subtopic_qrels(path) and pass that, or run "
+    "give --qrels-format subtopics (stagewise.data.subtopics.read_subtopic_qrels(path) in Python), or run "
     "`stagewise ndeval QRELS RUN`"
 )
 
