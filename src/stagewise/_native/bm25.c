@@ -507,7 +507,7 @@ done:
 /* -------------------------------------------------------------------------------------------------- search */
 
 enum { MODE_BM25 = 0, MODE_PLUS = 1, MODE_L = 2 };
-enum { STRATEGY_MAXSCORE = 0, STRATEGY_EXHAUSTIVE = 1, STRATEGY_ALL_DOCS = 2 };
+enum { STRATEGY_MAXSCORE = 0, STRATEGY_EXHAUSTIVE = 1, STRATEGY_ALL_DOCS = 2, STRATEGY_AUTO = 3 };
 
 typedef struct {
     const int64_t *ptr;
@@ -518,6 +518,7 @@ typedef struct {
     int32_t n_docs;
     int mode;
     double k1, delta;
+    const double *tw; /* the weight cache: tw[j] = term_weight(tf of posting j, norm of its document) */
 } Postings;
 
 static inline double tf_at(const Postings *P, int64_t j) {
@@ -643,6 +644,8 @@ typedef struct {
     size_t cur_cap;
     int32_t *cand;
     size_t cand_cap;
+    int32_t *touched; /* the documents the exhaustive path met, each once: the only slots it reads and resets */
+    int64_t n_touched;
     int32_t bad_doc; /* a document id outside 0..n_docs-1 was met (a damaged index): >= 0 when set */
 } Scratch;
 
@@ -669,7 +672,8 @@ static int scratch_dense(Scratch *s, int32_t n_docs) {
     if (s->acc) return 0;
     s->acc = calloc((size_t)n_docs + 1, sizeof(double));
     s->seen = calloc((size_t)n_docs + 1, 1);
-    return (s->acc && s->seen) ? 0 : -1;
+    s->touched = malloc(((size_t)n_docs + 1) * sizeof(int32_t));
+    return (s->acc && s->seen && s->touched) ? 0 : -1;
 }
 
 /* First position in [lo, end) whose document is >= target, by binary search. */
@@ -714,7 +718,7 @@ static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Hea
             for (int64_t p = cur[j].pos; p < cur[j].end; p++) {
                 int32_t d = P->docs[p];
                 if (!doc_ok(P, S, d)) return -INFINITY;
-                heap_offer(tmp, cur[j].w * term_weight(P, tf_at(P, p), P->norm[d]), d);
+                heap_offer(tmp, cur[j].w * P->tw[p], d);
             }
             memcpy(S->cand + n, tmp->d, tmp->size * sizeof(int32_t));
             n += tmp->size;
@@ -737,28 +741,58 @@ static double seed_threshold(const Postings *P, const Cursor *cur, size_t m, Hea
     for (int64_t t = 0; t < u; t++) {
         int32_t d = S->cand[t];
         if (!doc_ok(P, S, d)) return -INFINITY;
-        double score = 0.0, L = P->norm[d];
+        double score = 0.0;
         for (size_t i = m; i-- > 0;) { /* the traversal's order: descending upper bound */
             int64_t at = lower_bound(P->docs, cur[i].pos, cur[i].end, d);
-            if (at < cur[i].end && P->docs[at] == d) score += cur[i].w * term_weight(P, tf_at(P, at), L);
+            if (at < cur[i].end && P->docs[at] == d) score += cur[i].w * P->tw[at];
         }
         heap_offer(tmp, score, d);
     }
     return tmp->s[0];
 }
 
-/* Add one term's contributions (cursor c, whole list) into the dense accumulator. */
+/* Add one term's contributions (cursor c, whole list) into the dense accumulator, listing each document the
+ * first time it is met (branch-free: the slot is always written, the count moves only for a new document). */
 static inline void accumulate(const Postings *P, const Cursor *c, Scratch *S) {
     double *acc = S->acc, w = c->w;
     unsigned char *seen = S->seen;
+    int32_t *touched = S->touched;
+    int64_t n = S->n_touched;
     const int32_t *docs = P->docs;
-    const double *norm = P->norm;
+    const double *tw = P->tw;
     for (int64_t j = c->pos; j < c->end; j++) {
         int32_t d = docs[j];
-        if (!doc_ok(P, S, d)) return;
-        acc[d] += w * term_weight(P, tf_at(P, j), norm[d]);
+        if (!doc_ok(P, S, d)) break;
+        touched[n] = d;
+        n += !seen[d];
         seen[d] = 1;
+        acc[d] += w * tw[j];
     }
+    S->n_touched = n;
+}
+
+/* The cost model (strategy "auto"): MaxScore only where pruning should pay. With the weight cache, exhaustive
+ * accumulation costs one cheap step per posting (about 1-2 ns) plus one heap test per document met; MaxScore's
+ * document-at-a-time walk costs several steps per posting of its essential lists (finding the next document
+ * among them, probing the others), plus the seed. Pruning pays only when whole long lists can be skipped:
+ * a very common term (in over 1 / COST_COMMON of the documents, so its weight is small) among postings
+ * many times k (more than COST_FEW * k), with k a small share of the corpus (k * COST_SHARE < documents).
+ * Then the seed is computed and, as a last check, MaxScore runs only if the lists it must walk (the essential
+ * ones) hold less than 1 / COST_DAAT of the postings. The constants were measured on SciFact and on the Zipf
+ * corpus (docs/bm25.md); every path gives the same results, so a wrong guess costs time, never a result. */
+enum { COST_SHARE = 8, COST_FEW = 800, COST_COMMON = 2, COST_DAAT = 6 };
+
+static int worth_seeding(int64_t k, int32_t n_docs, int64_t total, int64_t longest) {
+    return k * COST_SHARE < n_docs && total > k * COST_FEW && longest * COST_COMMON > n_docs;
+}
+
+static int pays_to_prune(const Cursor *cur, size_t m, double seed, int64_t total) {
+    size_t fe = 0;
+    double run = 0.0;
+    while (fe < m && run + cur[fe].ub < seed) run += cur[fe++].ub;
+    int64_t essential = 0;
+    for (size_t i = fe; i < m; i++) essential += cur[i].end - cur[i].pos;
+    return essential * COST_DAAT < total;
 }
 
 /* MaxScore (Turtle & Flood 1995). Query terms are sorted by upper bound, ascending; cum[i] bounds the sum of
@@ -769,21 +803,25 @@ static inline void accumulate(const Postings *P, const Cursor *c, Scratch *S) {
  * A document is pruned when its bound is below the seed (k documents reach the seed) or, once the heap is
  * full, when the bound does not beat the worst kept score (documents arrive in index order, so a later one
  * loses a tie). The essential lists are walked document-at-a-time; the other lists are only probed (galloping
- * search) for documents whose bound survives. */
-static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tmp, Scratch *S) {
+ * search) for documents whose bound survives.
+ *
+ * With total >= 0 (strategy "auto") the seed also decides whether pruning pays (pays_to_prune); when it does
+ * not, nothing is done and 0 is returned, so the caller accumulates exhaustively. Returns 1 otherwise. */
+static int maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tmp, Scratch *S, int64_t total) {
     double *cum = S->cum;
     double run = 0.0;
     for (size_t i = 0; i < m; i++) {
         run += cur[i].ub;
         cum[i] = run;
     }
-    if (m == 0) return;
+    if (m == 0) return 1;
     double seed = seed_threshold(P, cur, m, tmp, S);
-    if (S->bad_doc >= 0) return;
+    if (S->bad_doc >= 0) return 1;
+    if (total >= 0 && !pays_to_prune(cur, m, seed, total)) return 0;
     double theta = -INFINITY;
     size_t fe = 0;
     while (fe < m && cum[fe] < seed) fe++;
-    if (fe == m) return;
+    if (fe == m) return 1;
     const int32_t *docs = P->docs;
     for (;;) {
         if (h->size == h->cap) theta = h->s[0];
@@ -793,10 +831,11 @@ static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tm
         for (size_t i = fe; i < m; i++)
             if (cur[i].pos < cur[i].end && docs[cur[i].pos] < d) d = docs[cur[i].pos];
         if (d == INT32_MAX || !doc_ok(P, S, d)) break;
-        double partial = 0.0, L = P->norm[d];
+        double partial = 0.0;
+        const double *tw = P->tw;
         for (size_t i = m; i-- > fe;) {
             if (cur[i].pos < cur[i].end && docs[cur[i].pos] == d) {
-                partial += cur[i].w * term_weight(P, tf_at(P, cur[i].pos), L);
+                partial += cur[i].w * tw[cur[i].pos];
                 cur[i].pos++;
             }
         }
@@ -809,33 +848,74 @@ static void maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tm
             }
             cur[k].pos = gallop(docs, cur[k].pos, cur[k].end, d);
             if (cur[k].pos < cur[k].end && docs[cur[k].pos] == d)
-                partial += cur[k].w * term_weight(P, tf_at(P, cur[k].pos), L);
+                partial += cur[k].w * tw[cur[k].pos];
         }
         if (!rejected) heap_offer(h, partial, d);
     }
+    return 1;
 }
 
 /* Every posting of every query term, term-at-a-time in descending order of upper bound (the order MaxScore
- * sums in); used when a term weight is negative (no safe pruning) or when documents matching no term are
- * ranked too (all_docs). */
+ * sums in), then the top k of the documents met. Only the slots of those documents are read and reset, so a
+ * query costs its postings, not the corpus size (all_docs, which ranks documents matching no term too, reads
+ * every slot). Used when a term weight is negative (no safe pruning), for all_docs, and when the cost model
+ * finds pruning would not pay. */
 static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs) {
+    S->n_touched = 0;
     for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate(P, &cur[i], S);
-    for (int32_t d = 0; d < P->n_docs; d++)
-        if (all_docs || S->seen[d]) heap_offer(h, S->acc[d], d);
-    memset(S->acc, 0, (size_t)P->n_docs * sizeof(double));
-    memset(S->seen, 0, (size_t)P->n_docs);
+    const double *acc = S->acc;
+    const int32_t *touched = S->touched;
+    int64_t n = S->n_touched;
+    if (all_docs) {
+        for (int32_t d = 0; d < P->n_docs; d++) heap_offer(h, acc[d], d);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            int32_t d = touched[i];
+            /* most documents lose to the worst kept one: test that before the call */
+            if (h->size < h->cap || acc[d] >= h->s[0]) heap_offer(h, acc[d], d);
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        S->acc[touched[i]] = 0.0;
+        S->seen[touched[i]] = 0;
+    }
+}
+
+/* Fill the weight cache for every query term not filled yet: tw[j] = term_weight(tf_j, norm of doc_j) over the
+ * term's postings, then ready[t] = 1. Runs holding the GIL, so threads searching with the same cache never
+ * write a term another reads (a term is read only once ready). Checks each term's posting range (bad_term) and
+ * each document id (S->bad_doc) before using them. */
+static void fill_weights(const Postings *P, double *tw, unsigned char *ready, const int32_t *qt, Py_ssize_t n_qt,
+                         int64_t n_postings, Scratch *S, int64_t *bad_term) {
+    for (Py_ssize_t i = 0; i < n_qt; i++) {
+        int32_t t = qt[i];
+        if (ready[t]) continue;
+        int64_t a = P->ptr[t], e = P->ptr[t + 1];
+        if (a < 0 || e < a || e > n_postings) {
+            *bad_term = t;
+            return;
+        }
+        for (int64_t j = a; j < e; j++) {
+            int32_t d = P->docs[j];
+            if (!doc_ok(P, S, d)) return;
+            tw[j] = term_weight(P, tf_at(P, j), P->norm[d]);
+        }
+        ready[t] = 1;
+    }
 }
 
 /* search(term_ptr, post_docs, post_tf, tf_size, norm, q_ptr, q_terms, q_weights, q_ub, k, mode, k1, delta,
- *        strategy) -> (res_ptr int64 bytes [nq+1], res_docs int32 bytes, res_scores float64 bytes)
- * q_ub is an upper bound of weight * term_weight over the term's postings (used by MaxScore only). */
+ *        strategy, tw, ready) -> (res_ptr int64 bytes [nq+1], res_docs int32 bytes, res_scores float64 bytes)
+ * q_ub is an upper bound of weight * term_weight over the term's postings (used by MaxScore only). tw (float64,
+ * one per posting) and ready (uint8, one per term) are the weight cache, writable, kept by the caller across
+ * calls with the same mode, k1, delta and norm; ready all zero for a new one. */
 static PyObject *search(PyObject *self, PyObject *args) {
-    Py_buffer pb, db, tb, nb, qpb, qtb, qwb, qub;
+    Py_buffer pb, db, tb, nb, qpb, qtb, qwb, qub, twb, rb;
     int tf_size, mode, strategy;
     Py_ssize_t k;
     double k1, delta;
-    if (!PyArg_ParseTuple(args, "y*y*y*iy*y*y*y*y*nidd" "i", &pb, &db, &tb, &tf_size, &nb, &qpb, &qtb, &qwb, &qub, &k,
-                          &mode, &k1, &delta, &strategy))
+    if (!PyArg_ParseTuple(args, "y*y*y*iy*y*y*y*y*nidd" "iw*w*", &pb, &db, &tb, &tf_size, &nb, &qpb, &qtb, &qwb,
+                          &qub, &k, &mode, &k1, &delta, &strategy, &twb, &rb))
         return NULL;
     PyObject *result = NULL;
     Buf out_docs = {0}, out_scores = {0};
@@ -849,6 +929,10 @@ static PyObject *search(PyObject *self, PyObject *args) {
         check_buffer(&nb, 8, "norm") < 0 || check_buffer(&qpb, 8, "q_ptr") < 0 || check_buffer(&qtb, 4, "q_terms") < 0 ||
         check_buffer(&qwb, 8, "q_weights") < 0 || check_buffer(&qub, 8, "q_ub") < 0)
         goto done;
+    if (twb.len != db.len * 2 || rb.len != pb.len / 8 - 1) {
+        PyErr_SetString(PyExc_ValueError, "the weight cache must hold one float64 a posting and one byte a term");
+        goto done;
+    }
     if ((tf_size != 2 && tf_size != 4) || tb.len != db.len / 4 * tf_size) {
         PyErr_SetString(PyExc_ValueError, "post_tf must be uint16 or int32 and as long as post_docs");
         goto done;
@@ -862,7 +946,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
         goto done;
     }
     Postings P = {(const int64_t *)pb.buf, (const int32_t *)db.buf, tb.buf, tf_size, (const double *)nb.buf,
-                  (int32_t)(nb.len / 8), mode, k1, delta};
+                  (int32_t)(nb.len / 8), mode, k1, delta, (const double *)twb.buf};
     const int64_t n_postings = db.len / 4;
     Py_ssize_t n_terms = pb.len / 8 - 1, nq = qpb.len / 8 - 1;
     const int64_t *qp = (const int64_t *)qpb.buf;
@@ -877,6 +961,8 @@ static PyObject *search(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "query term id out of range");
             goto done;
         }
+    fill_weights(&P, (double *)twb.buf, (unsigned char *)rb.buf, qt, qtb.len / 4, n_postings, &S, &bad_term);
+    if (bad_term >= 0 || S.bad_doc >= 0) goto report;
     int64_t cap = k < P.n_docs ? k : P.n_docs;
     if (cap < 1) cap = 1;
     h.s = malloc(cap * sizeof(double));
@@ -900,7 +986,8 @@ static PyObject *search(PyObject *self, PyObject *args) {
             failed = 1;
             break;
         }
-        int use_maxscore = strategy == STRATEGY_MAXSCORE;
+        int use_maxscore = strategy == STRATEGY_MAXSCORE || strategy == STRATEGY_AUTO;
+        int64_t total = 0, longest = 0;
         for (size_t i = 0; i < m; i++) {
             int32_t t = qt[qp[q] + i];
             Cursor c = {t, qw[qp[q] + i], qu[qp[q] + i], P.ptr[t], P.ptr[t + 1]};
@@ -909,13 +996,15 @@ static PyObject *search(PyObject *self, PyObject *args) {
                 break;
             }
             if (!(c.w >= 0.0)) use_maxscore = 0;
+            total += c.end - c.pos;
+            if (c.end - c.pos > longest) longest = c.end - c.pos;
             S.cur[i] = c;
         }
         if (bad_term >= 0) break;
         if (m > 1) qsort(S.cur, m, sizeof(Cursor), cursor_cmp);
-        if (use_maxscore) {
-            maxscore(&P, S.cur, m, &h, &tmp, &S);
-        } else {
+        if (use_maxscore && strategy == STRATEGY_AUTO)
+            use_maxscore = worth_seeding(cap, P.n_docs, total, longest);
+        if (!use_maxscore || !maxscore(&P, S.cur, m, &h, &tmp, &S, strategy == STRATEGY_AUTO ? total : -1)) {
             if (scratch_dense(&S, P.n_docs) < 0) {
                 failed = 1;
                 break;
@@ -935,6 +1024,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
         rp[q + 1] = rp[q] + got;
     }
     Py_END_ALLOW_THREADS;
+report:
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -968,6 +1058,9 @@ done:
     free(S.cur);
     free(S.cum);
     free(S.cand);
+    free(S.touched);
+    PyBuffer_Release(&twb);
+    PyBuffer_Release(&rb);
     PyBuffer_Release(&pb);
     PyBuffer_Release(&db);
     PyBuffer_Release(&tb);

@@ -16,8 +16,24 @@ import numpy as np
 
 from stagewise._native import bm25 as native
 
-STRATEGY_MAXSCORE, STRATEGY_EXHAUSTIVE, STRATEGY_ALL_DOCS = 0, 1, 2
+STRATEGY_MAXSCORE, STRATEGY_EXHAUSTIVE, STRATEGY_ALL_DOCS, STRATEGY_AUTO = 0, 1, 2, 3
 _WORD_RUN = re.compile(r"\w+")
+
+
+class WeightCache(NamedTuple):
+    """Each posting's term-frequency part of the score, computed once per term when a query first uses it.
+
+    ``tf_part[j]`` is the kernel's ``term_weight(tf_j, norm of doc_j)`` for one (mode, k1, b, delta): the same
+    double the kernel would compute on the fly, so a cached score is bit for bit an uncached one. ``ready[t]``
+    is 1 once term ``t``'s postings are filled. The array is allocated empty, so only the pages of queried
+    terms ever take memory (8 bytes a posting at most)."""
+
+    tf_part: np.ndarray  # float64 [nnz]
+    ready: np.ndarray  # uint8 [V]
+
+    @classmethod
+    def empty(cls, n_postings: int, n_terms: int) -> WeightCache:
+        return cls(np.empty(n_postings, dtype=np.float64), np.zeros(n_terms, dtype=np.uint8))
 
 
 class Postings(NamedTuple):
@@ -133,11 +149,17 @@ def search(
     delta: float,
     strategy: int,
     *,
+    cache: WeightCache | None = None,
     use_native: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top ``k`` (doc, score) of each query, best first: (result offsets int64 [nq+1], docs int32, scores)."""
+    """Top ``k`` (doc, score) of each query, best first: (result offsets int64 [nq+1], docs int32, scores).
+
+    ``cache`` is the compiled kernel's weight cache for these (mode, k1, delta, norm), kept by the caller across
+    calls (a fresh one is used when none is given); the numpy path computes every weight as it goes."""
     tf = postings.tf
     if native is not None and use_native:
+        if cache is None:
+            cache = WeightCache.empty(len(postings.docs), len(postings.term_ptr) - 1)
         if tf.dtype not in (np.uint16, np.int32):
             tf = tf.astype(np.int32)
         ptr, docs, scores = native.search(
@@ -155,6 +177,8 @@ def search(
             float(k1),
             float(delta),
             int(strategy),
+            cache.tf_part,
+            cache.ready,
         )
         return (
             np.frombuffer(ptr, dtype=np.int64),

@@ -42,6 +42,11 @@ from stagewise.retrieval.storage import (  # noqa: F401 - the layout's names sta
 )
 from stagewise.retrieval.variants import DEFAULT_VARIANT, Scoring
 
+_STRATEGIES = {
+    "auto": _kernels.STRATEGY_AUTO,
+    "maxscore": _kernels.STRATEGY_MAXSCORE,
+    "exhaustive": _kernels.STRATEGY_EXHAUSTIVE,
+}
 UB_SLACK = 1e-9  # relative margin on pruning upper bounds, far above the rounding error of a sum of terms
 
 Progress = Callable[[int, int], None]
@@ -356,6 +361,19 @@ class BM25Index:
             self._cache[key] = 1 - b + b * np.asarray(self.doc_len) / avgdl
         return self._cache[key]
 
+    def _weight_cache(self, mode: int, k1: float, b: float, delta: float) -> _kernels.WeightCache:
+        """The compiled kernel's per-posting weights for these parameters (one set kept: a search with other
+        parameters replaces it). Keyed on the posting arrays themselves too, so arrays swapped in memory never
+        meet weights computed from the old ones."""
+        arrays = (self.term_ptr, self.post_docs, self.post_tf, self.doc_len)
+        key = ("weights", mode, k1, b, delta)
+        held = self._cache.get(key)
+        if held is None or any(a is not h for a, h in zip(arrays, held[0], strict=True)):
+            self._cache = {k: v for k, v in self._cache.items() if k[0] != "weights"}
+            held = (arrays, _kernels.WeightCache.empty(len(self.post_docs), len(self.term_ptr) - 1))
+            self._cache[key] = held
+        return held[1]
+
     def _query_terms(self, queries: Sequence[str] | Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
         """Each query's index term ids (offsets, ids), in query order, absent terms dropped."""
         if queries and all(isinstance(q, str) for q in queries):
@@ -391,10 +409,13 @@ class BM25Index:
         workers: int = 1,
         progress: Progress | None = None,
         exhaustive: bool = False,
+        strategy: str = "auto",
     ) -> TopK:
         """The top ``k`` documents of each query, as arrays (:meth:`search` wraps them in a Run; the parameters
-        are the same). ``exhaustive=True`` scores every posting instead of pruning (the results are identical;
-        it is there for tests and timing)."""
+        are the same). ``strategy`` picks how each query is answered: ``"auto"`` (a cost model chooses per
+        query), ``"maxscore"`` (always prune) or ``"exhaustive"`` (score every posting; ``exhaustive=True`` says
+        the same). Every strategy gives identical results, to the last bit and the tie order; the choice is
+        there for tests and timing."""
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise parameter_error("k", "search", "an int >= 1", k)
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
@@ -414,27 +435,29 @@ class BM25Index:
         bound = scoring.tf(self.max_tf[ut].astype(np.float64), self.min_dl[ut].astype(np.float64), self.avgdl)
         ub = weights * bound * (1 + UB_SLACK)
         empty = int(np.count_nonzero(np.diff(ptr) == 0))
-        if all_documents:
-            strategy = _kernels.STRATEGY_ALL_DOCS
-        elif exhaustive:
-            strategy = _kernels.STRATEGY_EXHAUSTIVE
-        else:
-            strategy = _kernels.STRATEGY_MAXSCORE
+        if strategy not in _STRATEGIES:
+            raise parameter_error("strategy", "search", f"one of {', '.join(map(repr, _STRATEGIES))}", strategy)
+        named = "exhaustive" if exhaustive else strategy
+        code = _kernels.STRATEGY_ALL_DOCS if all_documents else _STRATEGIES[named]
         postings = _kernels.Postings(
             self.term_ptr, self.post_docs, self.post_tf, self.doc_len, self.max_tf, self.min_dl
         )
         norm = self._norm(scoring.b)
         mode, delta_value = scoring.spec.kernel_mode, scoring.delta or 0.0
+        cache = self._weight_cache(mode, scoring.k1, scoring.b, delta_value)
 
         def run_chunk(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             a, e = ptr[lo], ptr[hi]
             with self._damage_is_input_error():
                 return _kernels.search(
                     postings, norm, ptr[lo : hi + 1] - a, ut[a:e], weights[a:e], ub[a:e], k, mode, scoring.k1,
-                    delta_value, strategy,
+                    delta_value, code, cache=cache,
                 )  # fmt: skip
 
-        chunk = max(16, min(2000, -(-n_queries // (workers * 8)))) if n_queries else 1
+        if workers == 1 and progress is None:
+            chunk = max(n_queries, 1)  # one call: nothing to report, nothing to share out
+        else:
+            chunk = max(16, min(2000, -(-n_queries // (workers * 8)))) if n_queries else 1
         bounds = [(lo, min(lo + chunk, n_queries)) for lo in range(0, n_queries, chunk)]
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         if workers == 1 or len(bounds) <= 1:
