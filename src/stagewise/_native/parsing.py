@@ -13,7 +13,17 @@ import numpy as np
 
 from stagewise._native import parser as native
 
-__all__ = ["Layout", "available", "first_duplicate", "hash_pairs", "parse", "rewrite_rows", "run_layout"]
+__all__ = [
+    "Layout",
+    "available",
+    "first_duplicate",
+    "hash_pairs",
+    "move_blocks",
+    "move_string_blocks",
+    "parse",
+    "rewrite_rows",
+    "run_layout",
+]
 
 
 def available() -> bool:
@@ -58,7 +68,7 @@ class Layout(NamedTuple):
     ordered: bool  # within each query, scores compared as C floats never rise
     tied: np.ndarray  # int64: rows i whose score ties row i + 1's in the same query (meaningful when ordered)
     repeat: int  # first row whose pair key repeats within its query; -1: none; -2: not grouped, not checked
-    starts: np.ndarray  # int64: each query code's first row (-1: none)
+    starts: np.ndarray  # int64: each query code's first row, -1: none (meaningful when grouped)
 
 
 def run_layout(codes: np.ndarray, scores: np.ndarray, keys: np.ndarray, n_codes: int) -> Layout | None:
@@ -75,3 +85,22 @@ def run_layout(codes: np.ndarray, scores: np.ndarray, keys: np.ndarray, n_codes:
     return Layout(
         bool(grouped), bool(ordered), np.frombuffer(tied, dtype=np.int64), repeat, np.frombuffer(starts, np.int64)
     )
+
+
+def move_blocks(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bool:
+    """Lays ``values``' blocks of rows (``starts[i]``, ``lengths[i]``, in their new order) out again in place,
+    holding one copy of the column meanwhile; ``False`` when it could not (the caller copies instead)."""
+    if native is None or not values.flags.writeable or not values.flags.c_contiguous or values.ndim != 1:
+        return False
+    native.move_blocks(values, values.itemsize, starts, lengths)
+    return True
+
+
+def move_string_blocks(offsets: np.ndarray, data: bytearray, starts: np.ndarray, lengths: np.ndarray) -> bool:
+    """:func:`move_blocks` for a string column (int64 ``offsets`` and its ``data``), in place."""
+    if native is None or not isinstance(data, bytearray) or not offsets.flags.writeable:
+        return False
+    if offsets.dtype != np.int64 or not offsets.flags.c_contiguous:
+        return False
+    native.move_string_blocks(offsets, data, starts, lengths)
+    return True

@@ -648,6 +648,110 @@ done:
     return out;
 }
 
+/* Blocks of rows given as (first row, length) in their new order, checked to cover all n rows exactly once
+ * in total length (the caller builds them from a permutation of query blocks). */
+static int blocks_valid(const int64_t *start, const int64_t *len, Py_ssize_t k, Py_ssize_t n) {
+    int64_t total = 0;
+    for (Py_ssize_t b = 0; b < k; b++) {
+        if (start[b] < 0 || len[b] < 0 || start[b] + len[b] > n) return 0;
+        total += len[b];
+    }
+    return total == n;
+}
+
+/* move_blocks(column (writable), itemsize, starts int64, lengths int64): the column's blocks of rows laid
+ * out again in the given order, in place. One copy of the column is held meanwhile, not one of every
+ * column at once, so a run's peak memory grows by its largest column only. */
+static PyObject *move_blocks(PyObject *self, PyObject *args) {
+    Py_buffer cb, sb, lb;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "w*ny*y*", &cb, &width, &sb, &lb)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t k = sb.len / (Py_ssize_t)sizeof(int64_t), n = width > 0 ? cb.len / width : -1;
+    const int64_t *start = sb.buf, *len = lb.buf;
+    char *copy = NULL;
+    if (n < 0 || lb.len != sb.len || n * width != cb.len || !blocks_valid(start, len, k, n)) {
+        PyErr_SetString(PyExc_ValueError, "the blocks must cover the column's rows");
+        goto done;
+    }
+    copy = malloc((size_t)cb.len + 1);
+    if (!copy) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(copy, cb.buf, (size_t)cb.len);
+    char *out = cb.buf;
+    for (Py_ssize_t b = 0; b < k; b++) {
+        size_t bytes = (size_t)(len[b] * width);
+        memcpy(out, copy + start[b] * width, bytes);
+        out += bytes;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(copy);
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&lb);
+    return result;
+}
+
+/* move_string_blocks(offsets int64 (writable), data (writable), starts, lengths): as move_blocks for a string
+ * column: the bytes of each block move as one span, then the offsets are rewritten; one copy of the data,
+ * then one of the offsets, is held meanwhile. */
+static PyObject *move_string_blocks(PyObject *self, PyObject *args) {
+    Py_buffer ob, db, sb, lb;
+    if (!PyArg_ParseTuple(args, "w*w*y*y*", &ob, &db, &sb, &lb)) return NULL;
+    PyObject *result = NULL;
+    int64_t *off = ob.buf;
+    Py_ssize_t n = ob.len / (Py_ssize_t)sizeof(int64_t) - 1, k = sb.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *start = sb.buf, *len = lb.buf;
+    char *copy = NULL;
+    if (n < 0 || lb.len != sb.len || !blocks_valid(start, len, k, n) || off[0] < 0 || off[n] > db.len ||
+        off[n] < off[0]) {
+        PyErr_SetString(PyExc_ValueError, "the blocks must cover the column's rows");
+        goto done;
+    }
+    copy = malloc((size_t)(off[n] - off[0]) + 1);
+    if (!copy) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    char *data = db.buf;
+    memcpy(copy, data + off[0], (size_t)(off[n] - off[0]));
+    int64_t at = off[0];
+    for (Py_ssize_t b = 0; b < k; b++) {
+        int64_t lo = off[start[b]], hi = off[start[b] + len[b]];
+        memcpy(data + at, copy + (lo - off[0]), (size_t)(hi - lo));
+        at += hi - lo;
+    }
+    free(copy);
+    copy = malloc(((size_t)n + 1) * sizeof *off);
+    if (!copy) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *was = memcpy(copy, off, ((size_t)n + 1) * sizeof *off);
+    Py_ssize_t row = 0;
+    at = was[0];
+    for (Py_ssize_t b = 0; b < k; b++) {
+        int64_t lo = was[start[b]];
+        for (int64_t j = 0; j < len[b]; j++) off[row + j] = at + (was[start[b] + j] - lo);
+        at += was[start[b] + len[b]] - lo;
+        row += len[b];
+    }
+    off[n] = at;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(copy);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&lb);
+    return result;
+}
+
 /* rewrite_rows(offsets int64 (writable), data (writable), rows int64 ascending, sources int64): row rows[i]
  * takes the string that row sources[i] holds now. Every block of consecutive rows must be a permutation of
  * itself (as when tied results are re-ordered), so each block keeps its byte span and nothing moves outside. */
@@ -697,6 +801,8 @@ static PyMethodDef methods[] = {
     {"parse_file", parse_file, METH_VARARGS, "Parse a TREC run (kind 0) or qrels (kind 1) file in pieces."},
     {"parse", parse, METH_VARARGS, "Parse TREC run (kind 0) or qrels (kind 1) bytes into column buffers."},
     {"hash_pairs", hash_pairs, METH_VARARGS, "64-bit keys of (query id, doc id) pairs, as parse computes."},
+    {"move_blocks", move_blocks, METH_VARARGS, "Lay a column's blocks of rows out again, in place."},
+    {"move_string_blocks", move_string_blocks, METH_VARARGS, "move_blocks for a string column."},
     {"run_layout", run_layout, METH_VARARGS, "Grouped, ordered, tied rows, first repeated key, block starts."},
     {"first_duplicate", first_duplicate, METH_VARARGS, "First row repeating a (query, doc) key, or -1/-2."},
     {NULL, NULL, 0, NULL},

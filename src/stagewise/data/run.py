@@ -79,7 +79,7 @@ class Run:
         docs: StringColumn,
         scores: np.ndarray,
         ranks: np.ndarray | None,
-        input_position: np.ndarray | tuple[np.ndarray, np.ndarray] | None,
+        input_position: np.ndarray | tuple | None,
         keys: np.ndarray,
         *,
         name: str,
@@ -93,7 +93,8 @@ class Run:
         self.docs = docs
         self.scores = scores
         self.ranks = ranks
-        # None: the rows are in input order; (rows, sources): so are they, but for rows[i], input row sources[i]
+        # None: the rows are in input order; (rows, sources): so are they, but for rows[i], input row sources[i];
+        # (rows, sources, blocks): query blocks moved as blocks describes, then (rows, sources) as above
         self._input_position = input_position
         self.pair_keys = keys
         self.offsets = segment_offsets(query_codes, len(query_ids))
@@ -241,10 +242,16 @@ class Run:
         """Each row's position in the input (0-based)."""
         kept = self._input_position
         if kept is None or isinstance(kept, tuple):
-            full = np.arange(len(self), dtype=np.int32 if len(self) < 2**31 else np.int64)
-            if kept is not None:
-                rows, sources = kept
-                full[rows] = sources
+            if kept is not None and len(kept) == 3:  # query blocks moved, then (rows, sources) within them
+                full = _block_positions(kept[2])
+                rows, sources = kept[0], kept[1]
+                if rows is not None:
+                    full[rows] = full[sources]
+            else:
+                full = np.arange(len(self), dtype=np.int32 if len(self) < 2**31 else np.int64)
+                if kept is not None:
+                    rows, sources = kept
+                    full[rows] = sources
             self._input_position = kept = full
         return kept
 
@@ -336,68 +343,83 @@ def _stored_order(
             order, moved = _evaluation_order(codes, scores, docs)
         else:
             order, moved = evaluation_order(codes, scores, docs, np.arange(len(codes), dtype=np.int64)), None
-        return (query_ids, *_apply_order(order, moved, None, codes, docs, scores, ranks, keys))
+        return (query_ids, *_apply_order(order, moved, codes, docs, scores, ranks, keys))
     query_ids, by_bytes = byte_order(first_seen)
-    base, tied = None, layout.tied
+    blocks, tied = None, layout.tied
     if by_bytes is not None:
-        base, codes, tied = _block_order(layout.starts, by_bytes, codes, tied)
-        scores, keys, docs = scores[base], keys[base], docs.take(base)
-        ranks = None if ranks is None else ranks[base]
+        blocks, codes, tied = _block_order(layout.starts, by_bytes, codes, tied)
+        scores, keys = _move_blocks(scores, blocks), _move_blocks(keys, blocks)
+        ranks = None if ranks is None else _move_blocks(ranks, blocks)
+        if not parsing.move_string_blocks(docs.offsets, docs.data, *blocks):
+            docs = docs.take(_block_positions(blocks))
     order, moved = _tie_order(tied, len(codes), docs)
-    return (query_ids, *_apply_order(order, moved, base, codes, docs, scores, ranks, keys))
+    codes, docs, scores, ranks, keys, position = _apply_order(order, moved, codes, docs, scores, ranks, keys)
+    if blocks is not None:  # input positions: the moved blocks, then the tied rows moved within them
+        position = (*(position if isinstance(position, tuple) else (None, None)), blocks)
+    return query_ids, codes, docs, scores, ranks, keys, position
 
 
 def _block_order(
     starts: np.ndarray, by_bytes: np.ndarray, codes: np.ndarray, tied: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For a run grouped by query: the permutation that puts whole query blocks in byte order of their ids
-    (``by_bytes[i]`` is the first-seen code of the i-th id in that order), the new code of every row, and the
-    tied rows' new positions (sorted). Linear: no sort of the rows."""
+) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray]:
+    """For a run grouped by query: its query blocks in byte order of their ids (``by_bytes[i]`` is the
+    first-seen code of the i-th id in that order) as (first input row, length) of each block in that order,
+    the new code of every row, and the tied rows' new positions (sorted). Linear: no sort of the rows."""
     n = len(codes)
     if len(starts) and (starts >= 0).all() and (starts[1:] > starts[:-1]).all():
         lengths = np.diff(np.append(starts, n))  # first-seen codes of a grouped run: block k is the k-th
     else:
         lengths = np.bincount(codes, minlength=len(starts))
-    index = np.int32 if n < 2**31 else np.int64
-    moved_lengths = lengths[by_bytes]
+    moved_starts, moved_lengths = np.maximum(starts[by_bytes], 0), lengths[by_bytes].astype(np.int64)
     new_starts = np.zeros(len(by_bytes), dtype=np.int64)
     np.cumsum(moved_lengths[:-1], out=new_starts[1:])
     shift = np.zeros(len(starts), dtype=np.int64)  # each code's block moves by this many rows
-    shift[by_bytes] = new_starts - starts[by_bytes]
-    base = np.repeat((-shift[by_bytes]).astype(index), moved_lengths)
-    base += np.arange(n, dtype=index)
+    shift[by_bytes] = new_starts - moved_starts
     new_codes = np.repeat(np.arange(len(by_bytes), dtype=np.int32), moved_lengths)
-    return base, new_codes, np.sort(tied + shift[codes[tied]]) if len(tied) else tied
+    tied = np.sort(tied + shift[codes[tied]]) if len(tied) else tied
+    return (moved_starts, moved_lengths), new_codes, tied
+
+
+def _block_positions(blocks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """The input row of each row once the blocks (first input row, length; in their new order) are laid out."""
+    starts, lengths = blocks
+    n = int(lengths.sum())
+    index = np.int32 if n < 2**31 else np.int64
+    new_starts = np.cumsum(lengths) - lengths
+    positions = np.repeat((starts - new_starts).astype(index), lengths)
+    positions += np.arange(n, dtype=index)
+    return positions
+
+
+def _move_blocks(values: np.ndarray, blocks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``values`` with its blocks laid out in their new order: in place when it can (one column's copy held at a
+    time, not every column's), else as a copy."""
+    return values if parsing.move_blocks(values, *blocks) else values[_block_positions(blocks)]
 
 
 def _apply_order(
     order: np.ndarray | None,
     moved: np.ndarray | None,
-    base: np.ndarray | None,
     codes: np.ndarray,
     docs: StringColumn,
     scores: np.ndarray,
     ranks: np.ndarray | None,
     keys: np.ndarray,
 ) -> tuple:
-    """The columns reordered by ``order`` (``moved``: only those rows change), each row's input position
-    following through ``base`` (the input position of each row as the columns stand, ``None``: the row's own)."""
+    """The columns reordered by ``order`` (``moved``: only those rows change) and the input positions kept:
+    ``None`` (unchanged), ``(rows, sources)`` or an array of every row's."""
     if order is None:
-        return codes, docs, scores, ranks, keys, base
+        return codes, docs, scores, ranks, keys, None
     if moved is None:
         codes, scores, keys = codes[order], scores[order], keys[order]
-        position = order.astype(np.int32 if len(order) < 2**31 else np.int64) if base is None else base[order]
+        position = order.astype(np.int32 if len(order) < 2**31 else np.int64)
         ranks = None if ranks is None else ranks[order]
         return codes, docs.take(order), scores, ranks, keys, position
     # only tied rows moved, within their query and score: fix those rows in place
     moved_from = order[moved]
     keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
     keys[moved], scores[moved] = keys[moved_from], scores[moved_from]
-    if base is None:
-        position = (moved, moved_from)
-    else:
-        base[moved] = base[moved_from]
-        position = base
+    position = (moved, moved_from)
     if ranks is not None:
         ranks = _writable(ranks)
         ranks[moved] = ranks[moved_from]
