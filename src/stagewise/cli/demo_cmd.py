@@ -42,6 +42,19 @@ def demo_command(
         str | None,
         typer.Option("--token", help="With --serve: every request must carry it (needed for a --host not loopback)."),
     ] = None,
+    generator: Annotated[
+        str | None,
+        typer.Option(
+            "--generator",
+            metavar="URL",
+            help="Answer with a real model behind an OpenAI-compatible endpoint (its base URL, e.g. "
+            "http://127.0.0.1:8080/v1 for llama.cpp's server; the key, if any, from OPENAI_API_KEY) instead of the "
+            "extractive answerer. pipeline.json states the endpoint, model, prompt and counts.",
+        ),
+    ] = None,
+    generator_model: Annotated[
+        str, typer.Option("--generator-model", help="With --generator: the model name the endpoint serves.")
+    ] = "default",
 ) -> None:
     """Run a whole search and RAG pipeline on bundled data and say which stage to fix first.
 
@@ -66,6 +79,8 @@ def demo_command(
             report=report,
             force=force,
             progress=status,
+            generator=generator,
+            generator_model=generator_model,
         )
         _show(result.summary())
         if serve:

@@ -190,6 +190,8 @@ def run_demo(
     report: bool = True,
     force: bool = False,
     progress: Callable[[Step], None] | None = None,
+    generator: str | None = None,
+    generator_model: str = "default",
 ) -> DemoResult:
     """Run the whole pipeline on the bundled data and write every output to the folder ``out``.
 
@@ -208,6 +210,10 @@ def run_demo(
         statement why).
     progress
         Called with a :class:`Step` as a long step begins and as each step ends.
+    generator, generator_model
+        An OpenAI-compatible endpoint (its base URL, ending in ``/v1``) and the model it serves, to answer the
+        questions instead of the extractive answerer (:class:`stagewise.rag.generator.EndpointGenerator`):
+        ``pipeline.json`` then states the endpoint, model, prompt and counts.
     """
     if dense not in ("auto", "on", "off"):
         from stagewise.errors import ConventionError
@@ -220,14 +226,22 @@ def run_demo(
     def write(folder: Path) -> None:
         if target.is_dir():  # a person's relabelling outlives a rerun
             copy_labels(target, folder)
-        result["demo"] = _run(folder, target, dense=dense, encoder=encoder, report=report, progress=progress)
+        result["demo"] = _run(folder, target, dense=dense, encoder=encoder, report=report, progress=progress,
+                              generator=(generator, generator_model))  # fmt: skip
 
     folders.replace_folder(target, write, owned=OWNED_FILES)
     return result["demo"]
 
 
 def _run(
-    folder: Path, target: Path, *, dense: str, encoder: Any, report: bool, progress: Callable[[Step], None] | None
+    folder: Path,
+    target: Path,
+    *,
+    dense: str,
+    encoder: Any,
+    report: bool,
+    progress: Callable[[Step], None] | None,
+    generator: tuple[str | None, str] = (None, "default"),
 ) -> DemoResult:
     from stagewise.data.writers import write_run
     from stagewise.report import render
@@ -249,7 +263,7 @@ def _run(
     (folder / "comparison.json").write_text(render(comparison, "json"), encoding="utf-8")
 
     diagnosed, why = diagnosed_stage(evaluation.means, list(runs))
-    rag, answerer, answers = _answer_and_diagnose(data, runs[diagnosed], diagnosed, folder, steps)
+    rag, answerer, answers = _answer_and_diagnose(data, runs[diagnosed], diagnosed, folder, steps, generator)
 
     verdict_ = verdict(rag, comparison, list(runs), primary=PRIMARY, depth=DEPTH, context_k=CONTEXT_K)
     demo = DemoResult(target, runs, stages, skipped, evaluation, comparison, rag, verdict_, None)
@@ -381,33 +395,60 @@ def diagnosed_stage(means: dict[str, dict[str, float]], order: list[str], metric
     return best, why
 
 
+def _answerer(data: DemoData, generator: tuple[str | None, str]) -> Any:
+    """The demo's generation stage: a model behind an endpoint when one is given, else the extractive answerer."""
+    url, model = generator
+    if url is not None:
+        from stagewise.rag.generator import EndpointGenerator
+
+        return EndpointGenerator(url, model, retries=2, backoff=0.5)
+    from stagewise.rag.extractive import ExtractiveAnswerer
+
+    return ExtractiveAnswerer({pid: p.sentences for pid, p in data.passages.items()})
+
+
+def _answers(data: DemoData, answerer: Any, contexts: list[list[str]]) -> tuple[list[str], list[str | None], str]:
+    """Each question's answer, why it has none (None when it has one), and the step's line."""
+    if hasattr(answerer, "answer_many"):  # a model behind an endpoint: asked in one batch, failures kept
+        items = [(q.text, [(pid, data.passages[pid].text) for pid in ctx]) for q, ctx in zip(data.questions, contexts,
+                                                                                             strict=True)]  # fmt: skip
+        made = answerer.answer_many(items)
+        failed = sum(g.error is not None for g in made)
+        said = answerer.describe()
+        line = (f"{said['model']} at {said['url']} ({said['prompt']}) answered {len(made) - failed} of {len(made)}"
+                + (f"; {failed} failed, their answers empty" if failed else ""))  # fmt: skip
+        return [g.text for g in made], [g.error for g in made], line
+    answers = [answerer.answer(q.text, ctx) for q, ctx in zip(data.questions, contexts, strict=True)]
+    return answers, [None] * len(answers), f"extractive answerer reads the top {CONTEXT_K} and cites [passage id]"
+
+
 def _answer_and_diagnose(
-    data: DemoData, final: Any, name: str, folder: Path, steps: _Steps
+    data: DemoData, final: Any, name: str, folder: Path, steps: _Steps, generator: tuple[str | None, str]
 ) -> tuple[Any, Any, dict[str, str]]:
     from stagewise.rag.diagnose import evaluate_rag
-    from stagewise.rag.extractive import ExtractiveAnswerer
     from stagewise.report import render
 
-    answerer = ExtractiveAnswerer({pid: p.sentences for pid, p in data.passages.items()})
+    answerer = _answerer(data, generator)
     rankings = final.rankings()
+    contexts = [rankings.get(q.id, [])[:CONTEXT_K] for q in data.questions]
+    answers, errors, line = _answers(data, answerer, contexts)
     records = []
-    for q in data.questions:
-        retrieved = rankings.get(q.id, [])
-        context = retrieved[:CONTEXT_K]
-        records.append(
-            {
-                "id": q.id,
-                "question": q.text,
-                "answer": answerer.answer(q.text, context),
-                "retrieved": retrieved,
-                "context": context,
-                "gold_answers": list(q.gold_answers),
-                "gold_evidence": [q.gold_passage] if q.gold_passage else [],
-                "passages": {pid: data.passages[pid].text for pid in context},
-            }
-        )
+    for q, context, answer, error in zip(data.questions, contexts, answers, errors, strict=True):
+        record = {
+            "id": q.id,
+            "question": q.text,
+            "answer": answer,
+            "retrieved": rankings.get(q.id, []),
+            "context": context,
+            "gold_answers": list(q.gold_answers),
+            "gold_evidence": [q.gold_passage] if q.gold_passage else [],
+            "passages": {pid: data.passages[pid].text for pid in context},
+        }
+        if error is not None:
+            record["generation_error"] = error
+        records.append(record)
     _write_jsonl(folder / "rag.jsonl", records)
-    steps.finish("answers", f"extractive answerer reads the top {CONTEXT_K} of {name} and cites [passage id]")
+    steps.finish("answers", f"{line} (ranking of {name})")
     rag = evaluate_rag(records, context_k=CONTEXT_K, correct=CORRECT, judge="lexical")
     (folder / "rag-labels.jsonl").write_text(render(rag, "jsonl"), encoding="utf-8")
     steps.finish("diagnosis", ", ".join(f"{label} {n}" for label, n in rag.counts().items()))
