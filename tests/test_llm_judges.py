@@ -225,7 +225,7 @@ def test_url_and_model_come_from_the_environment_and_a_missing_model_is_a_clear_
     monkeypatch.delenv("STAGEWISE_LLM_MODEL")
     with pytest.raises(ConventionError, match=r"needs a model: llm\(model='qwen2\.5:7b'\), or set STAGEWISE_LLM_MODEL"):
         parse_judge("llm").build()
-    with pytest.raises(ConventionError, match="no prompt 'support-v9'; the prompts that ship are nugget-v1"):
+    with pytest.raises(ConventionError, match="no prompt 'support-v9'; the prompts that ship are answer-v1, nugget-v1"):
         parse_judge("llm(model=m,support_prompt=support-v9)").build()
 
 
