@@ -296,7 +296,9 @@ async def _report_page(request: Request) -> Response:
     labels = ws.store.labels()
 
     def built() -> str:  # no lock: a page numbers its own ids and draws on figures of its own
-        return render(study(labels, ws.runs), title="stagewise report (current labels)")
+        # with two runs or more, how far the current labels can be trusted (each run left out of the pool)
+        trusted = True if len(ws.runs) > 1 else None
+        return render(study(labels, ws.runs, trust=trusted), title="stagewise report (current labels)")
 
     # the HTML report's own sections (plots and tables), over the labels as they are now
     return HTMLResponse(await run_in_threadpool(built))
@@ -424,41 +426,35 @@ class _Reject(Exception):
 
 
 class _Refresher:
-    """Recomputes a query's metrics after writes, one computation serving every write made before it began.
+    """Recomputes the metrics of the queries just written to, on the event loop, once per query per loop turn.
 
-    Under load many writes to one query arrive while its metrics are being computed; they all wait for the
-    next computation instead of queueing one each (group commit, for metrics). A computation reads the labels
-    when it starts, so it covers every write committed before then.
+    Writes committed together (the store commits concurrent writes in one transaction) wake their requests in
+    the same turn of the loop; they all wait for one recomputation of their query, which starts in the next turn
+    and so reads every write committed before it. It runs on the loop itself, not in a worker thread: the
+    computation holds the GIL either way, and in a thread it only added two thread hops a request and made the
+    loop's socket calls queue for the GIL behind it.
     """
 
     def __init__(self, workspace: Workspace | None) -> None:
         self.workspace = workspace
-        self.running: dict[str, asyncio.Future] = {}
-        self.waiting: dict[str, asyncio.Future] = {}
-        self.tasks: set[asyncio.Task] = set()
+        self.pending: dict[str, asyncio.Future] = {}
 
     async def after_write(self, qid: str) -> None:
-        future = self.waiting.get(qid)
+        future = self.pending.get(qid)
         if future is None:
-            future = asyncio.get_running_loop().create_future()
-            self.waiting[qid] = future
-            task = asyncio.ensure_future(self._run(qid, future))
-            self.tasks.add(task)  # held until done: the loop keeps only weak references to tasks
-            task.add_done_callback(self.tasks.discard)
-        await asyncio.shield(future)
+            loop = asyncio.get_running_loop()
+            if not self.pending:
+                loop.call_soon(self._run)
+            future = self.pending[qid] = loop.create_future()
+        await asyncio.shield(future)  # a request that goes away does not cancel the others' wait
 
-    async def _run(self, qid: str, future: asyncio.Future) -> None:
-        previous = self.running.get(qid)
-        if previous is not None:
-            await asyncio.wait([previous])
-        self.waiting.pop(qid, None)  # writes from now on join the next computation
-        self.running[qid] = future
-        try:
-            assert self.workspace is not None
-            await run_in_threadpool(self.workspace.refresh, qid)
-            future.set_result(None)
-        except Exception as err:  # handed to every waiting request
-            future.set_exception(err)
-        finally:
-            if self.running.get(qid) is future:
-                del self.running[qid]
+    def _run(self) -> None:
+        pending, self.pending = self.pending, {}
+        assert self.workspace is not None
+        for qid, future in pending.items():
+            try:
+                self.workspace.refresh(qid)
+            except Exception as err:  # handed to every waiting request
+                future.set_exception(err)
+            else:
+                future.set_result(None)
