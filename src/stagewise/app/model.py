@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from stagewise import lesson
 from stagewise.app.ids import to_segment
+from stagewise.app.query_values import QueryValues
+from stagewise.data.columns import pair_keys
+from stagewise.data.qrels import Qrels
 from stagewise.data.readers import read_run
+from stagewise.data.run import Run
+from stagewise.data.strings import StringColumn
 from stagewise.engines import evaluate
 from stagewise.metrics import Conventions
+from stagewise.metrics.evaluate import measure_run
+from stagewise.metrics.measures import Measure
 from stagewise.store.labels import LabelStore
 
 __all__ = ["METRICS", "Workspace", "playground"]
 
 # Both gain conventions, always side by side: the engine's default (linear, trec_eval) and exponential.
 METRICS = ("ndcg@10", "ndcg@10(gain=exp)", "map", "mrr@10", "P@10", "recall@100")
+# Every one of them is a function of one query's results and labels (none has a default drawn from all the
+# judgements, as ERR's max_label is), which is what lets a relabel recompute one query only.
+
+_QUERY_RUNS_KEPT = 256  # queries whose results are kept read as a Run (a relabel's query is read once, not each time)
 
 
 def playground(labels: Sequence[int], gain: str = "exp") -> dict[str, Any]:
@@ -48,7 +62,13 @@ def playground(labels: Sequence[int], gain: str = "exp") -> dict[str, Any]:
 
 
 class Workspace:
-    """Runs held in memory, labels in the store, and per-query metric values kept current on every change."""
+    """Runs held in memory, labels in the store, and per-query metric values kept current on every change.
+
+    A relabel changes one query's labels, so only that query is evaluated again (every run at once, by
+    :func:`stagewise.evaluate` on that query's results and labels) and the means are re-aggregated from the
+    per-query values (:class:`~stagewise.app.query_values.QueryValues`): the numbers are those of a full
+    evaluation of the current labels, bit for bit, at the cost of one query.
+    """
 
     def __init__(
         self,
@@ -64,15 +84,20 @@ class Workspace:
         # the order the metrics score (scores compared in single precision, then doc id descending, as trec_eval),
         # so the rank a page shows is the rank every metric on it counts
         self.ranked = {name: read_run(run, name=name).rankings() for name, run in self.runs.items()}
+        # two locks: _lock guards the values for the moment they are read or replaced (the event loop takes
+        # it), _recompute orders the recomputations (a slower one must not replace newer labels' values)
         self._lock = threading.Lock()
-        self.values: dict[str, dict[str, dict[str, float]]] = {name: {} for name in self.runs}
+        self._recompute = threading.Lock()
+        self._query_runs: OrderedDict[str, Run | None] = OrderedDict()
+        self._measures = [(m, Measure.parse(m)) for m in METRICS]
+        self._conventions = Conventions()  # stagewise.evaluate's defaults, as the evaluation of every label
+        if any(measure.spec.resolve is not None for _, measure in self._measures):
+            raise ValueError("a metric with a default drawn from all the judgements cannot be recomputed per query")
+        self.table = QueryValues(list(self.runs), self._measures)
+        self.values = self.table.by_query  # run -> query id -> metric -> value
         labels = store.labels()
         if self.runs and labels:
-            result = evaluate(labels, self.runs, list(METRICS))
-            for name, by_metric in result.per_query().items():
-                for metric, by_query in by_metric.items():
-                    for qid, value in by_query.items():
-                        self.values[name].setdefault(qid, {})[metric] = value
+            self.table.load(evaluate(labels, self.runs, list(METRICS)).runs)
         self.judged = set(labels)
 
     def query_ids(self) -> list[str]:
@@ -88,32 +113,53 @@ class Workspace:
         return any(docid in run.get(qid, ()) for run in self.runs.values()) or self.store.get(qid, docid) is not None
 
     def refresh(self, qid: str) -> None:
-        """Recompute one query's values for every run (its labels changed)."""
-        with self._lock:  # read the labels under the lock: a slower refresh must not write older labels' values
-            labels = self.store.labels(qid)
-            if not labels:
-                self.judged.discard(qid)
-                for name in self.runs:
-                    self.values[name].pop(qid, None)
-                return
-            self.judged.add(qid)
-            runs = {name: {qid: run.get(qid, {})} for name, run in self.runs.items()}
-            runs = {name: run for name, run in runs.items() if run[qid]}
-            if runs:
-                result = evaluate(labels, runs, list(METRICS))
-            for name in self.runs:
-                if name in runs:
-                    per = result.per_query(name)
-                    self.values[name][qid] = {m: per[m][qid] for m in METRICS}
+        """Recompute one query's values for every run (its labels changed), and so the means."""
+        with self._recompute:  # labels read in order: the last recomputation reads the last write
+            labels = self.store.labels(qid).get(qid)
+            fresh = self._evaluate_query(qid, labels) if labels and self.runs else None
+            with self._lock:
+                if labels:
+                    self.judged.add(qid)
+                    if fresh is not None:
+                        self.table.put(qid, fresh)
                 else:
-                    self.values[name][qid] = dict.fromkeys(METRICS, 0.0)
+                    self.judged.discard(qid)
+                    self.table.drop(qid)
+
+    def _evaluate_query(self, qid: str, labels: Mapping[str, int]) -> dict[str, dict[str, float]]:
+        """Every run's values for one query, from one evaluation: run ``i``'s results for the query stand as
+        query ``"i:qid"`` (every query is measured on its own rows and labels, so sharing one evaluation
+        changes no value, and costs one call, not one a run). A run without the query scores 0, as
+        evaluate's default for a judged query missing from a run. The evaluation is ``measure_run``, the one
+        the local engine runs for ``stagewise.evaluate``, with the measures parsed once, not each time."""
+        run = self._query_run(qid)
+        if run is None:  # no run retrieved anything for it
+            return {name: dict.fromkeys(METRICS, 0.0) for name in self.runs}
+        scores = measure_run(_query_qrels(qid, labels, len(self.runs)), run, self._measures, self._conventions)
+        row = {str(q): i for i, q in enumerate(scores.query_ids)}
+        return {
+            name: {m: float(scores.values[m][row[f"{i}:{qid}"]]) for m in METRICS} for i, name in enumerate(self.runs)
+        }
+
+    def _query_run(self, qid: str) -> Run | None:
+        """Every run's results for ``qid`` as one run (query ids ``"i:qid"``), read once and kept for the most
+        recently relabelled queries."""
+        if qid in self._query_runs:
+            self._query_runs.move_to_end(qid)
+            return self._query_runs[qid]
+        rows = {f"{i}:{qid}": run[qid] for i, run in enumerate(self.runs.values()) if run.get(qid)}
+        built = read_run(rows, name="query") if rows else None
+        self._query_runs[qid] = built
+        if len(self._query_runs) > _QUERY_RUNS_KEPT:
+            self._query_runs.popitem(last=False)
+        return built
 
     def metrics(self, qid: str) -> dict[str, dict[str, float | None]]:
         """One query's values for every run: 0 for a run that has not retrieved a judged query, None for a query
         without judgements (no metric is defined, and it is in no mean)."""
         with self._lock:
             missing = 0.0 if qid in self.judged else None
-            return {name: dict(self.values[name].get(qid, dict.fromkeys(METRICS, missing))) for name in self.runs}
+            return {name: dict(self.table.get(name, qid) or dict.fromkeys(METRICS, missing)) for name in self.runs}
 
     @staticmethod
     def conventions() -> list[str]:
@@ -128,13 +174,10 @@ class Workspace:
         ]
 
     def means(self) -> dict[str, dict[str, float]]:
-        """Each run's mean over the judged queries (a judged query missing from a run scores 0)."""
+        """Each run's mean over the judged queries (a judged query missing from a run scores 0), as
+        :func:`stagewise.evaluate` computes it on the current labels."""
         with self._lock:
-            n = len(self.judged)
-            return {
-                name: {m: (sum(vals[q][m] for q in self.judged if q in vals) / n if n else 0.0) for m in METRICS}
-                for name, vals in self.values.items()
-            }
+            return self.table.means()
 
     def query_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -182,3 +225,29 @@ class Workspace:
             "labels": labels,
             "conventions": self.conventions(),
         }
+
+
+def _query_qrels(qid: str, labels: Mapping[str, int], copies: int) -> Qrels:
+    """One query's labels as the judgements of queries ``"0:qid"`` to ``"{copies - 1}:qid"`` (see
+    ``Workspace._evaluate_query``), built from columns: the Qrels ``read_qrels`` builds from that dict, without
+    the data frame it goes through (milliseconds, where a relabel has a few to spend)."""
+    ids = [f"{i}:{qid}" for i in range(copies)]
+    docs = [d.encode("utf-8") for d in labels]
+    n = len(docs)
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+    # the documents once per copy, and each copy's query id once per document: offsets laid end to end
+    doc_offsets = np.zeros(n * copies + 1, dtype=np.int64)
+    np.cumsum(np.tile(lengths, copies), out=doc_offsets[1:])
+    doc_column = StringColumn(doc_offsets, b"".join(docs) * copies)
+    id_bytes = [q.encode("utf-8") for q in ids]
+    query_offsets = np.zeros(n * copies + 1, dtype=np.int64)
+    np.cumsum(np.repeat(np.fromiter(map(len, id_bytes), dtype=np.int64, count=copies), n), out=query_offsets[1:])
+    query_column = StringColumn(query_offsets, b"".join(q * n for q in id_bytes))
+    return Qrels.from_columns(
+        ids,
+        np.repeat(np.arange(copies, dtype=np.int32), n),
+        doc_column,
+        np.tile(np.fromiter(labels.values(), dtype=np.int32, count=n), copies),
+        pair_keys(query_column, doc_column),
+        name="query",
+    )
