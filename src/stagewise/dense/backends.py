@@ -4,6 +4,8 @@
 ['torch', 'onnx']
 >>> BACKENDS.lookup("ONNX").name
 'onnx'
+>>> PRECISIONS
+('auto', 'float32', 'bfloat16')
 
 :func:`stagewise.dense.encoders.load_encoder` takes a backend's name; the command line's ``--backend`` choices and
 help are read from :data:`BACKENDS`.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 from stagewise.spec import Registry
 
-__all__ = ["BACKENDS", "EncoderBackend"]
+__all__ = ["BACKENDS", "PRECISIONS", "EncoderBackend"]
 
 
 @dataclass(frozen=True)
@@ -29,9 +31,17 @@ class EncoderBackend:
 
 BACKENDS: Registry[EncoderBackend] = Registry(
     "encoder backend",
-    EncoderBackend("torch", "sentence-transformers in torch (the reference)"),
+    EncoderBackend(
+        "torch",
+        "sentence-transformers in torch (the reference; the default, in bfloat16 where the CPU has it natively)",
+    ),
     EncoderBackend(
         "onnx", "onnxruntime on an ONNX export (exported once with torch and kept; starts in a fraction of a second)"
     ),
 )
 """The encoder backends: ``torch`` (sentence-transformers) and ``onnx`` (onnxruntime)."""
+
+PRECISIONS = ("auto", "float32", "bfloat16")
+"""What an encoder computes its matrix products in: ``float32``; ``bfloat16`` (torch backend only: torch's CPU
+autocast, float32 sums, norms and pooling); ``auto``, bfloat16 where the CPU multiplies it natively (AVX512-BF16
+or AMX) and the backend is torch, else float32."""

@@ -213,6 +213,7 @@ class DenseIndex:
             "model": encoder.name,
             "model_path": described.get("model_path"),
             "backend": described.get("backend", type(encoder).__name__),
+            "precision": described.get("precision"),
             "dimension": int(encoder.dimension),
             "normalized": bool(encoder.normalized),
             "similarity": "cosine (inner product of unit vectors)" if encoder.normalized else "inner product",
@@ -377,7 +378,10 @@ class DenseIndex:
                 cache = None
             elif self.path is not None:
                 cache = self.path / "onnx"
-        encoder = load_encoder(model, backend=backend, onnx_cache=cache)
+        # Queries in the arithmetic the documents were encoded in: an index from before precision was recorded
+        # was float32; onnx is float32 whatever the index says.
+        precision = (self.meta.get("precision") or "float32") if backend == "torch" else "auto"
+        encoder = load_encoder(model, backend=backend, onnx_cache=cache, precision=precision)
         self._encoders[backend] = encoder
         return encoder
 
@@ -485,7 +489,7 @@ def _load_checked(folder: Path, meta: dict[str, Any], mmap: bool) -> tuple[np.nd
         raise manifest.Damaged(f"'dtype' is {kind!r}, expected one of {', '.join(DTYPES)}")
     normalized = manifest.typed_field(meta, "normalized", (bool,), "true or false")
     manifest.typed_field(meta, "model", (str,), "the model's name")
-    for key in ("model_path", "backend"):
+    for key in ("model_path", "backend", "precision"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise manifest.Damaged(f"{key!r} is {meta[key]!r}, expected a string or null")
     vectors_entry = manifest.entry(meta, "embeddings", ("dtype", "shape", "crc32_rows", "crc32"))
