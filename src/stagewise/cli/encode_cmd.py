@@ -18,6 +18,12 @@ class Dtype(StrEnum):
     float16 = "float16"
 
 
+class Precision(StrEnum):  # stagewise.dense.backends.PRECISIONS
+    auto = "auto"
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+
+
 CorpusArgument = Annotated[
     Path,
     typer.Argument(
@@ -42,6 +48,13 @@ BackendOption = Annotated[
 ]
 InputFormatOption = Annotated[CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")]
 BatchOption = Annotated[int, typer.Option(**int_option(1), help="Texts per batch (texts are length-sorted first).")]
+PrecisionOption = Annotated[
+    Precision,
+    typer.Option(
+        help="What the model's matrix products are computed in: auto is bfloat16 on the torch backend where the "
+        "CPU has it natively (about twice as fast; cosine >= 0.9999 to float32), else float32.",
+    ),
+]
 ThreadsOption = Annotated[int | None, typer.Option(**int_option(1), help="CPU threads for the model (default: all).")]
 HnswOption = Annotated[
     bool, typer.Option("--hnsw", help="Also build an approximate HNSW index (faiss) and report its recall@k.")
@@ -56,6 +69,7 @@ def encode_command(
     backend: BackendOption = "torch",
     dtype: Annotated[Dtype, typer.Option(help="Vectors on disk: float32, or float16 (half the size).")] = Dtype.float32,
     batch_size: BatchOption = 64,
+    precision: PrecisionOption = Precision.auto,
     threads: ThreadsOption = None,
     hnsw: HnswOption = False,
     force: ForceOption = False,
@@ -75,6 +89,8 @@ def encode_command(
       stagewise encode ../shared/data/scifact -o scifact-dense
 
       stagewise encode corpus.jsonl -o dense --backend onnx --dtype float16
+
+      stagewise encode corpus.jsonl -o dense --precision float32   # sentence-transformers' own arithmetic
 
       stagewise search scifact-dense queries.jsonl -k 100 -o dense.run
     """
@@ -109,7 +125,10 @@ def encode_command(
         )
         scratch, cache = _onnx_cache(model, backend, output)
         try:
-            encoder = load_encoder(model, backend=backend, onnx_cache=cache, batch_size=batch_size, threads=threads)
+            encoder = load_encoder(
+                model, backend=backend, onnx_cache=cache, batch_size=batch_size, threads=threads,
+                precision=precision.value,
+            )  # fmt: skip
             progress, update = progress_bar("encoding")
             with progress:
                 index = DenseIndex.build(documents, encoder, dtype=dtype.value, progress=update)
