@@ -399,16 +399,16 @@ def _move_blocks(values: np.ndarray, blocks: tuple[np.ndarray, np.ndarray]) -> n
 
 def _apply_order(
     order: np.ndarray | None,
-    moved: np.ndarray | None,
+    moved: tuple[np.ndarray, np.ndarray] | None,
     codes: np.ndarray,
     docs: StringColumn,
     scores: np.ndarray,
     ranks: np.ndarray | None,
     keys: np.ndarray,
 ) -> tuple:
-    """The columns reordered by ``order`` (``moved``: only those rows change) and the input positions kept:
-    ``None`` (unchanged), ``(rows, sources)`` or an array of every row's."""
-    if order is None:
+    """The columns reordered by the full permutation ``order``, or by ``moved`` (rows, sources: only those rows
+    change), and the input positions kept: ``None`` (unchanged), ``(rows, sources)`` or an array of every row's."""
+    if order is None and moved is None:
         return codes, docs, scores, ranks, keys, None
     if moved is None:
         codes, scores, keys = codes[order], scores[order], keys[order]
@@ -416,7 +416,7 @@ def _apply_order(
         ranks = None if ranks is None else ranks[order]
         return codes, docs.take(order), scores, ranks, keys, position
     # only tied rows moved, within their query and score: fix those rows in place
-    moved_from = order[moved]
+    moved, moved_from = moved
     keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
     keys[moved], scores[moved] = keys[moved_from], scores[moved_from]
     position = (moved, moved_from)
@@ -428,9 +428,9 @@ def _apply_order(
 
 def _evaluation_order(
     codes: np.ndarray, scores: np.ndarray, docs: StringColumn
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
     """The permutation into (query, score descending, doc id descending) order (``None`` if already so),
-    and, when only tied rows move (the input was sorted by query and score), those rows.
+    or, when only tied rows move (the input was sorted by query and score), those rows and their sources.
 
     Most runs arrive sorted by query and score, so that is checked first; then only tied scores, usually
     few, are ordered by doc id. Other inputs are sorted whole (:func:`stagewise.data.order.evaluation_order`).
@@ -452,20 +452,17 @@ def _evaluation_order(
     return _tie_order(tied, n, docs)
 
 
-def _tie_order(tied: np.ndarray, n: int, docs: StringColumn) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """For rows in query and score order whose ``tied`` rows (ascending) tie the next row: the permutation that
-    puts each tie group in doc id descending order and the rows it moves; ``(None, None)`` when none moves."""
+def _tie_order(tied: np.ndarray, n: int, docs: StringColumn) -> tuple[None, tuple[np.ndarray, np.ndarray] | None]:
+    """For rows in query and score order whose ``tied`` rows (ascending) tie the next row: ``(None, (rows,
+    sources))``, row ``rows[i]`` taking what row ``sources[i]`` holds puts each tie group in doc id descending
+    order; ``(None, None)`` when nothing moves."""
     if len(tied) == 0:
         return None, None
     # Rows in a tie group: each tied step joins row i and i + 1; a row starts a new group unless the step before
-    # it is tied. Only these rows move, so the work is proportional to the number of ties.
-    tied_step = np.zeros(n, dtype=bool)
-    tied_step[tied] = True
-    in_group = tied_step.copy()
-    in_group[tied + 1] = True
-    rows = np.flatnonzero(in_group)
+    # it is tied. Only these rows move, and nothing of n rows is allocated: the work and memory are the ties'.
+    rows = np.union1d(tied, tied + 1)
     continues = np.zeros(len(rows), dtype=bool)
-    continues[1:] = tied_step[rows[1:] - 1]
+    continues[1:] = np.isin(rows[1:] - 1, tied, assume_unique=True)
     group = np.cumsum(~continues)
     ties = pl.DataFrame({"g": group, "d": docs.take(rows).binary_series(), "r": rows})
     in_order = ties.select(
@@ -474,6 +471,4 @@ def _tie_order(tied: np.ndarray, n: int, docs: StringColumn) -> tuple[np.ndarray
     if in_order:
         return None, None
     reordered = ties.sort(["g", "d"], descending=[False, True], maintain_order=True)["r"].to_numpy()
-    order = np.arange(n, dtype=np.int64)
-    order[rows] = order[reordered]
-    return order, rows
+    return None, (rows, reordered)
