@@ -544,6 +544,7 @@ typedef struct {
     double *s;
     int32_t *d;
     int64_t size, cap;
+    int sorted; /* set when s and d already hold the results best first (the exhaustive path's sort) */
 } Heap;
 
 static inline int worse(double s1, int32_t d1, double s2, int32_t d2) { return s1 < s2 || (s1 == s2 && d1 > d2); }
@@ -590,6 +591,12 @@ static void heap_offer(Heap *h, double s, int32_t d) {
 /* Pop everything, worst first, writing best-first into out (size entries). */
 static void heap_drain(Heap *h, int32_t *out_d, double *out_s) {
     int64_t n = h->size;
+    if (h->sorted) {
+        memcpy(out_d, h->d, (size_t)n * sizeof(int32_t));
+        memcpy(out_s, h->s, (size_t)n * sizeof(double));
+        h->size = 0;
+        return;
+    }
     for (int64_t i = n - 1; i >= 0; i--) {
         out_d[i] = h->d[0];
         out_s[i] = h->s[0];
@@ -636,6 +643,13 @@ static inline int64_t gallop(const int32_t *docs, int64_t lo, int64_t end, int32
     return lo;
 }
 
+enum { SELECT_BUCKETS = 2048, SELECT_MIN_K = 64 }; /* select_top: its histogram, and from which k it pays */
+
+typedef struct {
+    double s;
+    int32_t d;
+} Scored;
+
 typedef struct {
     double *acc;
     unsigned char *seen;
@@ -645,6 +659,10 @@ typedef struct {
     int32_t *cand;
     size_t cand_cap;
     int32_t *touched; /* the documents the exhaustive path met, each once: the only slots it reads and resets */
+    double *vals;     /* the scores of the documents met, in touched order */
+    uint32_t *hist;   /* select_top's bucket counts */
+    Scored *pairs;    /* the exhaustive path's candidates, and room to merge-sort them */
+    int64_t pairs_cap;
     int64_t n_touched;
     int32_t bad_doc; /* a document id outside 0..n_docs-1 was met (a damaged index): >= 0 when set */
 } Scratch;
@@ -673,7 +691,9 @@ static int scratch_dense(Scratch *s, int32_t n_docs) {
     s->acc = calloc((size_t)n_docs + 1, sizeof(double));
     s->seen = calloc((size_t)n_docs + 1, 1);
     s->touched = malloc(((size_t)n_docs + 1) * sizeof(int32_t));
-    return (s->acc && s->seen && s->touched) ? 0 : -1;
+    s->vals = malloc(((size_t)n_docs + 1) * sizeof(double));
+    s->hist = malloc(SELECT_BUCKETS * sizeof(uint32_t));
+    return (s->acc && s->seen && s->touched && s->vals && s->hist) ? 0 : -1;
 }
 
 /* First position in [lo, end) whose document is >= target, by binary search. */
@@ -855,6 +875,95 @@ static int maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tmp
     return 1;
 }
 
+/* Better: a higher score, then a smaller document index (the heap's order, as a strict total order). */
+static inline int better(Scored a, Scored b) { return a.s > b.s || (a.s == b.s && a.d < b.d); }
+
+/* Sort n pairs best first: bottom-up merge sort through tmp (n more), with the comparison inlined. */
+static void sort_scored(Scored *a, Scored *tmp, int64_t n) {
+    Scored *from = a, *to = tmp;
+    for (int64_t width = 1; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) to[o++] = better(from[j], from[i]) ? from[j++] : from[i++];
+            while (i < mid) to[o++] = from[i++];
+            while (j < hi) to[o++] = from[j++];
+        }
+        Scored *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a) memcpy(a, from, (size_t)n * sizeof(Scored));
+}
+
+/* Offer (score[i], doc[i]) to the heap, testing the worst kept one before the call (most documents lose). */
+static void offer_all(Heap *h, const double *score, const int32_t *doc, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (h->size < h->cap || score[i] >= h->s[0]) heap_offer(h, score[i], doc[i]);
+}
+
+/* The top k (h->cap) of n documents with scores v, for a deep k, without heap churn: the scores' range is cut
+ * into SELECT_BUCKETS equal buckets (a score's bucket is monotone in it: a difference and a product by a
+ * positive constant both round monotonically), the buckets are counted from the top until k documents are
+ * covered, and only the documents in those buckets (about k) are merge-sorted, best first, into h
+ * (h->sorted). Same documents, same order, as the heap. Falls back to the heap for a NaN score (no place in a
+ * histogram) or a range too narrow to divide, and offers only the top buckets' documents to the heap when they
+ * are too many to sort (more than SORT_FACTOR * k + buckets: many equal scores). */
+enum { SORT_FACTOR = 4 };
+
+static void select_top(Heap *h, const double *v, const int32_t *doc, int64_t n, Scratch *S) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double x = v[i];
+        if (x != x) return offer_all(h, v, doc, n);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    double scale = (SELECT_BUCKETS - 1) / (hi - lo);
+    int64_t limit = SORT_FACTOR * h->cap + SELECT_BUCKETS;
+    if (!(hi > lo) || !(scale < INFINITY) || !(scale > 0.0)) return offer_all(h, v, doc, n);
+    if (S->pairs_cap < 2 * limit) {
+        Scored *p = realloc(S->pairs, (size_t)(2 * limit) * sizeof(Scored));
+        if (!p) return offer_all(h, v, doc, n); /* the heap needs no memory: still correct */
+        S->pairs = p;
+        S->pairs_cap = 2 * limit;
+    }
+    uint32_t *count = S->hist;
+    memset(count, 0, SELECT_BUCKETS * sizeof(uint32_t));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = (int64_t)((v[i] - lo) * scale);
+        count[at < SELECT_BUCKETS ? at : SELECT_BUCKETS - 1]++;
+    }
+    int64_t covered = 0, b = SELECT_BUCKETS;
+    while (b > 0 && covered < h->cap) covered += count[--b];
+    if (covered > limit) { /* many equal scores: the heap, but only for the documents in those buckets */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t at = (int64_t)((v[i] - lo) * scale);
+            if ((at < SELECT_BUCKETS ? at : SELECT_BUCKETS - 1) >= b && (h->size < h->cap || v[i] >= h->s[0]))
+                heap_offer(h, v[i], doc[i]);
+        }
+        return;
+    }
+    Scored *pairs = S->pairs;
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = (int64_t)((v[i] - lo) * scale);
+        if ((at < SELECT_BUCKETS ? at : SELECT_BUCKETS - 1) >= b) {
+            pairs[c].s = v[i];
+            pairs[c].d = doc[i];
+            c++;
+        }
+    }
+    sort_scored(pairs, pairs + limit, c);
+    int64_t kept = c < h->cap ? c : h->cap;
+    for (int64_t i = 0; i < kept; i++) {
+        h->s[i] = pairs[i].s;
+        h->d[i] = pairs[i].d;
+    }
+    h->size = kept;
+    h->sorted = 1;
+}
+
 /* Every posting of every query term, term-at-a-time in descending order of upper bound (the order MaxScore
  * sums in), then the top k of the documents met. Only the slots of those documents are read and reset, so a
  * query costs its postings, not the corpus size (all_docs, which ranks documents matching no term too, reads
@@ -863,22 +972,22 @@ static int maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tmp
 static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs) {
     S->n_touched = 0;
     for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate(P, &cur[i], S);
-    const double *acc = S->acc;
+    double *acc = S->acc, *v = S->vals;
     const int32_t *touched = S->touched;
     int64_t n = S->n_touched;
-    if (all_docs) {
+    if (all_docs)
         for (int32_t d = 0; d < P->n_docs; d++) heap_offer(h, acc[d], d);
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            int32_t d = touched[i];
-            /* most documents lose to the worst kept one: test that before the call */
-            if (h->size < h->cap || acc[d] >= h->s[0]) heap_offer(h, acc[d], d);
-        }
+    for (int64_t i = 0; i < n; i++) { /* gather the scores met, in list order, and reset their slots */
+        int32_t d = touched[i];
+        v[i] = acc[d];
+        acc[d] = 0.0;
+        S->seen[d] = 0;
     }
-    for (int64_t i = 0; i < n; i++) {
-        S->acc[touched[i]] = 0.0;
-        S->seen[touched[i]] = 0;
-    }
+    if (all_docs) return;
+    if (h->cap >= SELECT_MIN_K && n > 2 * h->cap)
+        select_top(h, v, touched, n, S);
+    else
+        offer_all(h, v, touched, n);
 }
 
 /* Fill the weight cache for every query term not filled yet: tw[j] = term_weight(tf_j, norm of doc_j) over the
@@ -982,6 +1091,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
     for (Py_ssize_t q = 0; q < nq && !failed; q++) {
         size_t m = (size_t)(qp[q + 1] - qp[q]);
         h.size = 0;
+        h.sorted = 0;
         if (scratch_terms(&S, m ? m : 1) < 0) {
             failed = 1;
             break;
@@ -1059,6 +1169,9 @@ done:
     free(S.cum);
     free(S.cand);
     free(S.touched);
+    free(S.hist);
+    free(S.vals);
+    free(S.pairs);
     PyBuffer_Release(&twb);
     PyBuffer_Release(&rb);
     PyBuffer_Release(&pb);
