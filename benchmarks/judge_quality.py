@@ -21,6 +21,10 @@ and has judged one claim (so a model's loading is not counted, its encoding is).
 - ExpertQA: macro-F1 >= 0.65 and kappa >= 0.30 (issue 27's bar for a default; the lexical judge: 0.478, 0.082);
 - SciFact: macro-F1 and kappa no lower than the lexical judge's;
 - speed: >= 200 claims/s on ExpertQA.
+
+``--encoder-floor`` adds one line: the packaged all-MiniLM-L6-v2 (onnx backend) encoding ExpertQA's claims
+alone, without a passage, in claims/s: an upper bound on the speed of any judge that encodes each claim with it,
+measured beside the judges on the same machine (the load average is printed with it, the machine being shared).
 """
 
 from __future__ import annotations
@@ -121,6 +125,17 @@ def judge_all(judge: Any, items: list[tuple[list[Any], str]]) -> tuple[list[bool
     return predicted, len(items) / (time.perf_counter() - start)
 
 
+def encoder_floor(claims: list[str]) -> float:
+    """Claims/s of the packaged MiniLM encoding the claims alone (after loading and one warm-up batch)."""
+    from stagewise.dense.encoders import load_encoder
+
+    encoder = load_encoder(backend="onnx")
+    encoder.encode(claims[:8])
+    start = time.perf_counter()
+    encoder.encode(claims)
+    return len(claims) / (time.perf_counter() - start)
+
+
 def run(data: Path, names: list[str], resamples: int) -> dict[str, Any]:
     from stagewise.rag.judges import judge_name, parse_judge
 
@@ -187,13 +202,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--judges", default=DEFAULT_JUDGES, help="comma-separated judge names (spec grammar)")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
+    parser.add_argument("--encoder-floor", action="store_true", help="also time MiniLM encoding the claims alone")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     names = [n for n in re.split(r",(?![^()]*\))", args.judges) if n.strip()]
     results = run(args.data, names, args.resamples)
     print(show(results))
+    out: dict[str, Any] = {"results": results, "targets": verdicts(results)}
+    if args.encoder_floor:
+        claims = [c["claim"] for c in load_claims(args.data / "expertqa" / "rand_test.jsonl")]
+        out["encoder_floor_claims_per_s"] = round(encoder_floor(claims), 1)
+        out["load_average"] = [round(v, 2) for v in os.getloadavg()]
+        print(
+            f"encoder floor: all-MiniLM-L6-v2 (onnx) encodes {out['encoder_floor_claims_per_s']:,.1f} claims/s with "
+            f"no passage at all (load average {out['load_average'][0]}, {os.cpu_count()} CPUs)"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"results": results, "targets": verdicts(results)}, indent=1) + "\n")
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -223,3 +223,41 @@ def test_the_benchmark_figures_equal_scikit_learns(pairs: list[tuple[bool, bool]
     with np.errstate(invalid="ignore", divide="ignore"):
         kappa = metrics.cohen_kappa_score(reference, predicted, labels=labels)
     assert got["kappa"] == pytest.approx(0.0 if np.isnan(kappa) else kappa)  # both constant and equal: 0 here
+
+
+def _evidence_tool():
+    sys.path.insert(0, str(ROOT / "tools"))
+    return importlib.import_module("support_judge_evidence")
+
+
+def test_the_candidate_features_count_what_they_say() -> None:
+    tool = _evidence_tool()
+    faithful = tool.candidate_features(AUSTEN, "Austen published Emma [1].")
+    # stems austen, publish, emma: both pairs and the triple adjacent in the first sentence; nothing missing
+    assert (faithful["stem_bigram"], faithful["stem_trigram"], faithful["lcs"]) == (1.0, 1.0, 1.0)
+    assert (faithful["missing"], faithful["markers"], faithful["stem_window2"]) == (0.0, 1.0, 1.0)
+    false = tool.candidate_features(AUSTEN, "Dickens published Emma.")
+    # dicken is found nowhere: one of two pairs, no triple, a subsequence of two stems out of three
+    assert false["stem_bigram"] == 0.5 and false["stem_trigram"] == 0.0
+    assert false["lcs"] == pytest.approx(2 / 3) and false["missing"] == pytest.approx(math.log(2))
+    assert false["char5"] < faithful["char5"] == 1.0
+    assert tool.candidate_features([], "Austen wrote Emma.")["char5"] == 0.0
+
+
+def test_the_nested_estimate_finds_a_clean_signal_and_no_signal_in_noise() -> None:
+    pytest.importorskip("sklearn")
+    tool = _evidence_tool()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 2))
+    clean = tool.nested_estimate(x, x[:, 0] > 0.3, "logistic C=1", seeds=1)
+    noise = tool.nested_estimate(x, rng.random(200) < 0.7, "logistic C=1", seeds=2)
+    assert clean["macro_f1"] > 0.9 and clean["kappa"] > 0.8
+    assert noise["macro_f1"] < 0.6 and abs(noise["kappa"]) < 0.15
+
+
+def test_the_evidence_script_refuses_the_test_split(tmp_path: Path) -> None:
+    fake = tmp_path / "rand_test.jsonl"
+    fake.write_text("")
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "support_judge_evidence.py"), "--data", str(fake)],
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode != 0 and "refusing to read rand_test" in out.stderr
