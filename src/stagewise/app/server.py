@@ -351,10 +351,10 @@ async def _api_label(request: Request) -> Response:
         label = None
     if not ws.known_doc(qid, docid):
         raise _Reject(404, f"unknown document id {docid!r} for query {qid!r}")
-    # the write waits for the disk and the refresh evaluates: both off the event loop, the refresh shared
-    # by every write to the query made before it starts
+    # the write waits for the disk in a worker thread, in one transaction with the writes that arrive meanwhile;
+    # the refresh is shared by every write to the query committed before it starts
     served = _served(request)
-    old = await run_in_threadpool(ws.store.set, qid, docid, label, who=served.who)
+    old = await served.refresher.write(qid, docid, label, served.who)
     await served.refresher.after_write(qid)
     return JSONResponse(
         {"qid": qid, "docid": docid, "old": old, "label": label, "metrics": ws.metrics(qid), "means": ws.means()}
@@ -426,18 +426,46 @@ class _Reject(Exception):
 
 
 class _Refresher:
-    """Recomputes the metrics of the queries just written to, on the event loop, once per query per loop turn.
+    """Commits relabels together, then recomputes the metrics of the queries written to, once per query per turn.
 
-    Writes committed together (the store commits concurrent writes in one transaction) wake their requests in
-    the same turn of the loop; they all wait for one recomputation of their query, which starts in the next turn
-    and so reads every write committed before it. It runs on the loop itself, not in a worker thread: the
-    computation holds the GIL either way, and in a thread it only added two thread hops a request and made the
-    loop's socket calls queue for the GIL behind it.
+    Writes: a relabel waits while a commit is on its way, and every relabel that arrived meanwhile is committed in
+    the next one, a single transaction (one thread hop and one ``fsync`` for all of them; the store's
+    ``set_many``). Recomputation: writes committed together wake their requests in the same turn of the loop;
+    they all wait for one recomputation of their query, which starts in the next turn and so reads every write
+    committed before it. It runs on the loop itself, not in a worker thread: the computation holds the GIL either
+    way, and in a thread it only added two thread hops a request and made the loop's socket calls queue for the
+    GIL behind it.
     """
 
     def __init__(self, workspace: Workspace | None) -> None:
         self.workspace = workspace
         self.pending: dict[str, asyncio.Future] = {}
+        self.writes: list[tuple[tuple[str, str, int | None, str], asyncio.Future]] = []
+        self.writer: asyncio.Task | None = None  # held while it runs: the loop keeps only weak references
+
+    async def write(self, qid: str, docid: str, label: int | None, who: str) -> int | None:
+        """Set one label, committed with the others waiting; returns the old label once it is on disk."""
+        future = asyncio.get_running_loop().create_future()
+        self.writes.append(((qid, docid, label, who), future))
+        if self.writer is None:
+            self.writer = asyncio.ensure_future(self._write_all())
+        return await asyncio.shield(future)  # a request that goes away does not cancel the others' write
+
+    async def _write_all(self) -> None:
+        assert self.workspace is not None
+        try:
+            while self.writes:
+                batch, self.writes = self.writes, []
+                try:
+                    olds = await run_in_threadpool(self.workspace.store.set_many, [change for change, _ in batch])
+                except Exception as err:  # nothing of the batch was written: every one of its requests is told
+                    for _, future in batch:
+                        future.set_exception(err)
+                else:
+                    for (_, future), old in zip(batch, olds, strict=True):
+                        future.set_result(old)
+        finally:
+            self.writer = None
 
     async def after_write(self, qid: str) -> None:
         future = self.pending.get(qid)
