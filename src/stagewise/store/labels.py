@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from stagewise.errors import InputError
@@ -168,17 +168,25 @@ class LabelStore:
     def set(self, qid: str, docid: str, label: int | None, who: str = "") -> int | None:
         """Set (or, with ``None``, clear) one label and record the change; returns the old label once the change
         is committed (with the others queued at the same time: see the module's docstring)."""
-        if label is not None and (isinstance(label, bool) or label not in LABELS):
-            raise InputError("label", f"{label!r} is not a label", expected="an integer from 0 to 3")
-        change = _Change(qid, docid, label, who, time.time())
+        return self.set_many([(qid, docid, label, who)])[0]
+
+    def set_many(self, changes: Sequence[tuple[str, str, int | None, str]]) -> list[int | None]:
+        """Several sets (``(qid, docid, label or None, who)``, applied in order) in one transaction; returns each
+        one's old label once all are committed. All of them are written, or, when the transaction fails, none."""
+        for _, _, label, _ in changes:
+            if label is not None and (isinstance(label, bool) or label not in LABELS):
+                raise InputError("label", f"{label!r} is not a label", expected="an integer from 0 to 3")
+        now = time.time()
+        batch = [_Change(qid, docid, label, who, now) for qid, docid, label, who in changes]
         with self._queue_lock:
-            self._queued.append(change)
+            self._queued.extend(batch)
         with self._lock:
-            if not change.done:  # else a transaction that began while this one waited wrote it
+            if not all(change.done for change in batch):  # else a transaction that began meanwhile wrote them
                 self._commit_queued()
-        if change.error is not None:
-            raise change.error
-        return change.old
+        for change in batch:
+            if change.error is not None:
+                raise change.error
+        return [change.old for change in batch]
 
     def _commit_queued(self) -> None:
         """Write every queued change, in arrival order, in one transaction (the caller holds ``self._lock``);
