@@ -40,10 +40,11 @@ def claims(n: int, max_chars: int) -> tuple[list[dict], list]:
 
 
 def test_a_real_llama_server_judges_expertqa_claims_and_a_rerun_makes_no_call(tmp_path: Path) -> None:
-    chosen, items = claims(10, max_chars=6000)
+    chosen, items = claims(10, max_chars=1500)  # short passages: a busy 2-core machine evaluates ~15-35 tokens/s
     pairs = [(c["claim"], p) for c, (passages, _) in zip(chosen[:5], items[:5], strict=True) for p in passages[:1]]
     cache = str(tmp_path / "replies.jsonl")
-    judge = LlmJudge(model=MODEL, url=URL, cache=cache, concurrency=2, max_tokens=64, timeout=120)
+    settings = {"model": MODEL, "url": URL, "cache": cache, "max_tokens": 48}  # the rerun's must be the same
+    judge = LlmJudge(**settings, concurrency=1, timeout=600, retries=1)  # llama.cpp's server answers one at a time
     start = time.perf_counter()
     support = support_verdicts(judge, items)
     seconds = time.perf_counter() - start
@@ -56,7 +57,7 @@ def test_a_real_llama_server_judges_expertqa_claims_and_a_rerun_makes_no_call(tm
     assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
     assert all(v.usage.get("prompt_tokens", 0) > 0 for v in support if "endpoint failed" not in (v.reason or ""))
 
-    again = LlmJudge(model=MODEL, url=URL, cache=cache)
+    again = LlmJudge(**settings)
     rerun = support_verdicts(again, items)
     assert again.stats.calls == 0 and again.stats.cache_hits == len(items)
     assert [(v.label, v.reason) for v in rerun] == [(v.label, v.reason) for v in support]
@@ -67,7 +68,7 @@ def test_a_real_llama_server_judges_expertqa_claims_and_a_rerun_makes_no_call(tm
     print(
         f"\nllm-check: {judge.name} at {URL}\n"
         f"  support: {len(items)} ExpertQA claims in {seconds:.1f} s ({len(items) / seconds:.2f} claims/s, "
-        f"concurrency 2); labels {dict(labels)}\n"
+        f"concurrency 1, max_tokens 48); labels {dict(labels)}\n"
         f"  relevance: {len(pairs)} pairs; labels {dict(grades)}\n"
         f"  tokens: prompt {stats['prompt_tokens']}, completion {stats['completion_tokens']} "
         f"(server's usage); attempts {stats['attempts']}, retries {stats['retries']}\n"
