@@ -300,3 +300,27 @@ def test_many_threads_relabelling_at_once_lose_nothing_and_share_transactions(tm
     assert store.labels() == {q: {d: lab for (q2, d), lab in last.items() if q2 == q} for q in {q for q, _ in last}}
     assert len(commits) <= len(done)  # (how many share one depends on the disk; the test above pins grouping)
     store.close()
+
+
+def test_set_many_applies_its_changes_in_order_in_one_transaction_all_or_none(tmp_path):
+    db = tmp_path / "l.sqlite"
+    store = LabelStore(db, {"q": {"d": 1}})
+    commits = _commits(store)
+    assert store.set_many([("q", "d", 2, "a"), ("q", "d", None, "b"), ("q", "d", 0, "c"), ("r", "x", 3, "d")]) == [
+        1,
+        2,
+        None,
+        None,
+    ]
+    assert len(commits) == 1 and store.labels() == {"q": {"d": 0}, "r": {"x": 3}}
+    with pytest.raises(stagewise.errors.InputError, match="is not a label"):
+        store.set_many([("q", "d", 3, ""), ("q", "e", 4, "")])  # refused before anything is written
+    with sqlite3.connect(db) as other:
+        other.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON history WHEN NEW.docid = 'bad' "
+            "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    with pytest.raises(sqlite3.DatabaseError, match="refused"):
+        store.set_many([("q", "d", 3, ""), ("q", "bad", 1, "")])
+    assert store.labels() == {"q": {"d": 0}, "r": {"x": 3}} and len(store.history()) == 4
+    store.close()
