@@ -64,10 +64,11 @@ def playground(labels: Sequence[int], gain: str = "exp") -> dict[str, Any]:
 class Workspace:
     """Runs held in memory, labels in the store, and per-query metric values kept current on every change.
 
-    A relabel changes one query's labels, so only that query is evaluated again (every run at once, by
-    :func:`stagewise.evaluate` on that query's results and labels) and the means are re-aggregated from the
-    per-query values (:class:`~stagewise.app.query_values.QueryValues`): the numbers are those of a full
-    evaluation of the current labels, bit for bit, at the cost of one query.
+    The values start from one :func:`stagewise.evaluate` of every run. A relabel changes one query's labels, so
+    only that query is evaluated again (every run at once, by the engine's own ``measure_run`` on that query's
+    results and labels) and the means are re-aggregated from the per-query values
+    (:class:`~stagewise.app.query_values.QueryValues`): the numbers are those of a full evaluation of the current
+    labels, bit for bit (``tests/test_app_incremental.py``), at the cost of one query.
     """
 
     def __init__(
