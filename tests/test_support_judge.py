@@ -275,3 +275,10 @@ def test_the_vectorised_threshold_search_equals_the_fit_scripts(pairs: list[tupl
     if len(set(probability)) > 1:
         expected = best_threshold(probability, reference)
         assert _evidence_tool().best_cut(probability, reference) == pytest.approx(expected)
+
+
+def test_each_signals_auc_is_one_when_it_is_the_verdict_and_zero_when_reversed() -> None:
+    pytest.importorskip("sklearn")
+    verdicts = [True, False, True, True, False]
+    rows = [{"same": float(v), "reversed": float(not v), "flat": 0.5} for v in verdicts]
+    assert _evidence_tool().feature_auc(rows, verdicts) == {"same": 1.0, "reversed": 0.0, "flat": 0.5}

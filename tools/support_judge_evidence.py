@@ -181,12 +181,22 @@ def feature_table(data: Path, dense: bool) -> tuple[list[dict[str, float]], list
     return rows, [c["support"] == SUPPORTED for c in claims], LEXICAL_NAMES + (DENSE_NAMES if dense else ())
 
 
+def feature_auc(rows: list[dict[str, float]], verdicts: list[bool]) -> dict[str, float]:
+    """Each signal alone: the ROC AUC of its value against the expert verdict (0.5 is chance, below 0.5 the
+    signal points the other way)."""
+    from sklearn.metrics import roc_auc_score
+
+    return {name: round(float(roc_auc_score(verdicts, [row[name] for row in rows])), 3) for name in rows[0]}
+
+
 def evidence(data: Path, seeds: int, dense: bool) -> dict[str, Any]:
-    """The nested estimate of each recipe, and the shipped recipe's learning curve."""
+    """Each signal's AUC, the nested estimate of each recipe, and the shipped recipe's learning curve."""
     import numpy as np
 
     rows, verdicts, shipped = feature_table(data, dense)
     y = np.asarray(verdicts)
+    auc = feature_auc(rows, verdicts)
+    print("  ROC AUC of each signal alone:", auc, file=sys.stderr, flush=True)
     sets = {"shipped": shipped, "shipped + candidates": shipped + CANDIDATES}
     recipes = []
     for (set_name, names), kind in itertools.product(sets.items(), ("logistic C=1", "logistic C=0.1", "stumps")):
@@ -198,7 +208,14 @@ def evidence(data: Path, seeds: int, dense: bool) -> dict[str, Any]:
         {"training_share": s, "claims": int(0.8 * len(y) * s), **nested_estimate(x, y, "logistic C=1", seeds, s)}
         for s in SHARES
     ]
-    return {"claims": len(y), "supported": int(y.sum()), "seeds": seeds, "recipes": recipes, "learning_curve": curve}
+    return {
+        "claims": len(y),
+        "supported": int(y.sum()),
+        "seeds": seeds,
+        "auc": auc,
+        "recipes": recipes,
+        "learning_curve": curve,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -216,6 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     out = evidence(args.data, args.seeds, args.dense)
     print(f"rand_val: {out['claims']} claims, {out['supported']} supported; nested 5-fold CV x {out['seeds']} seeds")
+    print("ROC AUC of each signal alone: " + ", ".join(f"{k} {v:.3f}" for k, v in out["auc"].items()))
     print(f"  {'features':22} {'model':15} {'macro-F1':>15} {'kappa':>15}")
     for r in out["recipes"]:
         f1, kappa = f"{r['macro_f1']:.3f} ± {r['macro_f1_sd']:.3f}", f"{r['kappa']:.3f} ± {r['kappa_sd']:.3f}"
