@@ -124,3 +124,15 @@ def test_an_unknown_strategy_is_refused_with_the_choices() -> None:
     index, queries = _skewed_index()
     with pytest.raises((ConventionError, StagewiseError), match="'auto', 'maxscore', 'exhaustive'"):
         index.topk(queries, k=3, strategy="wand")
+
+
+def test_building_a_run_leaves_the_top_k_as_it_was() -> None:
+    """The Run reorders its columns in place (query blocks into byte order of their ids): it must get copies,
+    or a second to_run of the same TopK would read scores already moved."""
+    index, queries = _skewed_index()
+    ids = [str(100 - i) for i in range(len(queries))]  # not in byte order: the blocks move
+    top = index.topk(queries, ids, k=5)
+    scores = top.scores.copy()
+    first = top.to_run(index).to_polars()
+    assert np.array_equal(top.scores, scores)
+    assert top.to_run(index).to_polars().equals(first)

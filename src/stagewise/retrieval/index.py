@@ -97,7 +97,7 @@ class TopK:
             first_seen,
             codes,
             docs,
-            np.ascontiguousarray(self.scores, dtype=np.float64),
+            np.array(self.scores, dtype=np.float64),  # a copy: the Run reorders its columns in place
             None,
             keys,
             name=name or f"bm25-{self.scoring}",
