@@ -279,7 +279,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--scifact", type=Path, default=SHARED_DATA / "scifact", help="SciFact folder")
     parser.add_argument("--generator", type=Path, default=GENERATOR)
     parser.add_argument("--corpora", nargs="+", default=list(CELLS), choices=list(CELLS))
-    parser.add_argument("--repeat", type=int, default=5, help="searches per process and k (default 5)")
+    parser.add_argument("--repeat", type=int, default=3, help="searches per process and k (default 3)")
     parser.add_argument("--rounds", type=int, default=2, help="search processes per tool, run in turn (default 2)")
     parser.add_argument("--tools", nargs="+", default=["stagewise", "bm25s"], choices=["stagewise", "bm25s"])
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
