@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", ALIAS,
         "--host", "127.0.0.1", "--port", str(args.port), "--n_ctx", "8192", "--n_threads", str(args.threads),
+        "--chat_format", "gemma",  # the GGUF's own template is not read: llama-cpp-python would fall back to llama-2's
     ]  # fmt: skip
     print(f"llm-check: starting {' '.join(command)} (log: {log})", flush=True)
     with log.open("w") as out:
