@@ -410,12 +410,16 @@ class BM25Index:
         progress: Progress | None = None,
         exhaustive: bool = False,
         strategy: str = "auto",
+        weight_mask: Any = None,
     ) -> TopK:
         """The top ``k`` documents of each query, as arrays (:meth:`search` wraps them in a Run; the parameters
         are the same). ``strategy`` picks how each query is answered: ``"auto"`` (a cost model chooses per
         query), ``"maxscore"`` (always prune) or ``"exhaustive"`` (score every posting; ``exhaustive=True`` says
         the same). Every strategy gives identical results, to the last bit and the tie order; the choice is
-        there for tests and timing."""
+        there for tests and timing. ``weight_mask`` (bm25s' ``weight_mask``): see :meth:`search`."""
+        if weight_mask is not None:
+            return self._masked_topk(queries, ids, weight_mask, k=k, variant=variant, k1=k1, b=b, delta=delta,
+                                     epsilon=epsilon, all_documents=all_documents)  # fmt: skip
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise parameter_error("k", "search", "an int >= 1", k)
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
@@ -499,6 +503,7 @@ class BM25Index:
         workers: int = 1,
         progress: Progress | None = None,
         name: str | None = None,
+        weight_mask: Any = None,
     ):
         """Rank documents for each query; returns a :class:`stagewise.data.run.Run`.
 
@@ -524,6 +529,10 @@ class BM25Index:
             Called after each batch of queries.
         name : str, optional
             The run's name (default ``bm25-<variant>(<parameters>)``).
+        weight_mask : array of float, one per document (index order), optional
+            bm25s' ``weight_mask``: each document's score is multiplied by its weight before the top ``k`` are
+            taken, so a weight of 0 filters a document out (it is not returned unless ``all_documents``) and other
+            weights re-weight it. Every document's score is computed for each query (no pruning), as bm25s does.
         """
         top = self.topk(
             queries,
@@ -537,8 +546,42 @@ class BM25Index:
             all_documents=all_documents,
             workers=workers,
             progress=progress,
+            weight_mask=weight_mask,
         )
         return top.to_run(self, name=name)
+
+    def _masked_topk(self, queries: Any, ids: Sequence[str] | None, weight_mask: Any, *, k: int,
+                     all_documents: bool, **scoring: Any) -> TopK:  # fmt: skip
+        """:meth:`topk` with bm25s' ``weight_mask``: every document scored, multiplied by its weight, then the top
+        ``k`` by masked score (ties: the document indexed first). A document whose masked score is 0 is left out
+        unless ``all_documents``, as an unmatched document is."""
+        mask = np.asarray(weight_mask)
+        if mask.ndim != 1 or len(mask) != self.n_docs or not np.issubdtype(mask.dtype, np.number):
+            raise parameter_error(
+                "weight_mask", "search", f"a 1-D array of {self.n_docs} numbers (one per indexed document)",
+                f"an array of shape {mask.shape} and type {mask.dtype}",
+            )  # fmt: skip
+        mask = mask.astype(np.float64)
+        if not np.isfinite(mask).all():
+            raise parameter_error("weight_mask", "search", "finite numbers", "NaN or infinity")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise parameter_error("k", "search", "an int >= 1", k)
+        query_ids, texts = _queries(queries, ids)
+        _check_ids(query_ids, "queries")
+        offsets, docs, scores, empty = [0], [], [], 0
+        for text in texts:
+            masked = self.score(text, **scoring) * mask
+            keep = np.arange(self.n_docs) if all_documents else np.flatnonzero(masked != 0)
+            empty += int(len(keep) == 0)
+            order = keep[np.lexsort((keep, -masked[keep]))][:k]  # score descending, then index order
+            docs.append(order.astype(np.int32))
+            scores.append(masked[order])
+            offsets.append(offsets[-1] + len(order))
+        scoring_value = self._scoring(scoring.get("variant"), scoring.get("k1"), scoring.get("b"),
+                                      scoring.get("delta"), scoring.get("epsilon"))  # fmt: skip
+        return TopK(list(query_ids), np.asarray(offsets, dtype=np.int64),
+                    np.concatenate(docs) if docs else np.zeros(0, np.int32),
+                    np.concatenate(scores) if scores else np.zeros(0), scoring_value, empty)  # fmt: skip
 
     def score(
         self,
