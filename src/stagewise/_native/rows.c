@@ -720,6 +720,205 @@ release:
     return result;
 }
 
+/* -------------------------------------------------------------------------------------------- TREC lines */
+
+/* A score as polars' CSV writer spells a double (the bytes stagewise's TREC writer has always written): the
+ * shortest digits that read back as the same double (Python's repr digits, from PyOS_double_to_string), laid
+ * out positionally when the decimal exponent e of d.ddd x 10^e is in [-5, 16) ("0.00001", "123.0"), else as
+ * "d.ddde+16" / "de-7" (no padding of the exponent); "NaN", "inf", "-inf"; zero keeps its sign ("-0.0").
+ * Writes at most 32 bytes to out; returns the length, or -1 with an exception set. */
+static int shortest_score(double x, char *out) {
+    if (isnan(x)) return (int)(memcpy(out, "NaN", 3), 3);
+    if (isinf(x)) return x > 0 ? (int)(memcpy(out, "inf", 3), 3) : (int)(memcpy(out, "-inf", 4), 4);
+    int n = 0;
+    if (signbit(x)) out[n++] = '-';
+    if (x == 0.0) return (int)(memcpy(out + n, "0.0", 3), n + 3);
+    char *text = PyOS_double_to_string(x, 'r', 0, 0, NULL);
+    if (!text) return -1;
+    /* text: [-]digits[.digits][e(+|-)digits]; the significant digits, and p: how many of them precede the
+     * decimal point (negative or past the end when the point lies outside them) */
+    char digits[24];
+    int count = 0, point = -1, p = 0, exp10 = 0;
+    const char *c = text + (text[0] == '-');
+    for (; *c && *c != 'e'; c++) {
+        if (*c == '.') {
+            point = count;
+            continue;
+        }
+        if (count == 0 && *c == '0') { /* a leading zero; after the point, it moves the digits right */
+            if (point >= 0) p--;
+            continue;
+        }
+        if (count < (int)sizeof digits) digits[count++] = *c;
+    }
+    p += point < 0 ? count : point;
+    if (*c == 'e') exp10 = atoi(c + 1);
+    PyMem_Free(text);
+    while (count > 1 && digits[count - 1] == '0') count--;
+    int e = p - 1 + exp10; /* value = d1.d2... x 10^e */
+    if (e >= -5 && e < 16) {
+        if (e < 0) {
+            out[n++] = '0';
+            out[n++] = '.';
+            for (int k = -1; k > e; k--) out[n++] = '0';
+            memcpy(out + n, digits, (size_t)count);
+            return n + count;
+        }
+        for (int k = 0; k <= e; k++) out[n++] = k < count ? digits[k] : '0';
+        out[n++] = '.';
+        if (count > e + 1) {
+            memcpy(out + n, digits + e + 1, (size_t)(count - e - 1));
+            return n + count - e - 1;
+        }
+        out[n++] = '0';
+        return n;
+    }
+    out[n++] = digits[0];
+    if (count > 1) {
+        out[n++] = '.';
+        memcpy(out + n, digits + 1, (size_t)(count - 1));
+        n += count - 1;
+    }
+    n += sprintf(out + n, e > 0 ? "e+%d" : "e%d", e);
+    return n;
+}
+
+/* Scores repeat a lot in fused runs (RRF gives every query the same few sums), so each formatted score is
+ * kept in a small direct-mapped table keyed by its bits. */
+#define SCORE_CACHE 4096
+typedef struct {
+    uint64_t bits[SCORE_CACHE];
+    unsigned char len[SCORE_CACHE]; /* 0: empty */
+    char text[SCORE_CACHE][32];
+} ScoreCache;
+
+static inline int cached_score(ScoreCache *cache, double x, char *out) {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    size_t slot = (size_t)((bits ^ (bits >> 29) ^ (bits >> 47)) & (SCORE_CACHE - 1));
+    if (cache->len[slot] && cache->bits[slot] == bits) {
+        memcpy(out, cache->text[slot], 32);
+        return cache->len[slot];
+    }
+    int n = shortest_score(x, out);
+    if (n > 0) {
+        cache->bits[slot] = bits;
+        cache->len[slot] = (unsigned char)n;
+        memcpy(cache->text[slot], out, (size_t)n);
+    }
+    return n;
+}
+
+static inline int decimal(int64_t v, char *out) { /* v >= 0 */
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (int k = 0; k < n; k++) out[k] = tmp[n - 1 - k];
+    return n;
+}
+
+/* format_score(x) -> bytes: one score as trec_lines writes it (for tests). */
+static PyObject *format_score(PyObject *self, PyObject *args) {
+    double x;
+    if (!PyArg_ParseTuple(args, "d", &x)) return NULL;
+    char out[40];
+    int n = shortest_score(x, out);
+    return n < 0 ? NULL : PyBytes_FromStringAndSize(out, n);
+}
+
+/* trec_lines(query_ids (offsets, data), row_offsets int64, docs (offsets, data), scores float64, tag bytes,
+ * start, stop) -> bytes: the TREC lines "qid Q0 doc rank score tag\n" of queries start..stop-1, whose rows are
+ * row_offsets[q]..row_offsets[q + 1] (ranks count from 1 within each query). */
+static PyObject *trec_lines(PyObject *self, PyObject *args) {
+    PyObject *qseq, *dseq;
+    Py_buffer ob, sb, tb;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "Oy*Oy*y*nn", &qseq, &ob, &dseq, &sb, &tb, &start, &stop)) return NULL;
+    Sources queries, docs;
+    int opened = 0;
+    PyObject *result = NULL;
+    ScoreCache *cache = NULL;
+    if (sources_open(&queries, qseq) < 0) goto done;
+    opened = 1;
+    if (sources_open(&docs, dseq) < 0) goto done;
+    opened = 2;
+    const int64_t *rows = ob.buf;
+    const double *scores = sb.buf;
+    Py_ssize_t n_queries = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    int64_t n_rows = sb.len / (Py_ssize_t)sizeof(double);
+    if (n_queries != sources_rows(&queries) || start < 0 || stop > n_queries || start > stop ||
+        (n_queries >= 0 && (rows[0] < 0 || rows[n_queries] > n_rows || rows[n_queries] > sources_rows(&docs)))) {
+        PyErr_SetString(PyExc_ValueError, "trec_lines: offsets, ids, docs and scores do not match");
+        goto done;
+    }
+    /* an upper bound of the output: every row's fixed parts plus its strings */
+    int64_t bound = 0;
+    for (Py_ssize_t q = start; q < stop; q++) {
+        if (rows[q + 1] < rows[q]) {
+            PyErr_SetString(PyExc_ValueError, "trec_lines: row offsets must not decrease");
+            goto done;
+        }
+        int64_t qlen, first = rows[q], last = rows[q + 1];
+        locate(&queries, q, &qlen);
+        bound += (last - first) * (qlen + (int64_t)tb.len + 3 + 20 + 40 + 5);
+        if (last > first) {
+            int64_t a, b;
+            const unsigned char *pa = locate(&docs, first, &a), *pb = locate(&docs, last - 1, &b);
+            /* rows of one column are contiguous; across columns, add each row's length */
+            if (docs.m == 1) bound += (int64_t)(pb + b - pa);
+            else
+                for (int64_t i = first; i < last; i++) bound += (locate(&docs, i, &a), a);
+        }
+    }
+    cache = calloc(1, sizeof *cache);
+    if (!cache) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)bound);
+    if (!result) goto done;
+    char *w = PyBytes_AS_STRING(result);
+    for (Py_ssize_t q = start; q < stop; q++) {
+        int64_t qlen;
+        const unsigned char *qid = locate(&queries, q, &qlen);
+        for (int64_t i = rows[q]; i < rows[q + 1]; i++) {
+            int64_t dlen;
+            const unsigned char *doc = locate(&docs, i, &dlen);
+            memcpy(w, qid, (size_t)qlen);
+            w += qlen;
+            memcpy(w, " Q0 ", 4);
+            w += 4;
+            memcpy(w, doc, (size_t)dlen);
+            w += dlen;
+            *w++ = ' ';
+            w += decimal(i - rows[q] + 1, w);
+            *w++ = ' ';
+            int n = cached_score(cache, scores[i], w);
+            if (n < 0) {
+                Py_CLEAR(result);
+                goto done;
+            }
+            w += n;
+            *w++ = ' ';
+            memcpy(w, tb.buf, (size_t)tb.len);
+            w += tb.len;
+            *w++ = '\n';
+        }
+    }
+    _PyBytes_Resize(&result, (Py_ssize_t)(w - PyBytes_AS_STRING(result)));
+done:
+    free(cache);
+    if (opened >= 1) sources_close(&queries);
+    if (opened >= 2) sources_close(&docs);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&tb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"gather_strings", gather_strings, METH_VARARGS, "The strings of some rows of one or more columns."},
     {"sort_keys", sort_keys, METH_VARARGS, "Keys whose sort orders rows by query, then truncated score."},
@@ -727,6 +926,8 @@ static PyMethodDef methods[] = {
      "Sorted keys to rows in place, with truncation ties put in score then doc id order."},
     {"join_pairs", join_pairs, METH_VARARGS, "Join parts of rows on (query, key, document string)."},
     {"match_pairs", match_pairs, METH_VARARGS, "Rows of two sides with the same query and document."},
+    {"format_score", format_score, METH_VARARGS, "One score as trec_lines writes it (shortest round trip)."},
+    {"trec_lines", trec_lines, METH_VARARGS, "TREC run lines of a range of queries, as one bytes object."},
     {NULL, NULL, 0, NULL},
 };
 
