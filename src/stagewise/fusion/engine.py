@@ -22,7 +22,7 @@ from stagewise.fusion.options import FusionOptions, resolve_options
 
 def _fuse_group(group: list[Any], names: list[str], options: FusionOptions, name: str | None) -> tuple[bytes, dict]:
     """One group's fused lines (TREC) and its fusion statement."""
-    from stagewise.data.writers import write_trec_run
+    from stagewise.fusion.writer import write_trec_lines
 
     if options.queries == "intersection":
         common = group[0].query_ids
@@ -33,7 +33,7 @@ def _fuse_group(group: list[Any], names: list[str], options: FusionOptions, name
     fused = fuse(dict(zip(names, group, strict=True)), options=options, name=name)
     sink = io.BytesIO()
     if len(fused):
-        write_trec_run(fused, sink)
+        write_trec_lines(fused, sink)
     return sink.getvalue(), fused.fusion
 
 

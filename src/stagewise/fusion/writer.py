@@ -2,15 +2,49 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from stagewise._io import PathLike, atomic_paths, atomic_write
 from stagewise.data.run import Run
-from stagewise.data.writers import format_for, write_run
+from stagewise.data.writers import _refuse_unreadable, format_for, write_run, write_trec_run
 from stagewise.errors import InputError
+
+# Queries formatted per C call: about this many rows, so the text held at once stays a few tens of MB whatever
+# the size of the run.
+ROWS_PER_CHUNK = 1 << 19
+
+
+def write_trec_lines(run: Run, sink: IO[bytes], tag: str | None = None) -> None:
+    """``run`` as TREC lines to the binary stream ``sink``: the bytes :func:`stagewise.data.writers.write_trec_run`
+    writes (scores in polars' spelling of their shortest round-trip digits), formatted in C a chunk of whole
+    queries at a time, so memory holds one chunk of text, not the whole file. Without the compiled helpers it
+    is ``write_trec_run``."""
+    from stagewise._native import rowops
+    from stagewise.data.strings import StringColumn
+
+    tag = tag or run.tag or run.name
+    native = rowops.native
+    if native is None or not len(run):
+        write_trec_run(run, sink, tag)
+        return
+    _refuse_unreadable(run.query_ids, run.query_codes, run.docs, tag, "run")
+    ids = StringColumn.from_strings(run.query_ids.tolist())
+    offsets = np.ascontiguousarray(run.offsets, dtype=np.int64)
+    scores = np.ascontiguousarray(run.scores, dtype=np.float64)
+    docs = [(np.ascontiguousarray(run.docs.offsets, dtype=np.int64), run.docs.data)]
+    queries = [(ids.offsets, ids.data)]
+    encoded_tag = tag.encode("utf-8")
+    # chunk boundaries: the first query of each run of about ROWS_PER_CHUNK rows
+    bounds = np.unique(np.searchsorted(offsets, np.arange(0, len(run), ROWS_PER_CHUNK), side="right") - 1)
+    bounds = [*bounds.tolist(), len(offsets) - 1]
+    for start, stop in itertools.pairwise(bounds):
+        sink.write(native.trec_lines(queries, offsets, docs, scores, encoded_tag, start, stop))
 
 
 def write_fused(
@@ -23,7 +57,7 @@ def write_fused(
     The run and its metadata land together or not at all: both are written to temporary files first, and
     if the second rename fails the first file gets its old content back."""
     if not metadata:
-        write_run(run, path, tag=tag)
+        _write_run(run, path, None, tag)
         return None
     target = Path(path)
     meta_path = target.with_name(target.name + ".meta.json") if metadata is True else Path(metadata)
@@ -31,10 +65,20 @@ def write_fused(
         raise InputError(meta_path, "is both the run and its metadata file", hint="give --meta another path")
     kind = format_for(target, None)
     with atomic_paths([target, meta_path]) as (run_tmp, meta_tmp):
-        write_run(run, run_tmp, format=kind, tag=tag)
+        _write_run(run, run_tmp, kind, tag)
         with open(meta_tmp, "w", encoding="utf-8", newline="") as fh:
             dump_metadata(getattr(run, "fusion", None) or {}, fh)
     return meta_path
+
+
+def _write_run(run: Run, path: PathLike, kind: str | None, tag: str | None) -> None:
+    """:func:`write_run`, with TREC lines from :func:`write_trec_lines`."""
+    kind = format_for(path, kind)
+    if kind != "trec":
+        write_run(run, path, format=kind, tag=tag)
+        return
+    with atomic_paths([path]) as (tmp,), open(tmp, "wb") as fh:
+        write_trec_lines(run, fh, tag)
 
 
 def write_metadata(info: dict[str, Any], path: PathLike) -> None:
