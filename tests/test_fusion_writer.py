@@ -94,7 +94,11 @@ def both(run, tag=None) -> tuple[bytes, bytes]:
 
 @needs_native
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.lists(st.floats(allow_nan=False), min_size=1, max_size=8))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 30),
+    st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=8),
+)
 def test_runs_write_the_polars_bytes(seed, n_queries, pool):
     rng = np.random.default_rng(seed)
     run = random_run(rng, n_queries, np.array(pool) if seed % 2 else None)
