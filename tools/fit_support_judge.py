@@ -18,7 +18,9 @@ cosines included; ``lexical``: the signals without MiniLM):
 4. writes the JSON that :func:`stagewise.rag.calibrated.load_parameters` reads: per feature set the feature
    names, means, scales, coefficients, intercept and thresholds, with the data's path, hash and counts.
 
-rand_test is never read here: ``benchmarks/judge_quality.py`` reports the fitted judge on it. scikit-learn is
+rand_test is never read here: ``benchmarks/judge_quality.py`` reports the fitted judge on it.
+``tools/support_judge_evidence.py`` estimates, by nested cross-validation on rand_val, what this recipe and
+others (more features, other models, less data) can reach: the evidence for the choices made here. scikit-learn is
 needed only to run this script (it is not a dependency of stagewise).
 """
 
