@@ -785,7 +785,7 @@ static int shortest_score(double x, char *out) {
 
 /* Scores repeat a lot in fused runs (RRF gives every query the same few sums), so each formatted score is
  * kept in a small direct-mapped table keyed by its bits. */
-#define SCORE_CACHE 4096
+#define SCORE_CACHE 16384
 typedef struct {
     uint64_t bits[SCORE_CACHE];
     unsigned char len[SCORE_CACHE]; /* 0: empty */
