@@ -873,7 +873,11 @@ static PyObject *trec_lines(PyObject *self, PyObject *args) {
                 for (int64_t i = first; i < last; i++) bound += (locate(&docs, i, &a), a);
         }
     }
-    cache = calloc(1, sizeof *cache);
+    /* one table for the module, kept between calls (a stream of small query groups reuses it); the GIL,
+     * held throughout, keeps calls from sharing it at once */
+    static ScoreCache *kept = NULL;
+    if (!kept) kept = calloc(1, sizeof *kept);
+    cache = kept;
     if (!cache) {
         PyErr_NoMemory();
         goto done;
@@ -910,7 +914,6 @@ static PyObject *trec_lines(PyObject *self, PyObject *args) {
     }
     _PyBytes_Resize(&result, (Py_ssize_t)(w - PyBytes_AS_STRING(result)));
 done:
-    free(cache);
     if (opened >= 1) sources_close(&queries);
     if (opened >= 2) sources_close(&docs);
     PyBuffer_Release(&ob);
