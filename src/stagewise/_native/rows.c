@@ -727,18 +727,53 @@ release:
  * out positionally when the decimal exponent e of d.ddd x 10^e is in [-5, 16) ("0.00001", "123.0"), else as
  * "d.ddde+16" / "de-7" (no padding of the exponent); "NaN", "inf", "-inf"; zero keeps its sign ("-0.0").
  * Writes at most 32 bytes to out; returns the length, or -1 with an exception set. */
+static int layout_score(const char *digits, int count, int e, int n, char *out);
+
+/* The shortest digits of a double that some n x 10^-k (0 <= k <= 22, n < 10^15) reads back as, found without
+ * big-number arithmetic: both n and 10^k are exact doubles, so n / 10^k is the correctly rounded value of that
+ * decimal, what strtod gives. Below 10^15, decimals 10^-k apart are more than 4 ulps apart, so at most one of
+ * them reads back as x, and the first k that has one gives the fewest digits (repr's). Run files' scores, with
+ * their few decimals, take this path; 0 when it does not apply (the caller asks dtoa). */
+static int short_decimal(double ax, char *digits, int *e) {
+    static const double pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (!(ax < 1e15)) return 0;
+    for (int k = 0; k <= 22; k++) {
+        double scaled = ax * pow10[k];
+        if (scaled >= 1e15) return 0;
+        double guess = nearbyint(scaled); /* within one of the exact product's nearest integer */
+        for (int d = 0; d < 3; d++) {
+            double n = guess + (d == 0 ? 0.0 : d == 1 ? -1.0 : 1.0);
+            if (n < 1.0 || n / pow10[k] != ax) continue;
+            char tmp[24];
+            int len = 0;
+            for (uint64_t v = (uint64_t)n; v; v /= 10) tmp[len++] = (char)('0' + v % 10);
+            int count = 0;
+            for (int i = len - 1; i >= 0; i--) digits[count++] = tmp[i];
+            *e = len - 1 - k;
+            while (count > 1 && digits[count - 1] == '0') count--;
+            return count;
+        }
+    }
+    return 0;
+}
+
 static int shortest_score(double x, char *out) {
     if (isnan(x)) return (int)(memcpy(out, "NaN", 3), 3);
     if (isinf(x)) return x > 0 ? (int)(memcpy(out, "inf", 3), 3) : (int)(memcpy(out, "-inf", 4), 4);
     int n = 0;
     if (signbit(x)) out[n++] = '-';
     if (x == 0.0) return (int)(memcpy(out + n, "0.0", 3), n + 3);
+    char quick[24];
+    int e, count = short_decimal(fabs(x), quick, &e);
+    if (count) return layout_score(quick, count, e, n, out);
     char *text = PyOS_double_to_string(x, 'r', 0, 0, NULL);
     if (!text) return -1;
     /* text: [-]digits[.digits][e(+|-)digits]; the significant digits, and p: how many of them precede the
      * decimal point (negative or past the end when the point lies outside them) */
     char digits[24];
-    int count = 0, point = -1, p = 0, exp10 = 0;
+    int point = -1, p = 0, exp10 = 0;
+    count = 0;
     const char *c = text + (text[0] == '-');
     for (; *c && *c != 'e'; c++) {
         if (*c == '.') {
@@ -755,7 +790,12 @@ static int shortest_score(double x, char *out) {
     if (*c == 'e') exp10 = atoi(c + 1);
     PyMem_Free(text);
     while (count > 1 && digits[count - 1] == '0') count--;
-    int e = p - 1 + exp10; /* value = d1.d2... x 10^e */
+    e = p - 1 + exp10; /* value = d1.d2... x 10^e */
+    return layout_score(digits, count, e, n, out);
+}
+
+/* digits (count of them, no trailing zero but a lone "0") x 10^e laid out after the n bytes already in out */
+static int layout_score(const char *digits, int count, int e, int n, char *out) {
     if (e >= -5 && e < 16) {
         if (e < 0) {
             out[n++] = '0';
