@@ -57,6 +57,17 @@ def test_format_score_reads_back_and_is_shortest(bits):
 
 
 @needs_native
+@settings(max_examples=500, deadline=None)
+@given(st.integers(1, 10**17), st.integers(0, 25), st.booleans())
+def test_format_score_of_short_decimals_is_polars_spelling(digits, places, negative):
+    # run files' scores (a few decimals) take the C fast path (n / 10^k); its neighbours n +- 1 and values
+    # with 16-17 digits fall back to dtoa
+    x = (-1 if negative else 1) * digits / 10**places
+    values = [x, math.nextafter(x, math.inf), math.nextafter(x, -math.inf)]
+    assert [native.format_score(v) for v in values] == polars_spelling(values)
+
+
+@needs_native
 def test_format_score_hand_worked_boundaries():
     cases = {
         1e-5: b"0.00001",  # exponent -5: still positional
