@@ -6,6 +6,14 @@ Cases (targets from issue 4):
 - BordaFuse, file to file: at least 30x faster;
 - RRF of 2 runs x 1,000 queries x 100 docs, in memory (loaded runs in, a fused run out): at most 15 ms.
 
+Issue 26: RRF of that pair within 2x its floor in CPU time, and peak memory <= 1.5x the two input files. The
+floor is measured in the same run, in its own process: parse both files (the C parser behind ``read_run``),
+join them per query on the document (the C hash join fusion uses), and format and write as many lines as the
+inputs hold (13.96M, through the C TREC line printer; the fused run has 13.95M). RRF is timed two ways: in
+memory (``read_run`` + ``fuse`` + ``write_fused``) and on the stream engine (``fuse_to_file(..., engine="stream")``,
+a group of whole queries at a time). Times are CPU seconds of the process (user + system, all threads), which
+the load of a shared machine disturbs less than wall time; both are printed.
+
 "File to file" is reading both runs, fusing and writing the fused TREC run: stagewise's ``read_run`` +
 ``fuse`` + ``write_fused``; ranx's ``Run.from_file`` + ``fuse`` + ``Run.save``. Every tool and method runs
 in its own fresh subprocess (so peak memory is its own), ranx after one untimed call of each method on tiny
@@ -47,6 +55,9 @@ METHODS = {
     "bordafuse": ("bordafuse", "none", "bordafuse", None, 30.0),
 }
 IN_MEMORY = {"queries": 1000, "depth": 100, "target_ms": 15.0}
+# Issue 26: RRF file to file within FLOOR_RATIO x the floor (CPU time), peak memory <= PEAK_RATIO x the input.
+FLOOR_RATIO, PEAK_RATIO = 2.0, 1.5
+STREAMED = ("rrf",)  # methods also timed on the stream engine
 
 
 def _peak_rss_bytes() -> int:
@@ -66,20 +77,74 @@ def child_stagewise(paths: list[str], label: str, out: str, progress: str) -> di
     read_run = stagewise.read_run
     t_import = time.perf_counter() - t0
     _progress(progress, "start")
-    t0 = time.perf_counter()
+    clock = _Clock()
     runs = [read_run(p) for p in paths]
-    t1 = time.perf_counter()
+    clock.mark("read")
     fused = fuse(runs, method, norm=norm)
-    t2 = time.perf_counter()
+    clock.mark("fuse")
     write_fused(fused, out, metadata=False)
-    t3 = time.perf_counter()
-    return {
-        "import_s": t_import,
-        "phases": {"read": t1 - t0, "fuse": t2 - t1, "write": t3 - t2},
-        "e2e_s": t3 - t0,
-        "rows": len(fused),
-        "peak_rss": _peak_rss_bytes(),
-    }
+    clock.mark("write")
+    return {"import_s": t_import, **clock.result(), "rows": len(fused), "peak_rss": _peak_rss_bytes()}
+
+
+def child_stream(paths: list[str], label: str, out: str, progress: str) -> dict:
+    """The same fusion on the stream engine: both files read a group of whole queries at a time, each group
+    fused and written before the next is read (``stagewise fuse --engine stream``)."""
+    method, norm = METHODS[label][0], METHODS[label][1]
+    from stagewise.fusion.writer import fuse_to_file
+
+    _progress(progress, "start")
+    clock = _Clock()
+    info = fuse_to_file(paths, out, None, method, engine="stream", norm=norm)
+    clock.mark("read+fuse+write")
+    return {**clock.result(), "rows": info["n_results"], "peak_rss": _peak_rss_bytes()}
+
+
+def child_floor(paths: list[str], out: str) -> dict:
+    """What any fusion of these files must do, each step with the project's fastest code for it: parse both
+    files (the C TREC parser behind ``read_run``), join them per query on the document (the C hash join
+    fusion uses, no scoring), and format and write about as many lines as the fused run holds (the inputs'
+    13.96M rows through the C TREC line printer, against 13.95M fused rows)."""
+    import stagewise
+    from stagewise.data.strings import StringSources
+    from stagewise.fusion.join import cut, join
+    from stagewise.fusion.table import select_queries
+    from stagewise.fusion.writer import write_trec_lines
+
+    clock = _Clock()
+    runs = [stagewise.read_run(p) for p in paths]
+    clock.mark("parse")
+    query_ids = select_queries(runs, "union")
+    strings = StringSources([run.docs for run in runs])
+    joined = join([cut(run, query_ids, None) for run in runs], strings, strings.bases[:-1])
+    clock.mark("join")
+    with open(out, "wb") as fh:
+        for run in runs:
+            write_trec_lines(run, fh)
+    clock.mark("format+write")
+    return {**clock.result(), "rows": sum(len(run) for run in runs), "candidates": len(joined)}
+
+
+class _Clock:
+    """Wall and CPU seconds (this process, user + system) of consecutive phases."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.phases: dict[str, float] = {}
+        self.phases_cpu: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.phases[phase], self.phases_cpu[phase] = wall - self.wall, cpu - self.cpu
+        self.wall, self.cpu = wall, cpu
+
+    def result(self) -> dict:
+        return {
+            "phases": self.phases,
+            "phases_cpu": self.phases_cpu,
+            "e2e_s": sum(self.phases.values()),
+            "e2e_cpu_s": sum(self.phases_cpu.values()),
+        }
 
 
 def child_ranx(paths: list[str], label: str, out: str, progress: str) -> dict:
@@ -244,16 +309,23 @@ def main() -> None:
             result = child_memory(paths, args.child.split("-", 1)[1], args.memory_repeat)
         elif args.child == "stagewise":
             result = child_stagewise(paths, args.label, args.out, args.progress)
+        elif args.child == "stream":
+            result = child_stream(paths, args.label, args.out, args.progress)
+        elif args.child == "floor":
+            result = child_floor(paths, args.out)
         else:
             result = child_ranx(paths, args.label, args.out, args.progress)
         print(RESULT_MARK + json.dumps(result), flush=True)
         return
 
     paths = ensure_data(args.data, args.generator)
+    data = ["--data", str(args.data)]
     size = sum(p.stat().st_size for p in paths) / 1e6
     print(f"data: {args.data} (2 runs, {size:.0f} MB)")
-    results: dict = {"file_to_file": {}, "in_memory": {}}
+    results: dict = {"file_to_file": {}, "in_memory": {}, "input_bytes": sum(p.stat().st_size for p in paths)}
     with tempfile.TemporaryDirectory() as tmp:
+        results["floor"], _ = run_child(["--child", "floor", "--out", str(Path(tmp) / "floor.run"), *data], None)
+        _print_floor(results["floor"])
         for label in args.methods:
             row: dict = {}
             times = []
@@ -265,7 +337,12 @@ def main() -> None:
                 if result:
                     times.append(result)
             if times:
-                row["stagewise"] = sorted(times, key=lambda r: r["e2e_s"])[len(times) // 2]
+                row["stagewise"] = sorted(times, key=lambda r: r["e2e_cpu_s"])[len(times) // 2]
+            if label in STREAMED:
+                out = str(Path(tmp) / f"sw-stream-{label}.run")
+                row["stagewise-stream"], _ = run_child(
+                    ["--child", "stream", "--label", label, "--out", out, *data], None
+                )
             if not args.skip_ranx:
                 out = str(Path(tmp) / f"ranx-{label}.run")
                 result, bound = run_child(
@@ -286,12 +363,14 @@ def main() -> None:
 
 
 def _print_row(label: str, row: dict) -> None:
-    sw = row.get("stagewise")
-    if sw:
-        phases = ", ".join(f"{k} {v:.2f}" for k, v in sw["phases"].items())
-        print(
-            f"{label}: stagewise {sw['e2e_s']:.2f} s ({phases}; {sw['rows']:,} rows; peak {sw['peak_rss'] / GB:.2f} GB)"
-        )
+    for tool in ("stagewise", "stagewise-stream"):
+        sw = row.get(tool)
+        if sw:
+            phases = ", ".join(f"{k} {sw['phases_cpu'][k]:.2f}" for k in sw["phases"])
+            print(
+                f"{label}: {tool} {sw['e2e_s']:.2f} s wall, {sw['e2e_cpu_s']:.2f} s CPU (CPU: {phases}; "
+                f"{sw['rows']:,} rows; peak {sw['peak_rss'] / GB:.2f} GB)"
+            )
     rx = row.get("ranx")
     if rx and "e2e_s" in rx:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in rx["phases"].items())
@@ -301,7 +380,41 @@ def _print_row(label: str, row: dict) -> None:
     sys.stdout.flush()
 
 
+def _print_floor(floor: dict | None) -> None:
+    if floor:
+        phases = ", ".join(f"{k} {v:.2f}" for k, v in floor["phases_cpu"].items())
+        print(f"floor: {floor['e2e_cpu_s']:.2f} s CPU ({phases}; {floor['rows']:,} lines formatted)")
+        sys.stdout.flush()
+
+
+def _floor_verdicts(results: dict) -> None:
+    """RRF against issue 26's targets: CPU time within FLOOR_RATIO x the floor measured in this run, peak
+    memory within PEAK_RATIO x the two input files."""
+    floor, row = results.get("floor"), results["file_to_file"].get("rrf", {})
+    if not floor or not row:
+        return
+    floor_s, input_bytes = floor["e2e_cpu_s"], results["input_bytes"]
+    print(
+        f"\nRRF against its floor ({floor_s:.2f} s CPU: two parses, a per-query join, formatting "
+        f"{floor['rows']:,} lines) and its input ({input_bytes / GB:.2f} GB):"
+    )
+    print(f"  {'path':<18}{'CPU':>8}{'x floor':>9}{'peak':>9}{'x input':>9}  verdict")
+    for tool in ("stagewise", "stagewise-stream"):
+        sw = row.get(tool)
+        if not sw:
+            continue
+        speed, memory = sw["e2e_cpu_s"] / floor_s, sw["peak_rss"] / input_bytes
+        verdict = (
+            f"speed {'PASS' if speed <= FLOOR_RATIO else 'MISS'} (<= {FLOOR_RATIO:g}x), "
+            f"memory {'PASS' if memory <= PEAK_RATIO else 'MISS'} (<= {PEAK_RATIO:g}x)"
+        )
+        print(
+            f"  {tool:<18}{sw['e2e_cpu_s']:>7.2f}s{speed:>8.2f}x{sw['peak_rss'] / GB:>7.2f}GB{memory:>8.2f}x  {verdict}"
+        )
+
+
 def _summary(results: dict) -> None:
+    _floor_verdicts(results)
     print("\nfile to file (read both runs, fuse, write TREC):")
     print(f"  {'method':<16}{'stagewise':>12}{'ranx':>14}{'ratio':>10}{'target':>9}  verdict")
     for label, row in results["file_to_file"].items():
