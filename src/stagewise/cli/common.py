@@ -53,7 +53,10 @@ QrelsFormatOption = Annotated[
     QrelsFormat | None,
     typer.Option(
         "--qrels-format",
-        help="Layout of the qrels file (default: from its extension, else TREC); "
+        metavar="FORMAT",  # the choices are in the help: as a metavar they would squeeze every help column
+        help="Layout of the qrels file (default: from its extension, else TREC): "
+        + ", ".join(e.name for e in dict.fromkeys(QRELS_FORMATS.values()))
+        + "; "
         + "; ".join(f"{e.name}: {e.help}" for e in dict.fromkeys(QRELS_FORMATS.values()) if e.name not in RUN_FORMATS)
         + ".",
     ),

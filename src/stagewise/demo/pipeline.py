@@ -407,7 +407,9 @@ def _answerer(data: DemoData, generator: tuple[str | None, str]) -> Any:
     return ExtractiveAnswerer({pid: p.sentences for pid, p in data.passages.items()})
 
 
-def _answers(data: DemoData, answerer: Any, contexts: list[list[str]]) -> tuple[list[str], list[str | None], str]:
+def _answers(
+    data: DemoData, answerer: Any, contexts: list[list[str]], name: str
+) -> tuple[list[str], list[str | None], str]:
     """Each question's answer, why it has none (None when it has one), and the step's line."""
     if hasattr(answerer, "answer_many"):  # a model behind an endpoint: asked in one batch, failures kept
         items = [(q.text, [(pid, data.passages[pid].text) for pid in ctx]) for q, ctx in zip(data.questions, contexts,
@@ -415,11 +417,14 @@ def _answers(data: DemoData, answerer: Any, contexts: list[list[str]]) -> tuple[
         made = answerer.answer_many(items)
         failed = sum(g.error is not None for g in made)
         said = answerer.describe()
-        line = (f"{said['model']} at {said['url']} ({said['prompt']}) answered {len(made) - failed} of {len(made)}"
-                + (f"; {failed} failed, their answers empty" if failed else ""))  # fmt: skip
+        line = (
+            f"{said['model']} at {said['url']} ({said['prompt']}) reads the top {CONTEXT_K} of {name}: answered "
+            f"{len(made) - failed} of {len(made)}" + (f"; {failed} failed, their answers empty" if failed else "")
+        )
         return [g.text for g in made], [g.error for g in made], line
     answers = [answerer.answer(q.text, ctx) for q, ctx in zip(data.questions, contexts, strict=True)]
-    return answers, [None] * len(answers), f"extractive answerer reads the top {CONTEXT_K} and cites [passage id]"
+    line = f"extractive answerer reads the top {CONTEXT_K} of {name} and cites [passage id]"
+    return answers, [None] * len(answers), line
 
 
 def _answer_and_diagnose(
@@ -431,7 +436,7 @@ def _answer_and_diagnose(
     answerer = _answerer(data, generator)
     rankings = final.rankings()
     contexts = [rankings.get(q.id, [])[:CONTEXT_K] for q in data.questions]
-    answers, errors, line = _answers(data, answerer, contexts)
+    answers, errors, line = _answers(data, answerer, contexts, name)
     records = []
     for q, context, answer, error in zip(data.questions, contexts, answers, errors, strict=True):
         record = {
@@ -448,7 +453,7 @@ def _answer_and_diagnose(
             record["generation_error"] = error
         records.append(record)
     _write_jsonl(folder / "rag.jsonl", records)
-    steps.finish("answers", f"{line} (ranking of {name})")
+    steps.finish("answers", line)
     rag = evaluate_rag(records, context_k=CONTEXT_K, correct=CORRECT, judge="lexical")
     (folder / "rag-labels.jsonl").write_text(render(rag, "jsonl"), encoding="utf-8")
     steps.finish("diagnosis", ", ".join(f"{label} {n}" for label, n in rag.counts().items()))
