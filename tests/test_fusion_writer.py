@@ -156,3 +156,44 @@ def test_fused_real_runs_write_the_polars_bytes(tmp_path, method, norm):
     write_fused(fused, tmp_path / "ours.run")
     write_trec_run(fused, tmp_path / "polars.run")
     assert (tmp_path / "ours.run").read_bytes() == (tmp_path / "polars.run").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "method,norm,block", [("rrf", "none", 1), ("rrf", "none", 3), ("combmnz", "minmax", 2), ("bordafuse", "none", 5)]
+)
+def test_fusing_query_blocks_writes_the_whole_fusion_bytes(tmp_path, method, norm, block):
+    from stagewise.fusion.engine import fuse_blocks_to
+
+    rng = np.random.default_rng(block)
+    runs = [random_run(rng, 23).renamed(f"r{i}") for i in range(3)]
+    sink = io.BytesIO()
+    weights = {"weights": [0.5, 0.3, 0.2]} if method == "rrf" else {}
+    info = fuse_blocks_to(runs, sink, method, norm=norm, block_queries=block, **weights)
+    whole = fuse(runs, method, norm=norm, **weights)
+    write_fused(whole, tmp_path / "whole.run")
+    assert sink.getvalue() == (tmp_path / "whole.run").read_bytes()
+    assert info == whole.fusion
+
+
+def test_blocks_decline_what_they_cannot_fuse_alone():
+    from stagewise.fusion.engine import fuse_blocks_to
+
+    runs = [random_run(np.random.default_rng(1), 5).renamed(f"r{i}") for i in range(2)]
+    sink = io.BytesIO()
+    assert fuse_blocks_to(runs, sink, "rrf", queries="intersection") is None
+    assert fuse_blocks_to(runs, sink, "rrf", ties="input") is None
+    assert sink.getvalue() == b""
+
+
+@needs_native
+def test_fusing_real_query_blocks_writes_the_whole_fusion_bytes(tmp_path):
+    from stagewise.fusion.engine import fuse_blocks_to
+
+    files = [ROBUST / f"input.{name}.gz" for name in ("pircRBa1", "aplrob03a", "uwmtCR0")]
+    if not all(f.exists() for f in files):
+        pytest.skip(f"the TREC 2003 Robust runs are not at {ROBUST} (research-only data kept outside the repository)")
+    runs = [read_run(f) for f in files]
+    sink = io.BytesIO()
+    fuse_blocks_to(runs, sink, "combsum", norm="zmuv", block_queries=7)
+    write_fused(fuse(runs, "combsum", norm="zmuv"), tmp_path / "whole.run")
+    assert sink.getvalue() == (tmp_path / "whole.run").read_bytes()

@@ -84,3 +84,64 @@ def fuse_to(
     if statement is None:
         raise StagewiseError("no query is in every run; use the union policy, or check the query ids")
     return {**statement, "n_queries": n_queries, "n_results": n_results}
+
+
+def fuse_blocks_to(
+    runs: list[Any],
+    sink: IO[bytes],
+    method: str | FusionMethod | None = None,
+    *,
+    options: FusionOptions | None = None,
+    name: str | None = None,
+    block_queries: int = 100,
+    **overrides: Any,
+) -> dict[str, Any] | None:
+    """Fuse loaded runs ``block_queries`` queries at a time, writing each block's TREC lines to ``sink``
+    before the next is fused: memory holds the runs and one block's fusion, not the whole fused run. The bytes
+    are those of :func:`fuse` then :func:`stagewise.fusion.write_fused`; returns the fusion statement, or
+    ``None`` (nothing written) where blocks would not give the same result: supervised methods, the
+    ``intersection``/``error`` query policies, or a tie convention other than ``docid``."""
+    from stagewise.fusion.writer import write_trec_lines
+
+    chosen = resolve_options(options, method, **overrides)
+    if chosen.info.supervised or chosen.queries != "union" or chosen.ties != "docid" or not runs:
+        return None
+    every = functools.reduce(np.union1d, [run.query_ids for run in runs])
+    statement: dict[str, Any] | None = None
+    n_queries = n_results = 0
+    for first in range(0, len(every), block_queries):
+        low, high = every[first], every[min(first + block_queries, len(every)) - 1]
+        parts = [_query_block(run, low, high) for run in runs]
+        fused = fuse(parts, options=chosen, name=name)
+        write_trec_lines(fused, sink)
+        statement = statement or fused.fusion
+        n_queries += fused.fusion["n_queries"]
+        n_results += fused.fusion["n_results"]
+    assert statement is not None
+    return {**statement, "n_queries": n_queries, "n_results": n_results}
+
+
+def _query_block(run: Any, low: str, high: str) -> Any:
+    """The rows of ``run``'s queries ``low``..``high`` (ids, inclusive) as a run of their own (empty when it
+    has none of them: the block still has every run, so weights and the statement's run names line up)."""
+    from stagewise.data.run import Run
+    from stagewise.data.strings import StringColumn
+
+    first = int(np.searchsorted(run.query_ids, low, side="left"))
+    last = int(np.searchsorted(run.query_ids, high, side="right"))
+    lo, hi = int(run.offsets[first]), int(run.offsets[last])
+    offsets = run.docs.offsets[lo : hi + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    docs = StringColumn(offsets - start, bytes(run.docs.data[start:end]))
+    return Run(
+        run.query_ids[first:last],
+        run.query_codes[lo:hi] - np.int32(first),
+        docs,
+        run.scores[lo:hi],
+        None if run.ranks is None else run.ranks[lo:hi],
+        None,
+        run.pair_keys[lo:hi],
+        name=run.name,
+        source=run.source,
+        tag=run.tag,
+    )
