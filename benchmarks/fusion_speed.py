@@ -9,9 +9,10 @@ Cases (targets from issue 4):
 Issue 26: RRF of that pair within 2x its floor in CPU time, and peak memory <= 1.5x the two input files. The
 floor is measured in the same run, in its own process: parse both files (the C parser behind ``read_run``),
 join them per query on the document (the C hash join fusion uses), and format and write as many lines as the
-inputs hold (13.96M, through the C TREC line printer; the fused run has 13.95M). RRF is timed two ways: in
-memory (``read_run`` + ``fuse`` + ``write_fused``) and on the stream engine (``fuse_to_file(..., engine="stream")``,
-a group of whole queries at a time). Times are CPU seconds of the process (user + system, all threads), which
+inputs hold (13.96M, through the C TREC line printer; the fused run has 13.95M). RRF is timed three ways: in
+memory (``read_run`` + ``fuse`` + ``write_fused``), in memory a block of 100 queries at a time (``read_run`` +
+``fuse_blocks_to``), and on the stream engine (``fuse_to_file(..., engine="stream")``, a group of whole queries
+at a time, read from the files). Times are CPU seconds of the process (user + system, all threads), which
 the load of a shared machine disturbs less than wall time; both are printed.
 
 "File to file" is reading both runs, fusing and writing the fused TREC run: stagewise's ``read_run`` +
@@ -57,7 +58,7 @@ METHODS = {
 IN_MEMORY = {"queries": 1000, "depth": 100, "target_ms": 15.0}
 # Issue 26: RRF file to file within FLOOR_RATIO x the floor (CPU time), peak memory <= PEAK_RATIO x the input.
 FLOOR_RATIO, PEAK_RATIO = 2.0, 1.5
-STREAMED = ("rrf",)  # methods also timed on the stream engine
+STREAMED = ("rrf",)  # methods also timed a block of queries at a time, and on the stream engine
 
 
 def _peak_rss_bytes() -> int:
@@ -97,6 +98,23 @@ def child_stream(paths: list[str], label: str, out: str, progress: str) -> dict:
     clock = _Clock()
     info = fuse_to_file(paths, out, None, method, engine="stream", norm=norm)
     clock.mark("read+fuse+write")
+    return {**clock.result(), "rows": info["n_results"], "peak_rss": _peak_rss_bytes()}
+
+
+def child_blocks(paths: list[str], label: str, out: str, progress: str) -> dict:
+    """The same fusion in memory, 100 queries at a time: both runs read whole (``read_run``), then each block
+    of queries fused and written before the next (``stagewise.fusion.engine.fuse_blocks_to``)."""
+    method, norm = METHODS[label][0], METHODS[label][1]
+    import stagewise
+    from stagewise.fusion.engine import fuse_blocks_to
+
+    _progress(progress, "start")
+    clock = _Clock()
+    runs = [stagewise.read_run(p) for p in paths]
+    clock.mark("read")
+    with open(out, "wb") as fh:
+        info = fuse_blocks_to(runs, fh, method, norm=norm)
+    clock.mark("fuse+write")
     return {**clock.result(), "rows": info["n_results"], "peak_rss": _peak_rss_bytes()}
 
 
@@ -309,6 +327,8 @@ def main() -> None:
             result = child_memory(paths, args.child.split("-", 1)[1], args.memory_repeat)
         elif args.child == "stagewise":
             result = child_stagewise(paths, args.label, args.out, args.progress)
+        elif args.child == "blocks":
+            result = child_blocks(paths, args.label, args.out, args.progress)
         elif args.child == "stream":
             result = child_stream(paths, args.label, args.out, args.progress)
         elif args.child == "floor":
@@ -338,11 +358,9 @@ def main() -> None:
                     times.append(result)
             if times:
                 row["stagewise"] = sorted(times, key=lambda r: r["e2e_cpu_s"])[len(times) // 2]
-            if label in STREAMED:
-                out = str(Path(tmp) / f"sw-stream-{label}.run")
-                row["stagewise-stream"], _ = run_child(
-                    ["--child", "stream", "--label", label, "--out", out, *data], None
-                )
+            for way in ("blocks", "stream") if label in STREAMED else ():
+                out = str(Path(tmp) / f"sw-{way}-{label}.run")
+                row[f"stagewise-{way}"], _ = run_child(["--child", way, "--label", label, "--out", out, *data], None)
             if not args.skip_ranx:
                 out = str(Path(tmp) / f"ranx-{label}.run")
                 result, bound = run_child(
@@ -363,7 +381,7 @@ def main() -> None:
 
 
 def _print_row(label: str, row: dict) -> None:
-    for tool in ("stagewise", "stagewise-stream"):
+    for tool in ("stagewise", "stagewise-blocks", "stagewise-stream"):
         sw = row.get(tool)
         if sw:
             phases = ", ".join(f"{k} {sw['phases_cpu'][k]:.2f}" for k in sw["phases"])
@@ -399,7 +417,7 @@ def _floor_verdicts(results: dict) -> None:
         f"{floor['rows']:,} lines) and its input ({input_bytes / GB:.2f} GB):"
     )
     print(f"  {'path':<18}{'CPU':>8}{'x floor':>9}{'peak':>9}{'x input':>9}  verdict")
-    for tool in ("stagewise", "stagewise-stream"):
+    for tool in ("stagewise", "stagewise-blocks", "stagewise-stream"):
         sw = row.get(tool)
         if not sw:
             continue
