@@ -52,10 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no SciFact at {args.root / 'scifact'} (../shared is absent)", file=sys.stderr)
         return 2
     import numpy as np
-    import torch
+
+    from stagewise.dense._deps import packaged_model_path, require
+
+    torch = require("torch")  # with stagewise's OpenMP settings, which the plain encoder then shares
     from sentence_transformers import SentenceTransformer
 
-    from stagewise.dense._deps import packaged_model_path
     from stagewise.dense.encoders import OnnxEncoder, load_encoder
     from stagewise.retrieval import read_scifact
 
@@ -93,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     plain = vectors[plain_label]
     print(
         f"{len(texts):,} SciFact abstracts, batch {size}, {args.rounds} rounds taken in turn, "
-        f"{torch.get_num_threads()} torch threads; {default.last_report}"
+        f"{torch.get_num_threads()} torch threads, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; "
+        f"{default.last_report}"
     )
     print("| encoder | wall s | CPU s | texts/s (wall) | speed-up wall | speed-up CPU | min cosine vs plain |")
     print("|---|---|---|---|---|---|---|")

@@ -39,6 +39,9 @@ def offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # transformers draws a "Loading weights" bar on stderr; our commands draw their own progress
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    # OpenMP threads that finish early sleep instead of spinning: on a machine whose cores are shared (the
+    # usual case for a CPU encode) spinning burns the time the other thread needs; read once, when torch loads.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def require(module: str) -> Any:
