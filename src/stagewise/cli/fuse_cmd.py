@@ -256,9 +256,14 @@ def fuse_command(
             report = _optimize(named, qrels, options, name, relevance_level, tuning)
             fused = report.run
         else:
+            from stagewise.data.readers import read_runs
             from stagewise.fusion import fuse
 
-            fused = fuse(named, options=options, qrels=qrels, relevance_level=relevance_level, name=name)
+            loaded = read_runs(named)
+            blocks = output is not None and output_depth is None and qrels is None
+            if blocks and _fused_in_blocks(loaded, options, name, output, meta_path):
+                return
+            fused = fuse(loaded, options=options, qrels=qrels, relevance_level=relevance_level, name=name)
         if output_depth is not None:
             from stagewise.fusion.api import keep_first
 
@@ -266,6 +271,40 @@ def fuse_command(
         _write(fused, output, False if no_meta else (meta if meta is not None else True), report)
         if report is not None:
             _show_report(report, report_format or "table", output)
+
+
+class _Declined(Exception):
+    """The fusion cannot be made block by block (supervised, intersection, another tie order)."""
+
+
+def _fused_in_blocks(runs: list, options: Any, name: str | None, output: Path, meta_path: Path | None) -> bool:
+    """Fuse a query block at a time into ``output`` (and its metadata), both written atomically: memory holds
+    the runs and one block's fusion, not the whole fused run (issue 26). The bytes are those of the whole-run
+    fusion; False (nothing written) when blocks cannot give them."""
+    from stagewise._io import atomic_paths, write_errors
+    from stagewise.fusion.engine import fuse_blocks_to
+    from stagewise.fusion.writer import dump_metadata
+
+    deepest = [0]
+
+    def seen(block: Any) -> None:
+        deepest[0] = max(deepest[0], _deepest(block))
+
+    targets = [output] if meta_path is None else [output, meta_path]
+    try:
+        with write_errors(output), atomic_paths(targets) as tmps:
+            with open(tmps[0], "wb") as fh:
+                info = fuse_blocks_to(runs, fh, options=options, name=name, on_block=seen)
+            if info is None:
+                raise _Declined
+            if meta_path is not None:
+                with open(tmps[1], "w", encoding="utf-8", newline="") as fh:
+                    dump_metadata(info, fh)
+    except _Declined:
+        return False
+    said = f" (metadata: {meta_path})" if meta_path is not None else ""
+    typer.echo(f"{_summary(info, None, deepest[0])} -> {output}{said}", err=True)
+    return True
 
 
 def _options(

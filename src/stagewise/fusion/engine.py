@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
@@ -94,6 +95,7 @@ def fuse_blocks_to(
     options: FusionOptions | None = None,
     name: str | None = None,
     block_queries: int = 100,
+    on_block: Callable[[Any], None] | None = None,
     **overrides: Any,
 ) -> dict[str, Any] | None:
     """Fuse loaded runs ``block_queries`` queries at a time, writing each block's TREC lines to ``sink``
@@ -114,6 +116,8 @@ def fuse_blocks_to(
         parts = [_query_block(run, low, high) for run in runs]
         fused = fuse(parts, options=chosen, name=name)
         write_trec_lines(fused, sink)
+        if on_block is not None:  # the caller sees each block's fused run (a command's summary line)
+            on_block(fused)
         statement = statement or fused.fusion
         n_queries += fused.fusion["n_queries"]
         n_results += fused.fusion["n_results"]
