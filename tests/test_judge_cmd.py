@@ -212,3 +212,18 @@ def test_model_judge_options_reach_the_llm_judge_and_a_dry_run_calls_nothing(tmp
     assert len(rows) == 60 and all(r["label"] == "unjudged" and r["supported"] is None for r in rows)
     assert all(r["reason"].startswith("dry run") and r["judge"].startswith("llm(model=m") for r in rows)
     assert "dry run: 60 calls to make" in done.stderr and "unjudged 60" in done.stderr
+
+
+def test_stagewise_report_takes_judge_audit_files(tmp_path: Path, labelled: Path) -> None:
+    from tests.report_helpers import RAG_RECORDS, parse
+
+    audit = tmp_path / "audit.json"
+    _invoke(["judge", "audit", str(labelled), "--judge", "lexical", "-B", "100", "-f", "json", "-o", str(audit)])
+    records = tmp_path / "rag.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in RAG_RECORDS))
+    page = tmp_path / "report.html"
+    _invoke(["report", "--rag", str(records), "--judge-audit", str(audit), "-o", str(page)])
+    rag = parse(page.read_text()).by_id("rag").content()
+    assert "Judge audit" in rag and "labelled.jsonl" in rag
+    refused = CliRunner().invoke(app, ["report", "--judge-audit", str(audit), "-o", str(tmp_path / "x.html")])
+    assert refused.exit_code == 2 and "give --rag RECORDS too" in refused.stderr

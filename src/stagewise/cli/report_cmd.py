@@ -103,6 +103,14 @@ RagRunOption = Annotated[
     str | None,
     typer.Option(help="A run giving each RAG record's retrieved ids in ranked order (as stagewise rag --run)."),
 ]
+JudgeAuditOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--judge-audit",
+        help="With --rag: an audit of a judge against people's labels (the JSON of stagewise judge audit --format "
+        "json), shown at the top of the RAG section beside the labels that judge gave; repeatable.",
+    ),
+]
 ContextKOption = Annotated[
     int | None,
     typer.Option("--context-k", "-k", **int_option(1), help="RAG: the context of a record without 'context'."),
@@ -138,6 +146,7 @@ def report_command(
     reference: ReferenceOption = None,
     rag: RagOption = None,
     rag_run: RagRunOption = None,
+    judge_audit: JudgeAuditOption = None,
     context_k: ContextKOption = None,
     correct: CorrectOption = "contains",
     title: TitleOption = None,
@@ -170,6 +179,10 @@ def report_command(
     """
     with user_errors():
         runs = _inputs(qrels, runs, output, rag, rag_run)
+        if judge_audit and rag is None:
+            from stagewise.errors import StagewiseError
+
+            raise StagewiseError("--judge-audit is shown in the RAG section: give --rag RECORDS too")
         from stagewise.metrics.context import Conventions
         from stagewise.report.html import write
         from stagewise.report.html.page import pyplot
@@ -205,7 +218,8 @@ def report_command(
         made = _study(
             qrels, qrels_format, dict(zip(labels, runs, strict=True)) if runs else None, metric, conventions, options,
             _records(rag, rag_run), {"context_k": context_k, "correct": correct},
-            [s for s in (qrels, *runs, rag, rag_run) if s is not None], {"depth": trust_depth} if trust else None,
+            [s for s in (qrels, *runs, rag, rag_run, *(judge_audit or [])) if s is not None],
+            {"depth": trust_depth} if trust else None, judge_audit or None,
         )  # fmt: skip
         write(output, made, title=title, digits=digits)
         parts = [f"{len(runs)} run{'s' * (len(runs) != 1)}" + (", compared with tests" if len(runs) > 1 else "")]
@@ -258,6 +272,7 @@ def _study(
     rag_options: dict[str, Any],
     sources: list[str],
     trust: dict[str, Any] | None = None,
+    judge_audit: list[str] | None = None,
 ) -> Study:
     """The library's study of the inputs: the qrels read when the cheap checks have passed."""
     from stagewise.study import study
@@ -272,4 +287,5 @@ def _study(
         rag_options=rag_options,
         sources=sources,
         trust=trust,
+        judge_audit=judge_audit,
     )
