@@ -178,11 +178,7 @@ def report_command(
       stagewise report --rag answers.jsonl --rag-run bm25.trec --correct f1:0.5 -o rag.html
     """
     with user_errors():
-        runs = _inputs(qrels, runs, output, rag, rag_run)
-        if judge_audit and rag is None:
-            from stagewise.errors import StagewiseError
-
-            raise StagewiseError("--judge-audit is shown in the RAG section: give --rag RECORDS too")
+        runs = _inputs(qrels, runs, output, rag, rag_run, judge_audit)
         from stagewise.metrics.context import Conventions
         from stagewise.report.html import write
         from stagewise.report.html.page import pyplot
@@ -231,7 +227,9 @@ def report_command(
         typer.echo(f"wrote {output} (HTML report: {', '.join(parts)})", err=True)
 
 
-def _inputs(qrels: str | None, runs: list[str] | None, output: Path, rag: str | None, rag_run: str | None) -> list[str]:
+def _inputs(
+    qrels: str | None, runs: list[str] | None, output: Path, rag: str | None, rag_run: str | None, audits: Any = None
+) -> list[str]:
     """The run paths (globs expanded), once the output and the combination of inputs are checked."""
     from stagewise.errors import StagewiseError
 
@@ -245,6 +243,8 @@ def _inputs(qrels: str | None, runs: list[str] | None, output: Path, rag: str | 
         raise StagewiseError("a report needs runs after the qrels (or RAG records with --rag)")
     if rag_run is not None and rag is None:
         raise StagewiseError("--rag-run gives the retrieved ids of RAG records: give --rag RECORDS too")
+    if audits and rag is None:
+        raise StagewiseError("--judge-audit is shown in the RAG section: give --rag RECORDS too")
     return runs
 
 
