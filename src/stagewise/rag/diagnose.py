@@ -516,6 +516,37 @@ def evaluate_rag(records: Any, options: RagOptions | None = None, **overrides: A
             gc.enable()
 
 
+class _Recorder:
+    """A support judge that notes each question and answers "not supported" (so no follow-up question is asked):
+    the first pass of :func:`_prefetch_support`."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[Sequence[Passage], str]] = []
+
+    def supports(self, passages: Sequence[Passage], claim: str) -> bool:
+        self.asked.append((list(passages), claim))
+        return False
+
+
+def _prefetch_support(recs: Sequence[RagRecord], setup: _Setup) -> None:
+    """Ask a judge that answers batches (a model behind an endpoint, the calibrated judge) every sentence's
+    first question at once, before the samples are diagnosed one by one: the calls run concurrently (or the
+    texts are encoded once) instead of one after another. The follow-up questions (each citation of a supported
+    sentence alone) are still asked as they come. Numbers are unchanged: the answers are the judge's own."""
+    support = setup.judges.support
+    if support is None or not setup.alce:
+        return
+    if not any(callable(getattr(support.judge, m, None)) for m in ("support_verdicts", "verdicts")):
+        return
+    import dataclasses
+
+    recorder = _Recorder()
+    probe = dataclasses.replace(setup, judges=dataclasses.replace(setup.judges, support=recorder))
+    for rec in recs:
+        _fields(rec, probe)
+    support.prefetch(recorder.asked)
+
+
 def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
     import dataclasses
 
@@ -529,6 +560,7 @@ def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
     judges = _resolve_judges(opts, recs)
     criterion: Criterion = opts.correct  # type: ignore[assignment]  # parsed by RagOptions
     setup = _Setup(opts, criterion, criterion.checker(), judges, judges.alce)
+    _prefetch_support(recs, setup)
     fields, golds, retrieved, last = [], [], [], []
     for rec in recs:
         sample, gold_ids = _fields(rec, setup)

@@ -223,6 +223,7 @@ class CachedJudge:
         self.version = judge_version(judge)
         self.stats = JudgeStats()
         self._memory: dict[tuple, bool] = {}
+        self._prefetched: set[tuple] = set()  # answers asked ahead in a batch (prefetch), not yet read
         self._path = Path(cache_path) if cache_path is not None else None
         self._disk: dict[str, bool] = {}
         if self._path is not None and self._path.exists():
@@ -237,10 +238,43 @@ class CachedJudge:
         payload = json.dumps([*named, [list(p) for p in passages], claim], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
+    def prefetch(self, items: Sequence[tuple[Sequence[Passage], str]]) -> int:
+        """Ask the judge, in one batch, every ``(passages, claim)`` of ``items`` it has not answered yet, when it
+        can answer a batch (``support_verdicts`` or ``verdicts``: a model judge runs the calls concurrently, the
+        calibrated one encodes once); a judge that cannot is left alone. The answers wait in the cache, and the
+        first :meth:`supports` that reads one counts it as the call it was. Returns the number asked."""
+        if not any(callable(getattr(self.judge, m, None)) for m in ("support_verdicts", "verdicts")):
+            return 0
+        from stagewise.rag.verdicts import support_verdicts
+
+        wanted: dict[tuple, tuple[list[Passage], str]] = {}
+        for passages, claim in items:
+            key = (tuple(passages), claim)
+            if key not in self._memory and key not in wanted and (
+                self._path is None or self._disk_key(passages, claim) not in self._disk
+            ):
+                wanted[key] = (list(passages), claim)
+        if not wanted:
+            return 0
+        for key, verdict in zip(wanted, support_verdicts(self.judge, list(wanted.values())), strict=True):
+            value = bool(verdict.supported)
+            self._memory[key] = value
+            self._prefetched.add(key)
+            if self._path is not None:
+                disk_key = self._disk_key(*wanted[key])
+                self._disk[disk_key] = value
+                with self._path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"key": disk_key, "supports": value}) + "\n")
+        return len(wanted)
+
     def supports(self, passages: Sequence[Passage], claim: str) -> bool:
         key = (tuple(passages), claim)
         self.stats.requests += 1
         value = self._memory.get(key)
+        if value is not None and key in self._prefetched:  # asked in a batch for this request: a call, once
+            self._prefetched.discard(key)
+            self.stats.calls += 1
+            return value
         if value is not None:
             self.stats.cache_hits += 1
             return value
