@@ -18,7 +18,6 @@ a run's name, a rank or a score (the pool's note only when the campaign was made
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -30,6 +29,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from stagewise.app import campaign_pages as pages
+from stagewise.app.bodies import Rejected, read_json_body
 from stagewise.app.ids import from_segment, to_segment
 from stagewise.assess.campaign import next_item
 from stagewise.errors import StagewiseError
@@ -48,36 +48,12 @@ _HEADERS = [
      b"img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"),
 ]  # fmt: skip
 MAX_SPENT = 24 * 3600.0  # seconds: a longer time on one item is a clock's or a client's mistake
-MAX_BODY = 4096  # bytes, as the label server
-
-
-class _Reject(Exception):
-    """A request refused: its status and the message the client gets."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+_Reject = Rejected  # a refused request, answered as the label server answers it
 
 
 async def _body_json(request: Request, shape: str) -> Any:
     """The body as JSON (at most :data:`MAX_BODY` bytes, UTF-8, no NaN or Infinity), or a 4xx naming ``shape``."""
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-        raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-    raw = b""
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-    try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw else None
-    except (UnicodeDecodeError, RecursionError, ValueError):
-        raise _Reject(400, f"the body is not valid JSON (UTF-8, no NaN); send {shape}") from None
+    return await read_json_body(request, shape)
 
 
 def create_campaign_app(store: CampaignStore) -> Starlette:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hmac
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from stagewise.app import pages
+from stagewise.app.bodies import MAX_BODY, Rejected, read_json_body
 from stagewise.app.hosts import is_loopback
 from stagewise.app.ids import from_segment
 from stagewise.app.model import METRICS, Workspace, playground
@@ -33,7 +33,6 @@ from stagewise.store.labels import LABELS
 
 __all__ = ["MAX_BODY", "create_app"]
 
-MAX_BODY = 4096
 _UNSAFE = {"POST", "PUT", "DELETE", "PATCH"}
 _TOKEN_COOKIE = "stagewise_token"
 
@@ -62,23 +61,6 @@ def _short(value: Any) -> str:
     """A value from a request body, for a message: its repr cut short (a body holds up to 4 KiB)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_body(raw: bytes, shape: str) -> Any:
-    """The body as JSON, or a 400 naming what is wrong: not UTF-8 (json.loads would guess UTF-16 or 32 from
-    the bytes), NaN or Infinity (Python's extensions, not JSON), or nested too deep for the parser."""
-    try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant) if raw else None
-    except UnicodeDecodeError:
-        raise _Reject(400, f"the body is not valid JSON: it is not UTF-8 text; send {shape}") from None
-    except RecursionError:
-        raise _Reject(400, f"the body is not valid JSON here: it is nested too deeply to read; send {shape}") from None
-    except ValueError:
-        raise _Reject(400, f"the body is not valid JSON; send {shape}") from None
 
 
 def _qrels_as(labels: dict[str, dict[str, int]], fmt: str) -> str:
@@ -207,15 +189,7 @@ _ID_ROUTES = ("/queries/", "/rag/", "/api/queries/", "/api/labels/", "/api/rag/"
 
 
 async def _body_json(request: Request, shape: str) -> Any:
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-        raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-    raw = b""
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > MAX_BODY:
-            raise _Reject(413, f"body too large (at most {MAX_BODY} bytes)")
-    return _parse_body(raw, shape)
+    return await read_json_body(request, shape)
 
 
 def _need_workspace(request: Request) -> Workspace:
@@ -418,11 +392,7 @@ _ROUTES = [
 ]
 
 
-class _Reject(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
+_Reject = Rejected  # a refused request: every route raises it, one handler answers it
 
 
 class _Refresher:
