@@ -30,12 +30,17 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, args: list[str]) -> None:
-        self.port = free_port()
+    """A ``stagewise`` server process on a free port of 127.0.0.1, started as a user starts it (``command``, then
+    ``--port``, then ``args``), ready once ``probe`` answers; ``kill(hard=True)`` sends SIGKILL (crash tests)."""
+
+    def __init__(self, args: list[str], *, command: tuple[str, ...] = ("serve",), probe: str = "/api/playground",
+                 port: int | None = None) -> None:  # fmt: skip
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+        what = f"stagewise {' '.join(command[:2])}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stagewise", "serve", "--port", str(self.port), *args],
+            [sys.executable, "-m", "stagewise", *command, "--port", str(self.port), *args],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -43,26 +48,30 @@ class Server:
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"stagewise serve exited: {self.proc.stderr.read().decode()}")
+                raise RuntimeError(f"{what} exited: {self.proc.stderr.read().decode()}")
             try:
-                urllib.request.urlopen(self.url + "/api/playground", timeout=2).read()
+                urllib.request.urlopen(self.url + probe, timeout=2).read()
                 return
             except OSError:
                 if time.monotonic() > deadline:
                     self.kill()
-                    raise RuntimeError("stagewise serve did not answer within 60 s") from None
+                    raise RuntimeError(f"{what} did not answer within 60 s") from None
                 time.sleep(0.1)
 
-    def kill(self, hard: bool = False) -> None:
+    def kill(self, hard: bool = False) -> str:
+        """Stop the server (SIGTERM, or SIGKILL with ``hard``); returns what it wrote on stderr."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.stderr:
+        err = ""
+        if self.proc.stderr and not self.proc.stderr.closed:
+            err = self.proc.stderr.read().decode(errors="replace")
             self.proc.stderr.close()
+        return err
 
 
 @contextlib.contextmanager
