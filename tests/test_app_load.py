@@ -51,7 +51,8 @@ def test_kill_9_during_the_load_leaves_a_consistent_database_the_next_start_open
     args = ["--qrels", qrels, *[a for r in runs for a in ("--run", r)], "--db", db]
     with serving(args) as server:
         out: dict = {}
-        worker = threading.Thread(target=lambda: out.update(load(server.url, _pairs(qrels, runs), total=20000, stop_after=10)))
+        pairs = _pairs(qrels, runs)  # enough relabels to be still running at the kill, however fast the server
+        worker = threading.Thread(target=lambda: out.update(load(server.url, pairs, total=20000, stop_after=10)))
         worker.start()
         time.sleep(1.5)
         server.kill(hard=True)  # SIGKILL, mid-load
