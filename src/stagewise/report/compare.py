@@ -176,10 +176,14 @@ def run_cells(comp: Comparison, digits: int) -> list[tuple[str, str, list[tuple[
     return rows
 
 
-def p_text(value: float) -> str:
-    """A p-value as printed: 4 decimals, or scientific below 1e-4 (so 1e-20 does not read 0.0000)."""
+def p_text(value: float, resamples: int | None = None) -> str:
+    """A p-value as printed: 4 decimals, or scientific below 1e-4 (so 1e-20 does not read 0.0000). A resampled
+    p of exactly 0 (none of the ``resamples`` reached the observed value) prints as ``<1/B`` in scientific form,
+    the most it says."""
     if value != value:  # nan
         return "nan"
+    if value == 0 and resamples:
+        return f"<{1 / resamples:.0e}"
     return f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}"
 
 
@@ -195,6 +199,7 @@ PAIR_HEADER = ["metric", "a", "b", "diff", "CI", "d_z", "W/T/L", "stat", "p", "p
 
 
 def pair_rows(comp: Comparison, digits: int) -> list[list[str]]:
+    resamples = comp.conventions.get("permutations") or comp.conventions.get("resamples")
     rows = []
     for p in comp.pairs:
         rows.append(
@@ -207,8 +212,8 @@ def pair_rows(comp: Comparison, digits: int) -> list[list[str]]:
                 _num(p.effect_size, 2, signed=True),
                 f"{p.wins}/{p.ties}/{p.losses}",
                 _num(p.statistic, digits),
-                p_text(p.p_value),
-                p_text(p.p_adjusted),
+                p_text(p.p_value, resamples),
+                p_text(p.p_adjusted, resamples),
                 "*" if p.significant else "",
             ]
         )
