@@ -481,6 +481,7 @@ def read_run(
             frame.values,
             frame.ranks,
             frame.keys,
+            owned=True,  # the parser's fresh columns: reordered in place
             name=name or default_name,
             source=where,
             tag=frame.tag,

@@ -122,9 +122,14 @@ class Run:
         line_of: LineLookup = no_lines,
         duplicates: str = "error",
         score_from: str | None = None,
+        owned: bool = False,
     ) -> Run:
         """Build from columns in input order: query ids numbered by first appearance (``codes``), document
-        ids, finite scores, optional ranks and pair keys. See :meth:`from_frame` for ``duplicates``."""
+        ids, finite scores, optional ranks and pair keys. See :meth:`from_frame` for ``duplicates``.
+
+        The columns stay the caller's: they are reordered into trec_eval's order on copies, unless ``owned``
+        says the caller hands them over (a reader's freshly parsed columns), when they are reordered in place
+        and no second copy of a column is made."""
         where = source or name
         if len(codes) == 0:
             raise InputError(where, "has no results", expected="at least one (query_id, doc_id, score) row")
@@ -146,7 +151,7 @@ class Run:
                 ranks = None if ranks is None else ranks[keep]
                 layout = parsing.run_layout(codes, scores, keys, len(first_seen))
         query_ids, codes, docs, scores, ranks, keys, position = _stored_order(
-            first_seen, codes, docs, scores, ranks, keys, layout
+            first_seen, codes, docs, scores, ranks, keys, layout, owned
         )
         return cls(
             query_ids,
@@ -302,8 +307,10 @@ class Run:
         return out
 
 
-def _writable(values: np.ndarray) -> np.ndarray:
-    return values if values.flags.writeable else values.copy()
+def _writable(values: np.ndarray, owned: bool = True) -> np.ndarray:
+    """``values`` to write into: itself when the caller handed it over (``owned``) and it is writable, else a
+    copy."""
+    return values if owned and values.flags.writeable else values.copy()
 
 
 def _rows_to_drop(pairs: list[tuple[int, int]], scores: np.ndarray, policy: str) -> np.ndarray:
@@ -329,6 +336,7 @@ def _stored_order(
     ranks: np.ndarray | None,
     keys: np.ndarray,
     layout: parsing.Layout | None,
+    owned: bool = False,
 ) -> tuple:
     """The columns in trec_eval's order (query ids in byte order, score descending in single precision, doc id
     descending), with what is kept of the input positions: ``None`` (unchanged), ``(rows, sources)`` (only
@@ -336,24 +344,24 @@ def _stored_order(
 
     A run grouped by query and in score order within each query (most runs) moves whole query blocks, in
     O(n), when its ids are not in byte order (numeric ids, as MS MARCO's), then only its tied rows; anything
-    else is sorted whole."""
+    else is sorted whole. Columns move in place only when ``owned``."""
     if layout is None or not (layout.grouped and layout.ordered):
         query_ids, codes = sorted_vocabulary(first_seen, codes)
         if layout is None:  # no extension: the numpy checks
             order, moved = _evaluation_order(codes, scores, docs)
         else:
             order, moved = evaluation_order(codes, scores, docs, np.arange(len(codes), dtype=np.int64)), None
-        return (query_ids, *_apply_order(order, moved, codes, docs, scores, ranks, keys))
+        return (query_ids, *_apply_order(order, moved, codes, docs, scores, ranks, keys, owned))
     query_ids, by_bytes = byte_order(first_seen)
     blocks, tied = None, layout.tied
     if by_bytes is not None:
         blocks, codes, tied = _block_order(layout.starts, by_bytes, codes, tied)
-        scores, keys = _move_blocks(scores, blocks), _move_blocks(keys, blocks)
-        ranks = None if ranks is None else _move_blocks(ranks, blocks)
-        if not parsing.move_string_blocks(docs.offsets, docs.data, *blocks):
+        scores, keys = _move_blocks(scores, blocks, owned), _move_blocks(keys, blocks, owned)
+        ranks = None if ranks is None else _move_blocks(ranks, blocks, owned)
+        if not (owned and parsing.move_string_blocks(docs.offsets, docs.data, *blocks)):
             docs = docs.take(_block_positions(blocks))
     order, moved = _tie_order(tied, len(codes), docs)
-    codes, docs, scores, ranks, keys, position = _apply_order(order, moved, codes, docs, scores, ranks, keys)
+    codes, docs, scores, ranks, keys, position = _apply_order(order, moved, codes, docs, scores, ranks, keys, owned)
     if blocks is not None:  # input positions: the moved blocks, then the tied rows moved within them
         position = (*(position if isinstance(position, tuple) else (None, None)), blocks)
     return query_ids, codes, docs, scores, ranks, keys, position
@@ -391,10 +399,12 @@ def _block_positions(blocks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return positions
 
 
-def _move_blocks(values: np.ndarray, blocks: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """``values`` with its blocks laid out in their new order: in place when it can (one column's copy held at a
-    time, not every column's), else as a copy."""
-    return values if parsing.move_blocks(values, *blocks) else values[_block_positions(blocks)]
+def _move_blocks(values: np.ndarray, blocks: tuple[np.ndarray, np.ndarray], owned: bool) -> np.ndarray:
+    """``values`` with its blocks laid out in their new order: in place when the column is ``owned`` and
+    writable (one column's copy held at a time, not every column's), else as a copy."""
+    if owned and parsing.move_blocks(values, *blocks):
+        return values
+    return values[_block_positions(blocks)]
 
 
 def _apply_order(
@@ -405,6 +415,7 @@ def _apply_order(
     scores: np.ndarray,
     ranks: np.ndarray | None,
     keys: np.ndarray,
+    owned: bool = False,
 ) -> tuple:
     """The columns reordered by the full permutation ``order``, or by ``moved`` (rows, sources: only those rows
     change), and the input positions kept: ``None`` (unchanged), ``(rows, sources)`` or an array of every row's."""
@@ -417,13 +428,22 @@ def _apply_order(
         return codes, docs.take(order), scores, ranks, keys, position
     # only tied rows moved, within their query and score: fix those rows in place
     moved, moved_from = moved
-    keys, scores = _writable(keys), _writable(scores)  # 0.0 and -0.0 tie, so scores move too
+    keys, scores = _writable(keys, owned), _writable(scores, owned)  # 0.0 and -0.0 tie, so scores move too
     keys[moved], scores[moved] = keys[moved_from], scores[moved_from]
     position = (moved, moved_from)
     if ranks is not None:
-        ranks = _writable(ranks)
+        ranks = _writable(ranks, owned)
         ranks[moved] = ranks[moved_from]
-    return codes, docs.permute_within_blocks(moved, moved_from), scores, ranks, keys, position
+    docs = docs.permute_within_blocks(moved, moved_from) if owned else docs.take(_permutation(len(codes), moved,
+                                                                                              moved_from))  # fmt: skip
+    return codes, docs, scores, ranks, keys, position
+
+
+def _permutation(n: int, rows: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """Every row's source when row ``rows[i]`` takes row ``sources[i]`` and the others stay."""
+    order = np.arange(n, dtype=np.int64)
+    order[rows] = sources
+    return order
 
 
 def _evaluation_order(

@@ -194,6 +194,7 @@ def run_from_block(
             parsed.values,
             parsed.ranks,
             parsed.keys,
+            owned=True,  # the parser's fresh columns: reordered in place
             name=name,
             source=source,
             tag=parsed.tag,

@@ -97,7 +97,7 @@ class TopK:
             first_seen,
             codes,
             docs,
-            np.array(self.scores, dtype=np.float64),  # a copy: the Run reorders its columns in place
+            np.asarray(self.scores, dtype=np.float64),  # the TopK's own: the Run reorders a copy
             None,
             keys,
             name=name or f"bm25-{self.scoring}",
