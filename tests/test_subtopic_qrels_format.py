@@ -38,3 +38,14 @@ def test_without_the_format_the_error_says_which_to_give(tmp_path: Path) -> None
     qrels, run = _files(tmp_path)
     out = CliRunner().invoke(app, ["eval", str(qrels), str(run), "-m", "alpha_ndcg@5"])
     assert out.exit_code == 2 and "--qrels-format subtopics" in out.stderr
+
+
+def test_ordinary_qrels_read_as_subtopics_are_warned_about(tmp_path: Path) -> None:
+    _, run = _files(tmp_path)
+    plain = tmp_path / "plain.qrels"  # trec_eval's layout: the iteration column is 0 on every line
+    plain.write_text("1 0 d1 1\n1 0 d2 1\n2 0 d4 1\n")
+    out = CliRunner().invoke(app, ["eval", str(plain), str(run), "-m", "alpha_ndcg@5", "--qrels-format", "subtopics"])
+    assert out.exit_code == 0 and "every query has a single subtopic" in out.stderr
+    qrels, _ = _files(tmp_path)
+    real = CliRunner().invoke(app, ["eval", str(qrels), str(run), "-m", "alpha_ndcg@5", "--qrels-format", "subtopics"])
+    assert real.exit_code == 0 and "warning" not in real.stderr

@@ -161,6 +161,21 @@ def renumber_warning(name: str, queries: int, only_run: int, only_qrels: int) ->
     )
 
 
+def qrels_warnings(qrels: Qrels) -> list[str]:
+    """What in the judgements themselves must not pass in silence: subtopic qrels (``--qrels-format
+    subtopics``) with one subtopic per query, as an ordinary TREC qrels file read that way gives (its iteration
+    column is 0 everywhere): the diversity measures then say nothing about diversity."""
+    from stagewise.data.subtopics import SubtopicQrels
+
+    if isinstance(qrels, SubtopicQrels) and qrels.n_queries and qrels.n_subtopics == qrels.n_queries:
+        return [
+            f"{qrels.name}: every query has a single subtopic, as an ordinary TREC qrels file read with "
+            "--qrels-format subtopics has (its iteration column is not a subtopic); the diversity measures then "
+            "reduce to single-intent ones: give ndeval's qrels, whose second column names each subtopic"
+        ]
+    return []
+
+
 def run_warnings(qrels: Qrels, run: Run, source: Any = None) -> list[str]:
     """The warnings :func:`validate` gives about ``run`` that must not pass in silence where its numbers are
     reported (eval, compare): rank and score columns that disagree, and queries numbered otherwise than the

@@ -317,10 +317,12 @@ def warn_from_checks(qrels: Any, runs: list, paths: list[str] | None = None) -> 
         return
     # the runs already read, not read again; their files' first lines let the rank and score check see the
     # columns as written (swapped columns look sound once the run is sorted by score)
-    from stagewise.checks import run_warnings
+    from stagewise.checks import qrels_warnings, run_warnings
     from stagewise.data.readers import read_qrels
 
     judged = read_qrels(qrels)
+    for line in qrels_warnings(judged):
+        typer.echo(f"stagewise: warning: {line}", err=True)
     for run, path in zip(runs, paths or [None] * len(runs), strict=True):
         for line in run_warnings(judged, run, path):
             typer.echo(f"stagewise: warning: {line}", err=True)
