@@ -110,20 +110,20 @@ def study(
         raise StagewiseError("runs need their qrels: give QRELS before the runs")
     parts: dict[str, Any] = {}
     if has_runs:
-        parts.update(_study_runs(qrels, runs, metrics, conv, options, comparison, cutoffs, say))
-        parts["trust"] = _trust(trust, parts, conv, say)
+        studied, read = _study_runs(qrels, runs, metrics, conv, options, comparison, cutoffs, say)
+        parts.update(studied)
+        parts["trust"] = _trust(trust, parts["metrics"][0], read, conv, say)
         parts["fusion"] = {**parts["fusion"], **{str(k): dict(v) for k, v in (fusion or {}).items()}}
     if rag is not None:
         say("diagnosing the RAG records")
         parts["rag"], parts["answers"] = _rag(rag, rag_options, rag_answers)
-    parts.pop("_read", None)
     if judge_audit is not None:
         parts["judge_audits"] = _audits(judge_audit)
     given = list(sources) if sources is not None else input_paths(qrels, runs, rag) + _audit_paths(judge_audit)
     return Study(conventions=conv, cutoffs=cutoffs, title=title, sources=tuple(given), **parts)
 
 
-def _trust(asked: Any, parts: dict[str, Any], conv: Conventions, say: Callable[[str], None]) -> Any:
+def _trust(asked: Any, metric: str, read: tuple[Any, Any], conv: Conventions, say: Callable[[str], None]) -> Any:
     """The trust report of the study's runs on its qrels (read once, by :func:`_study_runs`); None unless asked."""
     from stagewise.assess.qrels_trust import TrustOptions, trust
     from stagewise.errors import StagewiseError
@@ -132,14 +132,14 @@ def _trust(asked: Any, parts: dict[str, Any], conv: Conventions, say: Callable[[
         return None
     say("leaving each run out of the pool")
     if asked is True:
-        options = TrustOptions(metric=parts["metrics"][0])
+        options = TrustOptions(metric=metric)
     elif isinstance(asked, TrustOptions):
         options = asked
     elif isinstance(asked, Mapping):
-        options = TrustOptions(**{"metric": parts["metrics"][0], **asked})
+        options = TrustOptions(**{"metric": metric, **asked})
     else:
         raise StagewiseError(f"trust must be True, a TrustOptions or a mapping of its fields; got {asked!r}")
-    qrels_read, runs_read = parts.pop("_read")
+    qrels_read, runs_read = read
     if len(runs_read) < 2:
         raise StagewiseError("how far the qrels can be trusted needs two or more runs (each is left out in turn)")
     return trust(qrels_read, runs_read, options, conventions=conv)
@@ -161,8 +161,9 @@ def _study_runs(
     comparison: Comparison | None,
     cutoffs: tuple[int, ...],
     say: Callable[[str], None],
-) -> dict[str, Any]:
-    """The parts of a study of runs: scores, comparison, curves, judgement health, fusion statements."""
+) -> tuple[dict[str, Any], tuple[Any, Any]]:
+    """The parts of a study of runs (scores, comparison, curves, judgement health, fusion statements), and the
+    qrels and runs as read (for the parts computed after: the trust report)."""
     from stagewise.data.readers import read_qrels, read_runs
     from stagewise.metrics.defaults import DEFAULT_METRICS
 
@@ -200,8 +201,7 @@ def _study_runs(
         "plot_baseline": (comp.baseline if comp is not None else None) or (names[0] if len(names) > 1 else None),
         "tie_tolerance": tolerance,
         "fusion": loaded["fusion"],
-        "_read": (qrels_read, runs_read),
-    }
+    }, (qrels_read, runs_read)
 
 
 def _compared(
