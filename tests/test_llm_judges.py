@@ -258,3 +258,11 @@ def test_any_answer_parses_to_a_valid_label_or_an_unjudged_reason(text: str) -> 
         )
     nuggets = parse_nuggets(text, 3)
     assert len(nuggets) == 3 and all(v.label in NUGGET_LABELS or v.reason for v in nuggets)
+
+
+def test_digits_that_are_not_ascii_are_unjudged_not_a_crash() -> None:
+    from stagewise.rag.llm_judges import parse_relevance
+
+    for text in ("¹", "３", '{"grade": "²"}'):  # str.isdigit() accepts them; int() does not
+        verdict = parse_relevance(text)
+        assert verdict.label == "unjudged" and verdict.reason

@@ -188,8 +188,9 @@ def _grade(value: Any) -> int | None:
         return None
     if isinstance(value, int | float) and float(value).is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit():  # str.isdigit takes '¹' and '３' too, which int() refuses
+        return int(text)
     return None
 
 
