@@ -235,7 +235,16 @@ def test_parameters_reach_the_notes_and_the_json() -> None:
     qrels, run = make_data(5, False)
     result = stagewise.evaluate(qrels, run, ["INST(T=2)", "BPM(max_rel=2)@10", "NERR10(p=0.5,depth=50)"])
     metrics = result.conventions_report()["metrics"]
-    assert metrics["INST(T=2)"] == {"T": 2.0, "min_rel": 0, "max_rel": 4, "depth": 1000, "aggregate": "arithmetic mean"}
+    gain_rule = "(label clipped to [min_rel, max_rel] - min_rel) / (max_rel - min_rel), unjudged 0 (cwl_eval)"
+    assert metrics["INST(T=2)"] == {
+        "T": 2.0,
+        "min_rel": 0,
+        "max_rel": 4,
+        "depth": 1000,
+        "gain": gain_rule,
+        "aggregate": "arithmetic mean",
+    }
+    assert all(m["gain"] == gain_rule for m in metrics.values())  # the gain rule is stated for every C/W/L measure
     assert metrics["BPM(max_rel=2)@10"]["max_rel"] == 2 and metrics["BPM(max_rel=2)@10"]["T"] == 1.0
     assert metrics["NERR10(p=0.5,depth=50)"]["p"] == 0.5 and metrics["NERR10(p=0.5,depth=50)"]["depth"] == 50
     notes = "\n".join(result.notes())

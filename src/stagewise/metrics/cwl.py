@@ -236,6 +236,7 @@ def _family(
         options={**options, **_SCALE},
         binary=False,
         resolve=resolve_max_rel,
+        stated={"gain": _GAIN_RULE.removeprefix("gain ")},
     )
 
 

@@ -45,7 +45,8 @@ class Family:
     fixes a default that depends on the data (ERR's ``max_label``, the highest label of the judgements): it
     takes the measure, the qrels and the evaluated query ids (None: all) and returns the measure with the
     option stated; the engines call it once per evaluation (:meth:`Measure.resolve`), before any part of a run
-    is measured, so every part sees the same value.
+    is measured, so every part sees the same value. ``stated`` holds conventions fixed by the family itself
+    (no option changes them, such as the C/W/L gain rule), written beside the options in every output.
     """
 
     name: str
@@ -60,6 +61,7 @@ class Family:
     better: Better = "higher"
     prefix_safe: bool = False
     resolve: Callable[[Measure, Qrels, np.ndarray | None], Measure] | None = None
+    stated: dict[str, str] = field(default_factory=dict)
 
     @property
     def cutoff_param(self) -> Param:
@@ -762,6 +764,7 @@ class Measure:
                     out["relevance_level"] = value
             elif name not in ("rel", "gain", "gains"):
                 out[name] = value
+        out.update(self.spec.stated)
         if self.judged_only:
             out["judged_only"] = True
         out["aggregate"] = {
