@@ -15,13 +15,14 @@ is kept as an id nobody retrieved (and is flagged as cited without being seen).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 
 from stagewise.rag.judges import Passage, SupportJudge
 
 __all__ = [
     "CitedSentence",
+    "alce_rounds",
     "alce_scores",
     "citation_precision",
     "citation_recall",
@@ -126,6 +127,52 @@ def citation_recall(cited: Collection[str], alternatives: Sequence[Sequence[str]
     return max(sum(1 for g in alt if g in cited) / len(alt) for alt in alternatives)
 
 
+#: One judge question of ALCE's scores: the passages, and the sentence they should support.
+Question = tuple[list[Passage], str]
+
+
+def alce_rounds(
+    sentences: Sequence[CitedSentence],
+    seen: Collection[str],
+    text_of: Callable[[str], str] | Mapping[str, str],
+) -> Generator[list[Question], list[bool], tuple[float | None, float | None]]:
+    """:func:`alce_scores` as rounds of judge questions, each round every question that the answers so far make
+    necessary: a generator that yields a round (a non-empty list of ``(passages, sentence)``), is sent the
+    judge's answers in the same order, and returns ``(recall, precision)``. Round 1 asks each sentence's cited
+    passages together; round 2 each citation alone, for supported sentences citing several; round 3 the other
+    citations without it, for each citation that did not support its sentence alone. A caller that drives many
+    answers at once (:func:`stagewise.rag.evaluate_rag`) can send each round to a batch judge in one go; the
+    questions, their number and the scores are those :func:`alce_scores` asks one by one.
+    """
+    if not sentences:
+        return None, None
+    lookup = text_of.get if isinstance(text_of, Mapping) else text_of
+
+    def passages(ids: Sequence[str]) -> list[Passage]:
+        return [Passage(i, lookup(i) or "") for i in ids]  # type: ignore[operator]
+
+    # a sentence with no citation, or citing a passage outside the context, is not supported and asks nothing
+    asked = [s for s in sentences if s.cited and all(r in seen for r in s.cited)]
+    total = sum(len(s.cited) for s in asked)
+    joint = (yield [(passages(s.cited), s.text) for s in asked]) if asked else []
+    supported = [s for s, answer in zip(asked, joint, strict=True) if answer]
+    entail_prec = sum(1 for s in supported if len(s.cited) == 1)  # one citation of a supported sentence: precise
+    several = [s for s in supported if len(s.cited) > 1]
+    if several:
+        alone = iter((yield [(passages([ref]), s.text) for s in several for ref in s.cited]))
+        undecided = []
+        for s in several:
+            for ref in s.cited:
+                if next(alone):  # precise: it supports the sentence alone
+                    entail_prec += 1
+                else:  # precise only if the other citations without it do not
+                    undecided.append((s, ref))
+        if undecided:
+            others = yield [(passages([r for r in s.cited if r != ref]), s.text) for s, ref in undecided]
+            entail_prec += sum(1 for answer in others if not answer)
+    return len(supported) / len(sentences), (entail_prec / total if total else None)
+
+
 def alce_scores(
     sentences: Sequence[CitedSentence],
     seen: Collection[str],
@@ -142,30 +189,13 @@ def alce_scores(
     citations over counted citations.
 
     Returns ``(recall, precision)``; recall is None for an answer without sentences and precision None when no
-    citation was counted (ALCE reports 0 there).
+    citation was counted (ALCE reports 0 there). The judge is asked one question at a time, in the rounds of
+    :func:`alce_rounds`.
     """
-    if not sentences:
-        return None, None
-    lookup = text_of.get if isinstance(text_of, Mapping) else text_of
-
-    def passages(ids: Sequence[str]) -> list[Passage]:
-        return [Passage(i, lookup(i) or "") for i in ids]  # type: ignore[operator]
-
-    entail = entail_prec = total = 0
-    for sentence in sentences:
-        refs = sentence.cited
-        if not refs or any(r not in seen for r in refs):
-            joint = False
-        else:
-            total += len(refs)
-            joint = bool(judge.supports(passages(refs), sentence.text))
-        entail += joint
-        if joint and len(refs) > 1:
-            for ref in refs:
-                # precise when it supports the sentence alone, or when the other citations without it do not
-                alone = judge.supports(passages([ref]), sentence.text)
-                if alone or not judge.supports(passages([r for r in refs if r != ref]), sentence.text):
-                    entail_prec += 1
-        else:
-            entail_prec += joint
-    return entail / len(sentences), (entail_prec / total if total else None)
+    rounds = alce_rounds(sentences, seen, text_of)
+    try:
+        questions = next(rounds)
+        while True:
+            questions = rounds.send([bool(judge.supports(p, claim)) for p, claim in questions])
+    except StopIteration as done:
+        return done.value
