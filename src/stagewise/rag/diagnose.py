@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,8 @@ from stagewise.errors import StagewiseError
 from stagewise.rag.answers import Attempt, Criterion, normalize_answer, score_answer
 from stagewise.rag.citations import (
     CitedSentence,
-    alce_scores,
+    Question,
+    alce_rounds,
     citation_precision,
     citation_recall,
     split_cited_sentences,
@@ -334,32 +335,73 @@ def _kilt(rec: RagRecord, opts: RagOptions, ev: _Evidence, ans: _Answer) -> tupl
     return rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank
 
 
-def _sentence_citations(
-    rec: RagRecord, ev: _Evidence, ans: _Answer, judges: _Judges
-) -> tuple[float | None, float | None]:
-    """ALCE's sentence-level citation recall and precision (None when not computed)."""
+_Rounds = Generator[list[Question], list[bool], tuple[float | None, float | None]]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One sample's ALCE questions still to answer: its fields (filled when the rounds end), the rounds
+    (:func:`~stagewise.rag.citations.alce_rounds`), its judge, and the round now asked."""
+
+    fields: dict[str, Any]
+    rounds: _Rounds
+    judge: SupportJudge
+    questions: list[Question] | None = None
+
+
+def _sentence_citations(rec: RagRecord, ev: _Evidence, ans: _Answer, judges: _Judges) -> tuple[_Rounds, Any] | None:
+    """ALCE's sentence-level citation recall and precision, as rounds of questions for the sample's judge
+    (None when they are not computed: the answer declined, or no judge)."""
     sentences = ans.sentences
     if ans.abstained or sentences is None:
-        return None, None
+        return None
     judge = judges.for_sample(ev.alts)
     if judge is None:
-        return None, None
+        return None
     if rec.citations is not None and not ans.marker_cites:
         sentences = [CitedSentence(s.text, rec.citations) for s in sentences]
-    return alce_scores(sentences, ev.ctx, judge, rec.passages or {})
+    return alce_rounds(sentences, ev.ctx, rec.passages or {}), judge
 
 
-def _fields(rec: RagRecord, setup: _Setup) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """One sample's fields (all but its ranking metrics) and its gold ids (for the metrics engine)."""
+def _advance(item: _Pending, answers: list[bool] | None) -> bool:
+    """Send a round's answers (None: start) and keep the next round; at the end, write the scores into the
+    sample's fields. True while questions remain."""
+    try:
+        item.questions = next(item.rounds) if answers is None else item.rounds.send(answers)
+        return True
+    except StopIteration as done:
+        item.fields["sentence_citation_recall"], item.fields["sentence_citation_precision"] = done.value
+        return False
+
+
+def _answer_in_rounds(pending: list[_Pending], support: CachedJudge | None) -> None:
+    """Answer every sample's ALCE questions a round at a time, all samples together: a judge that answers
+    batches (:meth:`CachedJudge.prefetch`: a model behind an endpoint runs the calls concurrently, the
+    calibrated judge encodes once) is asked each round in one batch, the first questions of every sentence,
+    then the follow-ups (each citation alone, the others without it) that those answers call for. The answers
+    are then read one by one in sample order, so requests, calls and cache hits count as if asked serially
+    (a prefetched answer counts as a call when first read), and the numbers are the judge's own."""
+    batches = support is not None and support.batches
+    waiting = [item for item in pending if _advance(item, None)]
+    while waiting:
+        if batches:
+            support.prefetch([q for item in waiting if item.judge is support for q in item.questions or ()])  # type: ignore[union-attr]
+        waiting = [
+            item
+            for item in waiting
+            if _advance(item, [bool(item.judge.supports(p, claim)) for p, claim in item.questions or ()])
+        ]
+
+
+def _fields(rec: RagRecord, setup: _Setup) -> tuple[dict[str, Any], tuple[str, ...], _Pending | None]:
+    """One sample's fields (all but its ranking metrics and its sentence-level citation scores), its gold ids
+    (for the metrics engine), and its ALCE questions (None when there are none)."""
     opts = setup.opts
     ev = _evidence(rec, opts)
     ans = _answer(rec, setup, ev)
     reason, detail = _reason(rec, setup.criterion, ev, ans)
     rprec, kilt_em, kilt_f1, kilt_correct, evidence_rank = _kilt(rec, opts, ev, ans)
     cited = rec.citations if rec.citations is not None else ans.marker_cites
-    sentence_recall, sentence_precision = (
-        _sentence_citations(rec, ev, ans, setup.judges) if setup.alce else (None, None)
-    )
     fields = {
         "id": rec.id,
         "label": top_label(ev.in_context, ans.correct),
@@ -391,11 +433,12 @@ def _fields(rec: RagRecord, setup: _Setup) -> tuple[dict[str, Any], tuple[str, .
         "no_citations": not cited and not ans.abstained,
         "citation_precision": citation_precision(cited, ev.gold_ids),
         "citation_recall": citation_recall(cited, ev.alts),
-        "sentence_citation_recall": sentence_recall,
-        "sentence_citation_precision": sentence_precision,
+        "sentence_citation_recall": None,  # filled by _answer_in_rounds
+        "sentence_citation_precision": None,
         "line": rec.line,
     }
-    return fields, ev.gold_ids
+    questions = _sentence_citations(rec, ev, ans, setup.judges) if setup.alce else None
+    return fields, ev.gold_ids, (_Pending(fields, *questions) if questions is not None else None)
 
 
 def _fmt(ids: Sequence[str]) -> str:
@@ -516,37 +559,6 @@ def evaluate_rag(records: Any, options: RagOptions | None = None, **overrides: A
             gc.enable()
 
 
-class _Recorder:
-    """A support judge that notes each question and answers "not supported" (so no follow-up question is asked):
-    the first pass of :func:`_prefetch_support`."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[Sequence[Passage], str]] = []
-
-    def supports(self, passages: Sequence[Passage], claim: str) -> bool:
-        self.asked.append((list(passages), claim))
-        return False
-
-
-def _prefetch_support(recs: Sequence[RagRecord], setup: _Setup) -> None:
-    """Ask a judge that answers batches (a model behind an endpoint, the calibrated judge) every sentence's
-    first question at once, before the samples are diagnosed one by one: the calls run concurrently (or the
-    texts are encoded once) instead of one after another. The follow-up questions (each citation of a supported
-    sentence alone) are still asked as they come. Numbers are unchanged: the answers are the judge's own."""
-    support = setup.judges.support
-    if support is None or not setup.alce:
-        return
-    if not any(callable(getattr(support.judge, m, None)) for m in ("support_verdicts", "verdicts")):
-        return
-    import dataclasses
-
-    recorder = _Recorder()
-    probe = dataclasses.replace(setup, judges=dataclasses.replace(setup.judges, support=recorder))
-    for rec in recs:
-        _fields(rec, probe)
-    support.prefetch(recorder.asked)
-
-
 def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
     import dataclasses
 
@@ -560,14 +572,16 @@ def _evaluate_rag(records: Any, opts: RagOptions) -> RagReport:
     judges = _resolve_judges(opts, recs)
     criterion: Criterion = opts.correct  # type: ignore[assignment]  # parsed by RagOptions
     setup = _Setup(opts, criterion, criterion.checker(), judges, judges.alce)
-    _prefetch_support(recs, setup)
-    fields, golds, retrieved, last = [], [], [], []
+    fields, golds, retrieved, last, pending = [], [], [], [], []
     for rec in recs:
-        sample, gold_ids = _fields(rec, setup)
+        sample, gold_ids, questions = _fields(rec, setup)
+        if questions is not None:
+            pending.append(questions)
         fields.append(sample)
         golds.append(gold_ids)
         retrieved.append(rec.retrieved)
         last.append(max(sample["gold_ranks"].values(), default=0))
+    _answer_in_rounds(pending, judges.support)
     values, engine_conventions = _engine_metrics(golds, retrieved, metric_names, last)
     none = dict.fromkeys(metric_names)
     rows = []

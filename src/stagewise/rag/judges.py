@@ -238,20 +238,28 @@ class CachedJudge:
         payload = json.dumps([*named, [list(p) for p in passages], claim], ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
+    @property
+    def batches(self) -> bool:
+        """Whether the judge answers a batch at once (``support_verdicts`` or ``verdicts``), so that
+        :meth:`prefetch` asks it anything."""
+        return any(callable(getattr(self.judge, m, None)) for m in ("support_verdicts", "verdicts"))
+
     def prefetch(self, items: Sequence[tuple[Sequence[Passage], str]]) -> int:
         """Ask the judge, in one batch, every ``(passages, claim)`` of ``items`` it has not answered yet, when it
         can answer a batch (``support_verdicts`` or ``verdicts``: a model judge runs the calls concurrently, the
         calibrated one encodes once); a judge that cannot is left alone. The answers wait in the cache, and the
         first :meth:`supports` that reads one counts it as the call it was. Returns the number asked."""
-        if not any(callable(getattr(self.judge, m, None)) for m in ("support_verdicts", "verdicts")):
+        if not self.batches:
             return 0
         from stagewise.rag.verdicts import support_verdicts
 
         wanted: dict[tuple, tuple[list[Passage], str]] = {}
         for passages, claim in items:
             key = (tuple(passages), claim)
-            if key not in self._memory and key not in wanted and (
-                self._path is None or self._disk_key(passages, claim) not in self._disk
+            if (
+                key not in self._memory
+                and key not in wanted
+                and (self._path is None or self._disk_key(passages, claim) not in self._disk)
             ):
                 wanted[key] = (list(passages), claim)
         if not wanted:
