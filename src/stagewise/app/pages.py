@@ -8,7 +8,20 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["error_page", "playground_page", "queries_page", "query_page", "rag_list_page", "rag_page"]
+from stagewise.app.audits import AUDITED_FIELDS, JudgeAudits, no_audit_sentence, same_judge
+from stagewise.report.judge_audit import as_json, html_block
+
+__all__ = [
+    "CSS",
+    "STRICT_HEADERS",
+    "audit_page",
+    "error_page",
+    "playground_page",
+    "queries_page",
+    "query_page",
+    "rag_list_page",
+    "rag_page",
+]
 
 _CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:1.5rem auto;max-width:72rem;padding:0 1rem;color:#1a1a1a}
@@ -19,6 +32,7 @@ button{font:inherit;cursor:pointer} .result{display:inline-block;width:5.5rem;ma
 .l2{background:#93c5fd}.l3{background:#3b82f6;color:#fff} .cols{display:flex;gap:1rem;align-items:flex-start;overflow-x:auto}
 .col{min-width:20rem} .doc{border-bottom:1px solid #eee;padding:.15rem 0} .doc button{padding:0 .35rem;margin-left:.1rem}
 .doc button.on{background:#1d4ed8;color:#fff} .gold{background:#fef3c7} .muted{color:#666} #answer{margin-top:.5rem}
+.judge-audit{border-left:3px solid #94a3b8;padding-left:.6rem} .no-audit{color:#92400e}
 """
 
 
@@ -33,6 +47,27 @@ def _page(title: str, body: str, script: str = "", data: Any = None) -> str:
         f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{_CSS}</style></head><body>"
         "<nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG samples</a><a href='/report'>Report (current labels)</a></nav>"
         f"<h1>{escape(title)}</h1>{body}{blob}<script>{_JS_COMMON}{script}</script></body></html>"
+    )
+
+
+#: the headers of a page that runs no script: its style comes from /static/app.css (:data:`CSS`), so the
+#: Content-Security-Policy allows no inline script or style, and nothing from any other origin
+STRICT_HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'none'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+    "referrer-policy": "no-referrer",
+}
+CSS = _CSS
+
+
+def _strict_page(title: str, body: str) -> str:
+    """A page without any script (served with :data:`STRICT_HEADERS`); every text in ``body`` already escaped."""
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)} · stagewise</title>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'><link rel=stylesheet href='/static/app.css'>"
+        "</head><body><nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG "
+        "samples</a><a href='/report'>Report (current labels)</a></nav>"
+        f"<h1>{escape(title)}</h1>{body}</body></html>"
     )
 
 
@@ -218,34 +253,116 @@ renderMetrics(); renderLists();
     return _page(f"Query {qid}", body, f"const METRICS = {json.dumps(list(metrics))};" + script, data)
 
 
-def rag_list_page(records: list[dict[str, Any]]) -> str:
+def rag_list_page(records: list[dict[str, Any]], audits: JudgeAudits | None = None) -> str:
+    """Every sample with its stage label and the judges of its labels; above them, each judge those labels came
+    from with its audit (or the sentence that none was given), and each audit of a judge that gave none."""
     rows = "".join(
-        f"<tr><td class=l><a href='/rag/{escape(r['key'])}'>{escape(str(r['id']))}</a></td>"
-        f"<td class=l>{escape(str(r.get('label', '')))}</td><td class=l>{escape(str(r.get('question', ''))[:120])}"
-        "</td></tr>"
+        f"<tr data-testid='sample-row'><td class=l><a href='/rag/{escape(r['key'])}'>{escape(str(r['id']))}</a></td>"
+        f"<td class=l>{escape(str(r.get('label', '')))}</td>"
+        f"<td class=l>{escape(', '.join(sorted({j['name'] for j in r.get('judges', {}).values()})) or 'none')}</td>"
+        f"<td class=l>{escape(str(r.get('question', ''))[:120])}</td></tr>"
         for r in records
     )
-    return _page(
-        "RAG samples",
-        f"<table><tr><th class=l>sample</th><th class=l>stage label</th><th class=l>question</th></tr>{rows}</table>",
+    table = (
+        "<table><tr><th class=l>sample</th><th class=l>stage label</th><th class=l>judges of its labels</th>"
+        f"<th class=l>question</th></tr>{rows}</table>"
+    )
+    return _strict_page("RAG samples", _judges_overview(records, audits or JudgeAudits()) + table)
+
+
+def _judges_overview(records: list[dict[str, Any]], audits: JudgeAudits) -> str:
+    """The judges of the samples' labels, each with how many samples' labels it gave and its audits."""
+    used: dict[str, dict[str, int]] = {}
+    for r in records:
+        for role, info in r.get("judges", {}).items():
+            used.setdefault(info["name"], {}).setdefault(role, 0)
+            used[info["name"]][role] += 1
+    parts = []
+    for name, roles in used.items():
+        gave = " and ".join(f"the {role} labels of {n:,} sample(s)" for role, n in roles.items())
+        note = f"this judge gave {gave}"
+        parts.append(
+            f"<div data-testid='judge' data-judge='{escape(name, quote=True)}'><p>Judge <code>{escape(name)}</code> "
+            f"gave {escape(gave)}.</p>{_audits_of(name, audits, note)}</div>"
+        )
+    for number, _path, audit in audits.all():
+        if not any(same_judge(name, audit.judge) for name in used):
+            theirs = ", ".join(used) or "none"
+            note = f"not a judge of these samples (their judges: {theirs})"
+            parts.append(_audit_summary(number, audit, note))
+    if not parts:
+        return ""
+    intro = (
+        "<p class=muted>Labels that came from a judge, and how far that judge agrees with people (stagewise judge "
+        "audit; give each audit with stagewise serve --judge-audit AUDIT.json).</p>"
+    )
+    return "<h2>Judges</h2>" + intro + "".join(parts) + "<h2>Samples</h2>"
+
+
+def _audit_summary(number: int, audit: Any, note: str | None) -> str:
+    """The report's audit block (figures with intervals, n, the data, gullibility), and a link to its page."""
+    return (
+        f"<div data-testid='audit-summary' data-audit='{number}'>{html_block(audit, note)}"
+        f"<p><a href='/audits/{number}' data-testid='audit-link'>audit {number} in full: every figure, the "
+        "confusion matrix, calibration by score bin</a></p></div>"
     )
 
 
-def rag_page(record: dict[str, Any]) -> str:
-    body = """
+def _audits_of(judge: str, audits: JudgeAudits, note: str) -> str:
+    """The audits of ``judge``, or the plain sentence that none was given."""
+    found = audits.of(judge)
+    if not found:
+        return f"<p data-testid='no-audit' class='no-audit'>{escape(no_audit_sentence(judge))}</p>"
+    return "".join(_audit_summary(number, audit, note) for number, audit in found)
+
+
+def _judged_section(record: dict[str, Any], audits: JudgeAudits) -> str:
+    """For each judge of the sample's labels: the labels it gave (filled in by the page's script, as they change
+    with the gold marks) and its audit, or the sentence that none was given."""
+    judges = record.get("judges", {})
+    if not judges:
+        return "<p class=muted data-testid='no-judge'>No label on this page came from a judge.</p>"
+    out = []
+    for role, info in judges.items():
+        name = info["name"]
+        version = f" (version {escape(str(info['version']))})" if info.get("version") else ""
+        items = "".join(
+            f"<li>{escape(label)}: <span class=num data-testid='judged-value' data-field='{escape(field)}'></span></li>"
+            for field, label in AUDITED_FIELDS.get(role, ())
+        )
+        note = f"the audit of the judge that gave this sample's {role} labels"
+        out.append(
+            f"<div data-testid='judged-role' data-role='{escape(role, quote=True)}' "
+            f"data-judge='{escape(name, quote=True)}'><p>{escape(role.capitalize())} labels, by judge "
+            f"<code>{escape(name)}</code>{version}:</p><ul>{items}</ul>{_audits_of(name, audits, note)}</div>"
+        )
+    return "".join(out)
+
+
+def rag_page(record: dict[str, Any], audits: JudgeAudits | None = None) -> str:
+    """One sample: its stage label, the labels its judges gave with their audits, its passages and answer."""
+    body = (
+        """
 <p><a href="/rag">all samples</a> · mark or unmark a passage as gold evidence: the stage label is recomputed.
 <span id="status" class="muted"></span></p>
 <p><b>Stage label:</b> <span data-testid="rag-label" id="label"></span> — <span id="reason"></span></p>
 <p><b>Question:</b> <span id="question"></span></p>
+<h2>Labels from judges</h2>"""
+        + _judged_section(record, audits or JudgeAudits())
+        + """
 <h2>Passages</h2><p class=muted>The context the answer was written from, the rest of the retrieved list, and every gold
 passage wherever it stands; each says where it is.</p><ol id="passages"></ol>
 <h2>Answer</h2><p id="answer"></p><p><b>Citations:</b> <span id="cited"></span></p>
 """
+    )
     script = """
 let data = JSON.parse(document.getElementById('data').textContent);
 const $ = id => document.getElementById(id);
+const judged = v => (v === null || v === undefined) ? 'not computed (no answer sentence to check)' :
+  (v === true ? 'yes' : v === false ? 'no' : f4(v));
 function render() {
   $('label').textContent = data.label; $('reason').textContent = data.reason;
+  document.querySelectorAll('[data-testid=judged-value]').forEach(el => { el.textContent = judged(data.judged[el.dataset.field]); });
   $('question').textContent = data.question; $('answer').textContent = data.answer;
   $('cited').textContent = data.cited.length ? data.cited.join(', ') : 'none';
   $('passages').innerHTML = data.context.map(p => {
@@ -269,3 +386,98 @@ function render() {
 render();
 """
     return _page(f"RAG sample {record['id']}", body, script, record)
+
+
+_FIGURES = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro-F1",
+    "kappa": "Cohen's kappa",
+    "kappa_linear": "Cohen's kappa, linear weights",
+    "kappa_quadratic": "Cohen's kappa, quadratic weights",
+}
+
+
+def _n3(value: Any) -> str:
+    """A figure as the report prints it: three decimals, n/a when undefined (null in the audit's JSON)."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def audit_page(number: int, path: str, audit: Any) -> str:
+    """One audit in full (the numbers of :func:`stagewise.report.judge_audit.as_json`): every figure with its
+    interval, the confusion matrix, calibration by score bin, gullibility, the bootstrap and the conventions."""
+    doc = as_json(audit)
+    version = f", version {escape(str(doc['judge_version']))}" if doc["judge_version"] else ""
+    left = "".join(f"<li>left out of the input: {escape(k)} {v:,}</li>" for k, v in doc["left_out"].items())
+    head = (
+        f"<ul><li>judge <code data-testid='audit-judge'>{escape(doc['judge'])}</code>{version}, task "
+        f"{escape(doc['task'])}</li><li>measured on <code data-testid='audit-data'>{escape(doc['data'])}</code>"
+        f" (audit file <code>{escape(path)}</code>)</li><li>judged <b data-testid='audit-n'>{doc['n']:,}</b>; "
+        f"unjudged {doc['unjudged']:,} (left out of every figure)</li>{left}</ul>"
+    )
+    figures = "".join(
+        f"<tr data-testid='figure' data-figure='{escape(key, quote=True)}'><td class=l>{escape(_FIGURES.get(key, key))}"
+        f"</td><td class=num>{_n3(v[0])}</td><td class=num>{_n3(v[1])}</td><td class=num>{_n3(v[2])}</td></tr>"
+        for key, v in doc["figures"].items()
+    )
+    boot = doc["bootstrap"]
+    body = (
+        head + "<h2>Agreement with people</h2><table><tr><th class=l>figure</th><th>value</th><th>95% low</th>"
+        f"<th>95% high</th></tr>{figures}</table><p class=muted>{escape(boot['interval'])} bootstrap interval, "
+        f"{boot['resamples']:,} resamples, seed {boot['seed']}</p>"
+        + _confusion_table(doc["confusion"])
+        + _calibration_table(doc["calibration"], doc["task"])
+        + _gullibility_table(doc["gullibility"])
+        + "<h2>Conventions</h2><ul>"
+        + "".join(f"<li>{escape(n)}</li>" for n in doc["notes"])
+        + "</ul><p><a href='/rag'>back to the RAG samples</a></p>"
+    )
+    return _strict_page(f"Judge audit {number}: {audit.judge}", body)
+
+
+def _confusion_table(confusion: dict[str, Any]) -> str:
+    cats = confusion["categories"]
+    head = "".join(f"<th>judge: {escape(str(c))}</th>" for c in cats)
+    rows = "".join(
+        f"<tr><th class=l>people: {escape(str(c))}</th>"
+        + "".join(
+            f"<td class=num data-testid='confusion-cell' data-people='{escape(str(c), quote=True)}' "
+            f"data-judge='{escape(str(j), quote=True)}'>{v:,}</td>"
+            for j, v in zip(cats, row, strict=True)
+        )
+        + "</tr>"
+        for c, row in zip(cats, confusion["counts"], strict=True)
+    )
+    return f"<h2>Confusion matrix</h2><p class=muted>rows: people, columns: the judge</p><table><tr><th></th>{head}</tr>{rows}</table>"
+
+
+def _calibration_table(calibration: dict[str, Any], task: str) -> str:
+    observed = "people: supported" if task == "support" else "people: grade ≥ 1"
+    rows = "".join(
+        f"<tr data-testid='calibration-bin'><td class=l>[{b['low']:.2f}, {b['high']:.2f}{']' if b['high'] >= 1 else ')'}"
+        f"</td><td class=num>{b['count']:,}</td><td class=num>{_n3(b['mean_score'])}</td>"
+        f"<td class=num>{_n3(b['observed'])}</td></tr>"
+        for b in calibration["bins"]
+    )
+    if not rows:
+        return "<h2>Calibration by score bin</h2><p class=muted>the judge gave no scores: no calibration</p>"
+    return (
+        f"<h2>Calibration by score bin</h2><p>expected calibration error (ECE) <b data-testid='ece'>"
+        f"{_n3(calibration['ece'])}</b></p><table><tr><th class=l>scores</th><th>count</th><th>mean score</th>"
+        f"<th>{escape(observed)}</th></tr>{rows}</table>"
+    )
+
+
+def _gullibility_table(gullibility: list[dict[str, Any]]) -> str:
+    if not gullibility:
+        return "<h2>Gullibility</h2><p class=muted>not tested in this audit</p>"
+    rows = "".join(
+        f"<tr data-testid='gullibility'><td class=l>{escape(str(g['attack']))}</td><td class=num>{g['n']:,}</td>"
+        f"<td class=num>{g['fooled']:,}</td><td class=num>{_n3(g['rate'][0])} [{_n3(g['rate'][1])}, "
+        f"{_n3(g['rate'][2])}]</td><td class=num>{g.get('unjudged', 0):,}</td><td class=l>{escape(str(g['help']))}</td></tr>"
+        for g in gullibility
+    )
+    return (
+        "<h2>Gullibility</h2><p class=muted>claims people and the judge call not supported, attacked: the rate at "
+        "which the judge is fooled</p><table><tr><th class=l>attack</th><th>n</th><th>fooled</th>"
+        f"<th>rate [95% interval]</th><th>unjudged</th><th class=l>what</th></tr>{rows}</table>"
+    )

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from stagewise.app.audits import AUDITED_FIELDS, JudgeAudits
 from stagewise.app.ids import to_segment
 from stagewise.rag.diagnose import evaluate_rag
 from stagewise.rag.records import RagRecord
@@ -25,11 +26,22 @@ class RagSamples:
 
     A passage's text is the one its own record gives; else one another record gives for the same id (records
     often carry texts for their context only, so a gold passage ranked lower has none of its own); else the
-    corpus's (``texts``: passage id -> text)."""
+    corpus's (``texts``: passage id -> text).
 
-    def __init__(self, records: list[RagRecord], store: LabelStore, texts: Mapping[str, str] | None = None) -> None:
+    ``audits`` (:class:`~stagewise.app.audits.JudgeAudits`, none by default) are the judges' audits the pages
+    show beside the labels those judges gave; each sample names its judges (``judges``: role -> name and version)
+    and the labels each gave (``judged``)."""
+
+    def __init__(
+        self,
+        records: list[RagRecord],
+        store: LabelStore,
+        texts: Mapping[str, str] | None = None,
+        audits: JudgeAudits | None = None,
+    ) -> None:
         self.records = {r.id: r for r in records}
         self.store = store
+        self.audits = audits if audits is not None else JudgeAudits()
         self.texts: dict[str, tuple[str, str]] = {p: (t, "the corpus") for p, t in (texts or {}).items()}
         for record in reversed(records):  # the first record that gives a text wins
             for pid, text in (record.passages or {}).items():
@@ -57,7 +69,8 @@ class RagSamples:
 
     def _sample(self, sid: str) -> dict[str, Any]:
         record = self._record(sid)
-        sample = evaluate_rag([record]).rows[0]
+        report = evaluate_rag([record])
+        sample = report.rows[0]
         context = list(record.context if record.context is not None else sample.context)
         gold = sorted(_flat(record))
         # every passage a person may mark: the context, the rest retrieved, and the gold ones wherever they are
@@ -72,6 +85,15 @@ class RagSamples:
             "context": [self._passage(record, p, context) for p in shown],
             "gold": gold,
             "cited": list(sample.citations),
+            # the judges of this sample's labels (the counts of calls left out), and the labels each gave
+            "judges": {
+                role: {k: v for k, v in info.items() if k in ("name", "version")}
+                for role, info in report.judges.items()
+                if role in AUDITED_FIELDS
+            },
+            "judged": {
+                field: getattr(sample, field) for role in report.judges for field, _ in AUDITED_FIELDS.get(role, ())
+            },
         }
 
     def _passage(self, record: RagRecord, pid: str, context: list[str]) -> dict[str, Any]:
