@@ -246,12 +246,28 @@ async def _rag_list(request: Request) -> Response:
             "no RAG records loaded: start the server with them, stagewise serve --rag RECORDS.jsonl "
             "(with or without --qrels)",
         )
-    return HTMLResponse(pages.rag_list_page(rag.list()))
+    return HTMLResponse(pages.rag_list_page(rag.list(), rag.audits), headers=pages.STRICT_HEADERS)
 
 
 async def _rag_page(request: Request) -> Response:
     sid = _path_id(request, "sid", "RAG sample")
-    return HTMLResponse(pages.rag_page(_need_sample(request, sid).samples[sid]))
+    rag = _need_sample(request, sid)
+    return HTMLResponse(pages.rag_page(rag.samples[sid], rag.audits))
+
+
+async def _audit_page(request: Request) -> Response:
+    """A judge's audit in full (stagewise serve --rag R --judge-audit AUDIT.json), numbered from 1."""
+    rag = _served(request).rag
+    number = request.path_params["number"]
+    given = rag.audits.get(number) if rag is not None else None
+    if given is None:
+        count = len(rag.audits) if rag is not None else 0
+        raise _Reject(404, f"no judge audit {number}: this server was given {count} (stagewise serve --judge-audit)")
+    return HTMLResponse(pages.audit_page(number, *given), headers=pages.STRICT_HEADERS)
+
+
+async def _app_css(request: Request) -> Response:
+    return Response(pages.CSS, media_type="text/css")
 
 
 async def _report_page(request: Request) -> Response:
@@ -382,6 +398,8 @@ _ROUTES = [
     Route("/report", _report_page),
     Route("/rag", _rag_list),
     Route("/rag/{sid:str}", _rag_page),
+    Route("/audits/{number:int}", _audit_page),
+    Route("/static/app.css", _app_css),
     Route("/api/playground", _api_playground),
     Route("/api/queries", _api_queries),
     Route("/api/queries/{qid:str}", _api_query),
