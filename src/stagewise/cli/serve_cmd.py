@@ -35,6 +35,16 @@ def serve_command(
         str | None, typer.Option("--queries", help="Query texts (BEIR folder, JSONL, TSV) to show and search.")
     ] = None,
     rag: Annotated[str | None, typer.Option("--rag", help="RAG records (JSONL) to browse by sample.")] = None,
+    judge_audit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge-audit",
+            help="With --rag: an audit of a judge against people's labels (the JSON of stagewise judge audit "
+            "--format json), shown beside every label that judge gave, with a page of its own; repeatable. "
+            "Example: stagewise judge audit claims.jsonl --judge lexical -f json -o lexical.json; "
+            "stagewise serve --rag answers.jsonl --judge-audit lexical.json",
+        ),
+    ] = None,
     db: Annotated[Path, typer.Option("--db", help="SQLite file holding the labels and their history.")] = Path(
         "labels.sqlite"
     ),
@@ -67,8 +77,13 @@ def serve_command(
                 "nothing to serve",
                 hint="give --qrels Q [--run R...], --rag RECORDS, or --playground",
             )
+        if judge_audit and rag is None:
+            raise InputError("--judge-audit", "is shown on the RAG pages", hint="give --rag RECORDS too")
+        from stagewise.app.audits import JudgeAudits
         from stagewise.app.open import open_rag, rag_db
         from stagewise.store.lock import writer_lock
+
+        audits = JudgeAudits.read(judge_audit or [])  # a bad file is refused before any database is opened
 
         workspace = None
         records = None
@@ -80,9 +95,10 @@ def serve_command(
                     locks.append(writer_lock(db))  # before the database is opened: a second server changes nothing
                     workspace = build_workspace(qrels, run or [], db, corpus=corpus, queries=queries)
                 if rag:
-                    check_output(rag_db(db), [qrels, rag, corpus, *(run or [])], option="--db")
+                    check_output(rag_db(db), [qrels, rag, corpus, *(run or []), *(judge_audit or [])], option="--db")
                     locks.append(writer_lock(rag_db(db)))
                     records = open_rag(rag, db, corpus=corpus)
+                    records.audits = audits
         except BaseException:
             for part in (workspace, records):
                 if part is not None:
