@@ -201,6 +201,7 @@ def run_server(app: Any, stores: list[Any], *, host: str, port: int, first: str,
             port=sock.getsockname()[1],
             log_level="warning",
             http=_timed_protocol(),
+            loop="auto",  # uvloop when it is installed (the app extra installs it), else asyncio's own
             timeout_keep_alive=KEEP_ALIVE_TIMEOUT,
             h11_max_incomplete_event_size=MAX_INCOMPLETE_EVENT,
         )
@@ -279,16 +280,91 @@ def _stopping_server() -> type:
 
 
 def _timed_protocol() -> type:
-    """uvicorn's h11 protocol with a deadline for reading a request: a connection that opens and sends nothing,
+    """uvicorn's HTTP protocol with a deadline for reading a request: a connection that opens and sends nothing,
     or sends half its headers or body, is closed :data:`REQUEST_READ_TIMEOUT` seconds after its first byte (or
     after it opened). uvicorn 0.54 has no header-read timeout of its own: ``timeout_keep_alive`` runs only
-    between requests and stops at the first byte, ``h11_max_incomplete_event_size`` bounds the bytes, not time."""
+    between requests and stops at the first byte, ``h11_max_incomplete_event_size`` bounds the bytes, not time.
+
+    The parser is httptools (C, llhttp) when it is installed (the app extra installs it): h11, uvicorn's
+    pure-Python parser, took half the event loop's time for a relabel. Without it, h11 as before."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return _timed_h11()
+    return _timed_httptools()
+
+
+class _Deadline:
+    """The read deadline both protocols share (mixed into a uvicorn protocol, which has ``loop`` and
+    ``transport``): armed when a connection opens and at a request's first byte, disarmed once it is all in."""
+
+    _deadline: Any = None
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(REQUEST_READ_TIMEOUT, self._too_slow)  # type: ignore[attr-defined]
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        transport = self.transport  # type: ignore[attr-defined]
+        if not transport.is_closing():
+            transport.close()
+
+
+def _timed_httptools() -> type:
+    """uvicorn's httptools protocol with the read deadline, and a bound on the bytes of a request's head
+    (:data:`MAX_INCOMPLETE_EVENT`, as h11's ``max_incomplete_event_size``: llhttp itself holds no limit, and
+    uvicorn keeps every header it is sent)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class TimedHttpToolsProtocol(_Deadline, HttpToolsProtocol):
+        _in_head = False  # a request's head has begun and is not complete
+        _head_bytes = 0  # bytes received while a head was incomplete (a chunk that completes one is not counted)
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._in_head:  # counted after parsing: this chunk may be the one that began the request
+                self._head_bytes += len(data)
+                if self._head_bytes > MAX_INCOMPLETE_EVENT and not self.transport.is_closing():
+                    self._disarm()
+                    self.send_400_response(f"Request head larger than {MAX_INCOMPLETE_EVENT} bytes.")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_head, self._head_bytes = True, 0
+            if self._deadline is None:
+                self._arm()  # the first byte of the next request on a kept-alive connection
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._disarm()  # the whole request is in
+            super().on_message_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return TimedHttpToolsProtocol
+
+
+def _timed_h11() -> type:
+    """uvicorn's h11 protocol with the read deadline (h11 bounds the head's bytes itself)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class TimedH11Protocol(H11Protocol):
-        _deadline: Any = None
-
+    class TimedH11Protocol(_Deadline, H11Protocol):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm()
@@ -303,19 +379,5 @@ def _timed_protocol() -> type:
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._deadline = self.loop.call_later(REQUEST_READ_TIMEOUT, self._too_slow)
-
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _too_slow(self) -> None:
-            self._deadline = None
-            if not self.transport.is_closing():
-                self.transport.close()
 
     return TimedH11Protocol
