@@ -277,3 +277,35 @@ def test_serve_refuses_a_bad_audit_file_naming_it_and_an_audit_without_rag(files
     assert f"{partial}: is a judge audit without the figure(s) kappa" in done.stderr
     done = _invoke(["serve", "--qrels", str(broken), "--judge-audit", str(files["audit"])], code=2)
     assert "--judge-audit: is shown on the RAG pages (give --rag RECORDS too)" in done.stderr
+
+
+def test_a_relevance_audit_has_its_page_with_every_kappa_and_the_four_grades(tmp_path) -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    from stagewise.app.pages import audit_page
+    from stagewise.rag.audit import audit_relevance
+    from stagewise.rag.judge_inputs import RelevancePair
+    from stagewise.rag.judges import Passage
+    from stagewise.rag.relevance import QueryCoverageJudge
+    from stagewise.report.judge_audit import render
+
+    query = "supersonic boundary layer transition"
+    texts = ["nothing here", "a supersonic jet", "supersonic boundary", "supersonic boundary layer", query] * 3
+    people = [0, 1, 1, 2, 3, 0, 0, 2, 3, 3, 1, 0, 2, 2, 3]
+    pairs = [
+        RelevancePair("q", query, f"d{i}", Passage(f"d{i}", t), g)
+        for i, (t, g) in enumerate(zip(texts, people, strict=True))
+    ]
+    path = tmp_path / "relevance.json"
+    path.write_text(render(audit_relevance(QueryCoverageJudge(), pairs, data="toy", resamples=50), "json"))
+    audits = JudgeAudits.read([path])
+    page = _parsed(audit_page(1, *audits.get(1)))
+    judged = [0, 1, 2, 3, 3] * 3  # query coverage 0, 1/4, 1/2, 3/4, 1 in quarters
+    figures = page.by_id["figure"]
+    assert len(figures) == 5  # accuracy, macro-F1 and three kappas
+    names = ("Cohen's kappa", "Cohen's kappa, linear weights", "Cohen's kappa, quadratic weights")
+    for row, name, weights in zip(figures[2:], names, (None, "linear", "quadratic"), strict=True):
+        assert row.startswith(f"{name}{cohen_kappa_score(people, judged, weights=weights):.3f}"), row
+    cells = [int(c) for c in page.by_id["confusion-cell"]]
+    assert len(cells) == 16 and cells == [sum(p == a and j == b for p, j in zip(people, judged, strict=True))
+                                          for a in range(4) for b in range(4)]  # fmt: skip
