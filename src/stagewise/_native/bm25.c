@@ -8,6 +8,8 @@
  *                frequencies, document lengths, and per term the largest tf and the shortest document (the
  *                inputs of a safe upper bound for any monotone BM25 term weight).
  * find_terms     binary search of query terms in the index's sorted vocabulary (offsets + UTF-8 bytes).
+ * run_rows       the rows of search results in trec_eval's order (score as a C float descending, then doc id
+ *                descending in byte order, through a rank array), for building a Run without sorting it again.
  * checksum       an additive 128-bit hash of a corpus (so an index grown by batches has the checksum of a
  *                rebuild).
  * search         top-k per query. Document-at-a-time MaxScore (Turtle & Flood 1995) when every query term
@@ -1185,6 +1187,162 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------------ run_rows */
+
+/* A score as trec_eval 9 and pytrec_eval hold it, a C float (out of float range: infinity, as IEEE rounding
+ * has it; tested first, since C leaves converting an out-of-range double to float undefined). */
+static inline double as_single(double x) {
+    if (x >= 0x1.ffffffp127) return INFINITY;
+    if (x <= -0x1.ffffffp127) return -INFINITY;
+    return (double)(float)x;
+}
+
+/* Sort keys ascending: LSD radix sort, 11 bits a pass over the high 33 bits (the rank part), through tmp. The
+ * low 32 bits (the row) only ride along: ranks are distinct, so they never decide. */
+static void radix_sort_high(uint64_t *keys, uint64_t *tmp, int64_t n) {
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    int64_t count[BUCKETS];
+    uint64_t *from = keys, *to = tmp;
+    for (int shift = 32; shift < 64; shift += BITS) {
+        memset(count, 0, sizeof(count));
+        for (int64_t i = 0; i < n; i++) count[(from[i] >> shift) & (BUCKETS - 1)]++;
+        int64_t at = 0;
+        for (int b = 0; b < BUCKETS; b++) {
+            int64_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (int64_t i = 0; i < n; i++) to[count[(from[i] >> shift) & (BUCKETS - 1)]++] = from[i];
+        uint64_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != keys) memcpy(keys, from, (size_t)n * sizeof(uint64_t));
+}
+
+static int cmp_uint64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Put keys (inverted rank << 32 | row) in ascending order, so the rows come out in descending doc id rank. */
+static void sort_tie_keys(uint64_t *keys, uint64_t *tmp, int64_t n) {
+    if (n <= 16) {
+        for (int64_t i = 1; i < n; i++) {
+            uint64_t v = keys[i];
+            int64_t j = i;
+            for (; j > 0 && keys[j - 1] > v; j--) keys[j] = keys[j - 1];
+            keys[j] = v;
+        }
+    } else if (n < 1024) {
+        qsort(keys, (size_t)n, sizeof(uint64_t), cmp_uint64);
+    } else {
+        radix_sort_high(keys, tmp, n);
+    }
+}
+
+/* run_rows(res_ptr int64 [nq + 1], docs int32 [n], scores float64 [n], doc_rank int32 [n_docs],
+ *          query_order int64 [m], wide) -> bytes: int32 rows (int64 when wide), or None
+ * The search results in trec_eval's order, as the rows of the results to take: the queries in query_order,
+ * each query's rows by score descending compared as C floats (trec_eval 9, pytrec_eval), then doc id
+ * descending in byte order, which is doc_rank descending (doc_rank[d]: the place of document d's id among all
+ * ids in byte order). The results come best first (double score descending), so the float order is already
+ * there and only runs of rows with equal float scores are sorted, by rank. None when a query's scores are not
+ * in descending order (the caller then sorts everything itself). */
+static PyObject *run_rows(PyObject *self, PyObject *args) {
+    Py_buffer pb, db, sb, rb, ob;
+    int wide;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*p", &pb, &db, &sb, &rb, &ob, &wide)) return NULL;
+    PyObject *result = NULL;
+    uint64_t *keys = NULL, *tmp = NULL;
+    int unordered = 0, bad = 0;
+    if (check_buffer(&pb, 8, "res_ptr") < 0 || check_buffer(&db, 4, "docs") < 0 || check_buffer(&sb, 8, "scores") < 0 ||
+        check_buffer(&rb, 4, "doc_rank") < 0 || check_buffer(&ob, 8, "query_order") < 0)
+        goto done;
+    const int64_t *ptr = pb.buf, *order = ob.buf;
+    const int32_t *docs = db.buf, *rank = rb.buf;
+    const double *scores = sb.buf;
+    int64_t n = db.len / 4, nq = pb.len / 8 - 1, m = ob.len / 8, n_docs = rb.len / 4, total = 0, longest = 0;
+    if (nq < 0 || sb.len != 2 * db.len || ptr[0] != 0 || ptr[nq] != n) {
+        PyErr_SetString(PyExc_ValueError, "run_rows: result arrays disagree");
+        goto done;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        int64_t q = order[i];
+        if (q < 0 || q >= nq || ptr[q + 1] < ptr[q] || ptr[q + 1] > n) {
+            PyErr_SetString(PyExc_ValueError, "run_rows: a query outside the results");
+            goto done;
+        }
+        total += ptr[q + 1] - ptr[q];
+        if (ptr[q + 1] - ptr[q] > longest) longest = ptr[q + 1] - ptr[q];
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total * (wide ? 8 : 4));
+    keys = malloc((size_t)(longest ? longest : 1) * sizeof(uint64_t));
+    tmp = malloc((size_t)(longest ? longest : 1) * sizeof(uint64_t));
+    if (!out || !keys || !tmp) {
+        Py_XDECREF(out);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *out32 = (int32_t *)PyBytes_AS_STRING(out);
+    int64_t *out64 = (int64_t *)PyBytes_AS_STRING(out);
+    int64_t at = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (int64_t i = 0; i < m && !unordered && !bad; i++) {
+        int64_t lo = ptr[order[i]], hi = ptr[order[i] + 1];
+        for (int64_t a = lo; a < hi;) {
+            double s = as_single(scores[a]);
+            int64_t e = a + 1;
+            while (e < hi && as_single(scores[e]) == s) e++;
+            if (s != s || (e < hi && !(as_single(scores[e]) < s))) { /* NaN, or rising: not the kernel's order */
+                unordered = 1;
+                break;
+            }
+            if (e - a == 1) {
+                if (wide) out64[at] = a; else out32[at] = (int32_t)a;
+                at++;
+                a = e;
+                continue;
+            }
+            for (int64_t p = a; p < e; p++) {
+                int32_t d = docs[p];
+                if (d < 0 || d >= n_docs || rank[d] < 0) {
+                    bad = 1;
+                    break;
+                }
+                keys[p - a] = ((uint64_t)(uint32_t)(INT32_MAX - rank[d]) << 32) | (uint64_t)(p - lo);
+            }
+            if (bad) break;
+            sort_tie_keys(keys, tmp, e - a);
+            for (int64_t p = 0; p < e - a; p++, at++) {
+                int64_t row = lo + (int64_t)(keys[p] & 0xFFFFFFFFu);
+                if (wide) out64[at] = row; else out32[at] = (int32_t)row;
+            }
+            a = e;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    if (bad) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_ValueError, "damaged index: a result names a document outside the document ids");
+    } else if (unordered) {
+        Py_DECREF(out);
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else {
+        result = out;
+    }
+done:
+    free(keys);
+    free(tmp);
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&rb);
+    PyBuffer_Release(&ob);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------------------ checksum */
 
 /* A 64-bit multiply-xorshift chain over bytes (8 at a time), continuing from state h. */
@@ -1266,6 +1424,7 @@ static PyMethodDef methods[] = {
     {"build_postings", build_postings, METH_VARARGS, "Postings grouped by term and sorted by document."},
     {"find_terms", find_terms, METH_VARARGS, "Positions of terms in a sorted vocabulary, -(insertion point + 1) when absent."},
     {"search", search, METH_VARARGS, "Top-k BM25 results per query (MaxScore or exhaustive)."},
+    {"run_rows", run_rows, METH_VARARGS, "Search results' rows in trec_eval's order (float score, then doc id rank)."},
     {"checksum", checksum, METH_VARARGS, "Additive 128-bit checksum of (position, id, text) triples."},
     {NULL, NULL, 0, NULL},
 };

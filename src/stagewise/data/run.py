@@ -169,6 +169,29 @@ class Run:
         )
 
     @classmethod
+    def in_evaluation_order(
+        cls,
+        query_ids: np.ndarray,
+        codes: np.ndarray,
+        docs: StringColumn,
+        scores: np.ndarray,
+        keys: np.ndarray,
+        input_position: np.ndarray | None,
+        *,
+        name: str,
+    ) -> Run:
+        """A run from columns its maker already put in trec_eval's order, taken as they are (nothing is sorted or
+        checked again): ``query_ids`` distinct and in byte order, ``codes`` (int32) ascending, each query's rows
+        by score descending compared as C floats and then doc id descending in byte order, no document twice in
+        a query, finite scores; ``input_position`` each row's position in the maker's own order (``None``: the
+        same order). For a stage that produced its rows in this order itself (BM25's search, through
+        :func:`stagewise.retrieval._kernels.run_rows`); everything else goes through :meth:`from_columns`, which
+        checks. The tests build each such run both ways and compare every column."""
+        if len(codes) == 0:
+            raise InputError(name, "has no results", expected="at least one (query_id, doc_id, score) row")
+        return cls(query_ids, codes, docs, scores, None, input_position, keys, name=name)
+
+    @classmethod
     def from_frame(
         cls,
         frame: pl.DataFrame,

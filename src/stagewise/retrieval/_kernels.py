@@ -1,8 +1,8 @@
-"""The four loops of BM25: compiled (``stagewise._native._bm25``) when built, numpy otherwise.
+"""The loops of BM25: compiled (``stagewise._native._bm25``) when built, numpy otherwise.
 
-Both paths give the same output: the same tokens and ids, the same postings, and the same top-k (scores to
-the last bit, ties in score broken by the smaller document index). The numpy path is much slower at search
-and exists for installs without a C compiler; the tests run both.
+Both paths give the same output: the same tokens and ids, the same postings, the same top-k (scores to the
+last bit, ties in score broken by the smaller document index), and the same rows in trec_eval's order. The
+numpy path is much slower at search and exists for installs without a C compiler; the tests run both.
 """
 
 from __future__ import annotations
@@ -212,6 +212,49 @@ def search(
     if not out_docs:
         return res_ptr, np.zeros(0, dtype=np.int32), np.zeros(0)
     return res_ptr, np.concatenate(out_docs), np.concatenate(out_scores)
+
+
+# ------------------------------------------------------------------------------------------------- run_rows
+
+
+def run_rows(
+    res_ptr: np.ndarray,
+    docs: np.ndarray,
+    scores: np.ndarray,
+    doc_rank: np.ndarray,
+    query_order: np.ndarray,
+    *,
+    use_native: bool = True,
+) -> np.ndarray | None:
+    """The rows of search results in trec_eval's order, as positions into ``docs`` and ``scores``: the queries
+    in ``query_order``, each query's rows by score descending compared as C floats, then doc id descending in
+    byte order (``doc_rank[d]`` is document ``d``'s place among the ids in byte order). int32 positions (int64
+    from 2**31 rows). ``None`` when a query's results are not best first (the caller then sorts them itself)."""
+    res_ptr = np.ascontiguousarray(res_ptr, dtype=np.int64)
+    query_order = np.ascontiguousarray(query_order, dtype=np.int64)
+    wide = len(docs) >= 2**31
+    if native is not None and use_native:
+        rows = native.run_rows(
+            res_ptr,
+            np.ascontiguousarray(docs, dtype=np.int32),
+            np.ascontiguousarray(scores, dtype=np.float64),
+            np.ascontiguousarray(doc_rank, dtype=np.int32),
+            query_order,
+            wide,
+        )
+        return None if rows is None else np.frombuffer(rows, dtype=np.int64 if wide else np.int32)
+    counts = np.diff(res_ptr)[query_order]
+    starts = res_ptr[:-1][query_order]
+    taken = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+    with np.errstate(over="ignore"):
+        single = np.asarray(scores, dtype=np.float64)[taken].astype(np.float32)
+    block = np.repeat(np.arange(len(query_order), dtype=np.int64), counts)
+    same_block = block[1:] == block[:-1]
+    if np.isnan(single).any() or (same_block & (single[1:] > single[:-1])).any():
+        return None
+    # rows of one query: -score then -rank; the query blocks keep their order (the last key sorts first)
+    order = np.lexsort((-doc_rank[docs[taken]].astype(np.int64), -single.astype(np.float64), block))
+    return taken[order].astype(np.int64 if wide else np.int32)
 
 
 # ------------------------------------------------------------------------------------------------- checksum

@@ -74,8 +74,13 @@ class TopK:
     """Queries with no term in the index (they have no results)."""
 
     def to_run(self, index: BM25Index, name: str | None = None):
-        """The results as a :class:`stagewise.data.run.Run` (document ids from ``index``)."""
-        from stagewise.data.columns import pair_keys
+        """The results as a :class:`stagewise.data.run.Run` (document ids from ``index``).
+
+        The Run keeps rows in trec_eval's order (query id, score as a C float descending, doc id descending in
+        byte order). The results already come best first, so only rows whose scores tie as floats are put in
+        doc id order, through the index's rank of each id in byte order (:func:`_kernels.run_rows`); the Run
+        is then taken as it is, not sorted and checked again. Each row's ``input_position`` is its row here."""
+        from stagewise.data.columns import byte_order, pair_keys
         from stagewise.data.run import Run
         from stagewise.data.strings import StringColumn
 
@@ -84,6 +89,31 @@ class TopK:
                 f"no query matched any document ({len(self.query_ids)} queries, "
                 f"{self.empty_queries} with no term in the index)"
             )
+        counts = np.diff(self.offsets)
+        with_results = np.flatnonzero(counts)
+        query_ids, by_bytes = byte_order([self.query_ids[i] for i in with_results.tolist()])
+        query_order = with_results if by_bytes is None else with_results[by_bytes]
+        with index._damage_is_input_error():
+            rows = _kernels.run_rows(self.offsets, self.docs, self.scores, index.doc_id_rank(), query_order)
+        if rows is None:  # not best first (not the kernel's results): let the Run sort and check them
+            return self._to_run_sorted(index, name)
+        codes = np.repeat(np.arange(len(query_order), dtype=np.int32), counts[query_order])
+        q_off, q_data = _strings_to_column(query_ids.tolist())
+        query_per_row = StringColumn(q_off, q_data.tobytes()).take(codes.astype(np.int64))
+        d_off, d_data = _take_column(index.doc_ids_offsets, index.doc_ids_data, self.docs[rows].astype(np.int64))
+        docs = StringColumn(d_off, d_data.tobytes())
+        return Run.in_evaluation_order(
+            query_ids, codes, docs, self.scores[rows], pair_keys(query_per_row, docs), rows,
+            name=name or f"bm25-{self.scoring}",
+        )  # fmt: skip
+
+    def _to_run_sorted(self, index: BM25Index, name: str | None = None):
+        """:meth:`to_run` through :meth:`Run.from_columns`, which sorts the rows and checks them (the reference
+        the tests compare :meth:`to_run` with, and its way for results that are not best first)."""
+        from stagewise.data.columns import pair_keys
+        from stagewise.data.run import Run
+        from stagewise.data.strings import StringColumn
+
         counts = np.diff(self.offsets)
         with_results = np.flatnonzero(counts)
         first_seen = [self.query_ids[i] for i in with_results.tolist()]
@@ -319,6 +349,22 @@ class BM25Index:
 
     def doc_ids(self, rows: np.ndarray | None = None) -> list[str]:
         return _column_values(self.doc_ids_offsets, self.doc_ids_data, rows)
+
+    def doc_id_rank(self) -> np.ndarray:
+        """Each document's place among the document ids in byte order (int32, index order): trec_eval breaks
+        ties in score by doc id descending, and a Run built from search results orders tied rows by this rank.
+        Computed on first use and kept (one sort of the ids; 4 bytes a document)."""
+        held = self._cache.get(("doc_rank",))
+        if held is None or held[0] is not self.doc_ids_data or held[1] is not self.doc_ids_offsets:
+            from stagewise.data.strings import StringColumn
+
+            ids = StringColumn(np.asarray(self.doc_ids_offsets, dtype=np.int64), self.doc_ids_data)
+            order = ids.binary_series().arg_sort().to_numpy()
+            rank = np.empty(self.n_docs, dtype=np.int32)
+            rank[order] = np.arange(self.n_docs, dtype=np.int32)
+            held = (self.doc_ids_data, self.doc_ids_offsets, rank)
+            self._cache[("doc_rank",)] = held
+        return held[2]
 
     def terms(self, rows: np.ndarray | None = None) -> list[str]:
         return _column_values(self.vocab_offsets, self.vocab_data, rows)
