@@ -69,6 +69,10 @@ class Workspace:
     results and labels) and the means are re-aggregated from the per-query values
     (:class:`~stagewise.app.query_values.QueryValues`): the numbers are those of a full evaluation of the current
     labels, bit for bit (``tests/test_app_incremental.py``), at the cost of one query.
+
+    The labels are also held in memory, as the store has them: written through :meth:`write` and :meth:`undo`,
+    which apply a change here once the store has committed it, so the server's recomputation
+    (:meth:`refresh` with ``reread=False``) reads no database.
     """
 
     def __init__(
@@ -100,6 +104,8 @@ class Workspace:
         if self.runs and labels:
             self.table.load(evaluate(labels, self.runs, list(METRICS)).runs)
         self.judged = set(labels)
+        self._labels = labels  # qid -> docid -> label, as committed (self._lock guards it)
+        self._write_lock = threading.Lock()  # a write and its application here, one at a time, in commit order
 
     def query_ids(self) -> list[str]:
         ids = set(self.judged)
@@ -111,12 +117,59 @@ class Workspace:
         return qid in self.judged or any(qid in run for run in self.runs.values())
 
     def known_doc(self, qid: str, docid: str) -> bool:
-        return any(docid in run.get(qid, ()) for run in self.runs.values()) or self.store.get(qid, docid) is not None
+        if any(docid in run.get(qid, ()) for run in self.runs.values()):
+            return True
+        with self._lock:
+            return docid in self._labels.get(qid, ())
 
-    def refresh(self, qid: str) -> None:
-        """Recompute one query's values for every run (its labels changed), and so the means."""
+    def labels(self, qid: str) -> dict[str, int]:
+        """One query's labels as committed (a copy)."""
+        with self._lock:
+            return dict(self._labels.get(qid, {}))
+
+    def write(self, changes: Sequence[tuple[str, str, int | None, str]]) -> list[int | None]:
+        """Set (or, with None, clear) labels in one transaction of the store (``(qid, docid, label, who)``, in
+        order; :meth:`LabelStore.set_many`); returns each one's old label once they are on disk. Blocks for the
+        disk: call it from a worker thread. The values are not recomputed: :meth:`refresh` each query whose
+        labels changed."""
+        with self._write_lock:
+            olds = self.store.set_many(changes)
+            with self._lock:
+                for qid, docid, label, _ in changes:
+                    self._apply(qid, docid, label)
+        return olds
+
+    def undo(self, who: str = "") -> dict[str, object] | None:
+        """:meth:`LabelStore.undo`, applied here once committed (None: nothing to undo). Blocks for the disk."""
+        with self._write_lock:
+            change = self.store.undo(who)
+            if change is not None:
+                with self._lock:
+                    self._apply(str(change["qid"]), str(change["docid"]), change["label"])  # type: ignore[arg-type]
+        return change
+
+    def _apply(self, qid: str, docid: str, label: int | None) -> None:
+        if label is not None:
+            self._labels.setdefault(qid, {})[docid] = label
+        elif docid in self._labels.get(qid, ()):
+            del self._labels[qid][docid]
+            if not self._labels[qid]:
+                del self._labels[qid]
+
+    def refresh(self, qid: str, *, reread: bool = True) -> None:
+        """Recompute one query's values for every run (its labels changed), and so the means. The query's labels
+        are read from the store (they may have been written to it directly); ``reread=False`` takes those held
+        here instead, current when every change went through :meth:`write` and :meth:`undo` (the server)."""
         with self._recompute:  # labels read in order: the last recomputation reads the last write
-            labels = self.store.labels(qid).get(qid)
+            if reread:
+                stored = self.store.labels(qid).get(qid)
+                with self._lock:
+                    if stored:
+                        self._labels[qid] = stored
+                    else:
+                        self._labels.pop(qid, None)
+            with self._lock:  # in document order, as the store reads them out (the order evaluate is given)
+                labels = dict(sorted(self._labels.get(qid, {}).items()))
             fresh = self._evaluate_query(qid, labels) if labels and self.runs else None
             with self._lock:
                 if labels:
@@ -182,7 +235,8 @@ class Workspace:
 
     def query_rows(self) -> list[dict[str, Any]]:
         rows = []
-        every = self.store.labels()  # one read, not one a query
+        with self._lock:
+            every = {q: dict(docs) for q, docs in self._labels.items()}
         for qid in self.query_ids():
             labels = every.get(qid, {})
             row: dict[str, Any] = {
@@ -202,7 +256,7 @@ class Workspace:
         return rows
 
     def query(self, qid: str, depth: int = 100) -> dict[str, Any]:
-        labels = self.store.labels(qid).get(qid, {})
+        labels = dict(sorted(self.labels(qid).items()))
         return {
             "qid": qid,
             "key": to_segment(qid),

@@ -342,10 +342,10 @@ async def _api_label(request: Request) -> Response:
     if not ws.known_doc(qid, docid):
         raise _Reject(404, f"unknown document id {docid!r} for query {qid!r}")
     # the write waits for the disk in a worker thread, in one transaction with the writes that arrive meanwhile;
-    # the refresh is shared by every write to the query committed before it starts
+    # the recomputation is shared by every write to the query committed before it starts
     served = _served(request)
     old = await served.refresher.write(qid, docid, label, served.who)
-    await served.refresher.after_write(qid)
+    await served.refresher.settled(qid)
     return JSONResponse(
         {"qid": qid, "docid": docid, "old": old, "label": label, "metrics": ws.metrics(qid), "means": ws.means()}
     )
@@ -355,10 +355,11 @@ async def _api_undo(request: Request) -> Response:
     ws = _need_workspace(request)
     await _body_json(request, "{}")
     served = _served(request)
-    change = await run_in_threadpool(ws.store.undo, served.who)
+    change = await run_in_threadpool(ws.undo, served.who)
     if change is None:
         raise _Reject(409, "nothing to undo")
-    await served.refresher.after_write(str(change["qid"]))
+    served.refresher.changed(str(change["qid"]))
+    await served.refresher.settled(str(change["qid"]))
     return JSONResponse({**change, "metrics": ws.metrics(str(change["qid"])), "means": ws.means()})
 
 
@@ -414,15 +415,18 @@ _Reject = Rejected  # a refused request: every route raises it, one handler answ
 
 
 class _Refresher:
-    """Commits relabels together, then recomputes the metrics of the queries written to, once per query per turn.
+    """Commits relabels together, then recomputes the metrics of the queries whose labels changed, once per query
+    per turn of the loop.
 
     Writes: a relabel waits while a commit is on its way, and every relabel that arrived meanwhile is committed in
-    the next one, a single transaction (one thread hop and one ``fsync`` for all of them; the store's
-    ``set_many``). Recomputation: writes committed together wake their requests in the same turn of the loop;
-    they all wait for one recomputation of their query, which starts in the next turn and so reads every write
-    committed before it. It runs on the loop itself, not in a worker thread: the computation holds the GIL either
-    way, and in a thread it only added two thread hops a request and made the loop's socket calls queue for the
-    GIL behind it.
+    the next one, a single transaction (one thread hop and one ``fsync`` for all of them; the workspace's
+    ``write``). Recomputation: once a batch is committed, every query it changed (a relabel to the label already
+    there changes none) is marked for recomputation before any of the batch's requests is woken; they wake in the
+    same turn and wait for one recomputation of their query, which runs in the next turn and so reads every write
+    committed before it, while the next batch is already being written. A request whose query has nothing waiting
+    answers at once: its values are current. The recomputation runs on the loop itself, not in a worker thread:
+    it holds the GIL either way, and in a thread it only added two thread hops a request and made the loop's
+    socket calls queue for the GIL behind it.
     """
 
     def __init__(self, workspace: Workspace | None) -> None:
@@ -445,31 +449,41 @@ class _Refresher:
             while self.writes:
                 batch, self.writes = self.writes, []
                 try:
-                    olds = await run_in_threadpool(self.workspace.store.set_many, [change for change, _ in batch])
+                    olds = await run_in_threadpool(self.workspace.write, [change for change, _ in batch])
                 except Exception as err:  # nothing of the batch was written: every one of its requests is told
                     for _, future in batch:
                         future.set_exception(err)
                 else:
+                    # a relabel to the label it had changes nothing; any other marks its query, in order, so
+                    # the last of several writes to one document is compared with what the one before it left
+                    for ((qid, _, label, _), _), old in zip(batch, olds, strict=True):
+                        if label != old:
+                            self.changed(qid)
                     for (_, future), old in zip(batch, olds, strict=True):
                         future.set_result(old)
         finally:
             self.writer = None
 
-    async def after_write(self, qid: str) -> None:
-        future = self.pending.get(qid)
-        if future is None:
+    def changed(self, qid: str) -> None:
+        """Mark ``qid``'s labels as changed: its values are recomputed in the next turn of the loop."""
+        if qid not in self.pending:
             loop = asyncio.get_running_loop()
             if not self.pending:
                 loop.call_soon(self._run)
-            future = self.pending[qid] = loop.create_future()
-        await asyncio.shield(future)  # a request that goes away does not cancel the others' wait
+            self.pending[qid] = loop.create_future()
+
+    async def settled(self, qid: str) -> None:
+        """Once ``qid``'s values reflect every label committed so far (at once when nothing is waiting)."""
+        future = self.pending.get(qid)
+        if future is not None:
+            await asyncio.shield(future)  # a request that goes away does not cancel the others' wait
 
     def _run(self) -> None:
         pending, self.pending = self.pending, {}
         assert self.workspace is not None
         for qid, future in pending.items():
             try:
-                self.workspace.refresh(qid)
+                self.workspace.refresh(qid, reread=False)  # every change went through the workspace
             except Exception as err:  # handed to every waiting request
                 future.set_exception(err)
             else:
