@@ -21,6 +21,7 @@ __all__ = [
     "move_blocks",
     "move_string_blocks",
     "parse",
+    "parse_joined",
     "rewrite_rows",
     "run_layout",
 ]
@@ -37,6 +38,34 @@ def parse(data: bytes | str, kind: int) -> dict[str, Any] | tuple | None:
     if native is None:
         return None
     return native.parse_file(data, kind) if isinstance(data, str) else native.parse(data, kind)
+
+
+def parse_joined(
+    path: str,
+    keys: np.ndarray,
+    codes: np.ndarray,
+    starts: np.ndarray,
+    offsets: np.ndarray,
+    data: bytes | bytearray,
+    queries: dict,
+) -> dict[str, Any] | tuple | None:
+    """A run file read joined to qrels (their stored pair ``keys``, int32 query ``codes``, each query's first
+    row ``starts`` (and the row count), doc id ``offsets`` and ``data``; ``queries``: query id bytes -> qrels
+    code), keeping no document id: a dict of per-query lengths and
+    the judged rows' (query, rank, qrels row), or ``("decline", reason, line)`` for a run the general reader must
+    take (not grouped or not in score order, a repeated key, a bad line, an id that is not ASCII); ``None``
+    without the extension."""
+    if native is None:
+        return None
+    return native.parse_joined(
+        path,
+        np.ascontiguousarray(keys, dtype=np.uint64),
+        np.ascontiguousarray(codes, dtype=np.int32),
+        np.ascontiguousarray(starts, dtype=np.int64),
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        data,
+        queries,
+    )
 
 
 def hash_pairs(q_offsets: np.ndarray, q_data: bytes, d_offsets: np.ndarray, d_data: bytes) -> np.ndarray | None:

@@ -366,29 +366,18 @@ static PyObject *parse(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* parse_file(path, kind) -> as parse, reading the file in 16 MB pieces so the whole file is never held. */
-static PyObject *parse_file(PyObject *self, PyObject *args) {
-    PyObject *path_bytes = NULL, *result = NULL;
-    int kind;
-    if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path_bytes, &kind)) return NULL;
-    FILE *f = fopen(PyBytes_AS_STRING(path_bytes), "rb");
-    if (!f) {
-        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_bytes);
-        Py_DECREF(path_bytes);
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
+typedef int (*LinesFn)(void *state, const char *p, const char *end);
+
+/* Hand a file's complete lines to fn, 16 MB at a time (a line longer than the buffer grows it), so the whole
+ * file is never held: fn's first non-zero status (1: bad input), or -1 with a Python error set. */
+static int read_pieces(FILE *f, PyObject *path_bytes, LinesFn fn, void *state) {
     size_t cap = (size_t)16 << 20, held = 0;
     char *buf = malloc(cap);
-    Parser ps;
-    int status = parser_open(&ps, kind, size > 0 ? size / 32 : 1024, size > 0 ? size / 4 : 1 << 16);
     if (!buf) {
         PyErr_NoMemory();
-        status = -1;
+        return -1;
     }
-    int at_end = 0;
+    int status = 0, at_end = 0;
     while (status == 0 && !at_end) {
         if (held == cap) { /* a single line longer than the buffer: grow it */
             char *grown = realloc(buf, cap * 2);
@@ -418,11 +407,34 @@ static PyObject *parse_file(PyObject *self, PyObject *args) {
                     break;
                 }
         if (!last) continue; /* no complete line yet */
-        status = parse_lines(&ps, buf, last);
+        status = fn(state, buf, last);
         size_t rest = held - (size_t)(last - buf);
         memmove(buf, last, rest);
         held = rest;
     }
+    free(buf);
+    return status;
+}
+
+static int parser_lines(void *state, const char *p, const char *end) { return parse_lines(state, p, end); }
+
+/* parse_file(path, kind) -> as parse, reading the file in pieces so the whole file is never held. */
+static PyObject *parse_file(PyObject *self, PyObject *args) {
+    PyObject *path_bytes = NULL, *result = NULL;
+    int kind;
+    if (!PyArg_ParseTuple(args, "O&i", PyUnicode_FSConverter, &path_bytes, &kind)) return NULL;
+    FILE *f = fopen(PyBytes_AS_STRING(path_bytes), "rb");
+    if (!f) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_bytes);
+        Py_DECREF(path_bytes);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    Parser ps;
+    int status = parser_open(&ps, kind, size > 0 ? size / 32 : 1024, size > 0 ? size / 4 : 1 << 16);
+    if (status == 0) status = read_pieces(f, path_bytes, parser_lines, &ps);
     if (status == 1) {
         result = ps.error;
         ps.error = NULL;
@@ -430,7 +442,6 @@ static PyObject *parse_file(PyObject *self, PyObject *args) {
         result = parser_result(&ps);
     }
     parser_close(&ps);
-    free(buf);
     fclose(f);
     Py_DECREF(path_bytes);
     return result;
@@ -796,9 +807,379 @@ done:
     return result;
 }
 
+/* ---- The joined parse: a run file read straight into what evaluation needs -------------------------------
+ *
+ * parse_joined(path, keys, qcodes, doc_offsets, doc_data, judged_queries) reads a TREC run in pieces and joins
+ * each row to the qrels while its document id is still in the read buffer, so no document id is kept: per
+ * query (numbered by first appearance) its number of rows, and per judged row its query, its rank in
+ * trec_eval 9's order (score descending compared as C floats, then doc id descending) and its qrels row. The
+ * qrels come as their stored columns (pair keys, query codes, doc id offsets and bytes) and a dict from query
+ * id bytes to qrels query code. It takes only the runs the general path would store without sorting: every
+ * query's rows contiguous and in score order, no (query, doc) key repeated within a query, every field ASCII
+ * and without NUL, no bad line. Anything else returns ("decline", reason, line) and the caller reads the run
+ * the general way, which gives the same numbers slowly or the error that names the line. */
+
+typedef struct { /* one row of the current tie group */
+    size_t doc_at, doc_len, order;
+    int32_t rank;
+    int64_t qrow;
+} Member;
+
+typedef struct {
+    /* the qrels, stored by query: pair keys, query codes, each query's first row, doc ids; an open-addressing
+     * table of (key, row) for the queries with many judgements (row -1: an empty slot) */
+    const uint64_t *qkey;
+    const int32_t *qcode;
+    const int64_t *qstart, *qoff;
+    const char *qdata;
+    struct { uint64_t key; int64_t row; } *table;
+    size_t mask;
+    int64_t lo, hi; /* the current query's judgements: qrels rows [lo, hi) */
+    PyObject *judged_queries, *seen, *qids;
+    Column lengths, judged_query, judged_rank, judged_row;
+    /* the current query: its id, codes, rows stored so far, keys (for the repeat check) */
+    char *q;
+    size_t q_len, q_cap;
+    int32_t code, qrels_code;
+    int64_t stored;
+    uint64_t *block_keys;
+    size_t block_n, block_cap;
+    BlockSet set;
+    /* the current tie group: rows of the query whose scores equal as C floats, and their doc id bytes */
+    Member *group;
+    size_t group_n, group_cap;
+    char *docs;
+    size_t docs_len, docs_cap;
+    float group_score;
+    /* the run's rank column in stored order: adjacent pairs within a query that rise and fall */
+    int ranks_ok, have_prev;
+    int32_t prev_rank;
+    int64_t up, down, rows;
+    Py_ssize_t line;
+    const char *decline;
+    Py_ssize_t decline_line;
+} Joiner;
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap * 2 : 64;
+    while (cap2 < need) cap2 *= 2;
+    void *q = realloc(*p, cap2 * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = cap2;
+    return 0;
+}
+
+static const char *group_docs; /* the group's doc bytes, for the comparator (one parse at a time: the GIL) */
+
+/* doc id descending (strcmp on the bytes, a prefix before its extensions), then input order: a stable sort */
+static int member_cmp(const void *a, const void *b) {
+    const Member *x = a, *y = b;
+    size_t n = x->doc_len < y->doc_len ? x->doc_len : y->doc_len;
+    int c = memcmp(group_docs + y->doc_at, group_docs + x->doc_at, n);
+    if (c) return c;
+    if (x->doc_len != y->doc_len) return x->doc_len < y->doc_len ? 1 : -1;
+    return x->order < y->order ? -1 : 1;
+}
+
+/* Store the tie group: its rows take the query's next places in doc id descending order. */
+static int joiner_flush_group(Joiner *j) {
+    if (j->group_n > 1) {
+        group_docs = j->docs;
+        qsort(j->group, j->group_n, sizeof *j->group, member_cmp);
+    }
+    for (size_t i = 0; i < j->group_n; i++) {
+        const Member *m = &j->group[i];
+        int64_t place = j->stored++;
+        if (j->have_prev) {
+            j->up += m->rank > j->prev_rank;
+            j->down += m->rank < j->prev_rank;
+        }
+        j->prev_rank = m->rank;
+        j->have_prev = 1;
+        if (m->qrow >= 0) {
+            int32_t rank = (int32_t)(place + 1);
+            if (column_put(&j->judged_query, &j->code, sizeof j->code) ||
+                column_put(&j->judged_rank, &rank, sizeof rank) || column_put(&j->judged_row, &m->qrow, sizeof m->qrow))
+                return -1;
+        }
+    }
+    j->group_n = 0;
+    j->docs_len = 0;
+    return 0;
+}
+
+static int joiner_end_query(Joiner *j) {
+    if (j->code < 0) return 0;
+    if (joiner_flush_group(j)) return -1;
+    return column_put(&j->lengths, &j->stored, sizeof j->stored);
+}
+
+/* 0: a new query started; 1: declined (its rows came earlier: not grouped); -1: a Python error. */
+static int joiner_start_query(Joiner *j, const char *q, size_t n) {
+    if (joiner_end_query(j)) return -1;
+    PyObject *key = PyBytes_FromStringAndSize(q, (Py_ssize_t)n);
+    if (!key) return -1;
+    int known = PyDict_Contains(j->seen, key);
+    if (known) {
+        Py_DECREF(key);
+        if (known < 0) return -1;
+        j->decline = "the run's rows of a query are not contiguous";
+        return 1;
+    }
+    PyObject *number = PyLong_FromSsize_t(PyList_GET_SIZE(j->qids));
+    PyObject *qrels_code = number ? PyDict_GetItemWithError(j->judged_queries, key) : NULL;
+    int bad = !number || (!qrels_code && PyErr_Occurred()) || PyDict_SetItem(j->seen, key, number) ||
+              PyList_Append(j->qids, key);
+    Py_XDECREF(number);
+    Py_DECREF(key);
+    if (bad) return -1;
+    j->code = (int32_t)(PyList_GET_SIZE(j->qids) - 1);
+    j->qrels_code = qrels_code ? (int32_t)PyLong_AsLong(qrels_code) : -1;
+    j->lo = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code];
+    j->hi = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code + 1];
+    j->stored = 0;
+    j->have_prev = 0;
+    j->block_n = 0;
+    blockset_next(&j->set);
+    return keep_copy(&j->q, &j->q_cap, &j->q_len, q, n);
+}
+
+static inline int same_doc(const Joiner *j, int64_t r, const char *doc, size_t n) {
+    return (size_t)(j->qoff[r + 1] - j->qoff[r]) == n && memcmp(j->qdata + j->qoff[r], doc, n) == 0;
+}
+
+/* The qrels row of (the current query, doc), or -1: keys matched, then confirmed on the bytes. A query's few
+ * judgements are scanned (their keys sit together, in cache); a query with many is looked up in the table. */
+static int64_t joiner_lookup(const Joiner *j, uint64_t key, const char *doc, size_t n) {
+    if (j->hi - j->lo <= 16) {
+        for (int64_t r = j->lo; r < j->hi; r++)
+            if (j->qkey[r] == key && same_doc(j, r, doc, n)) return r;
+        return -1;
+    }
+    for (size_t slot = (size_t)mix(key) & j->mask; j->table[slot].row >= 0; slot = (slot + 1) & j->mask) {
+        int64_t r = j->table[slot].row;
+        if (j->table[slot].key == key && j->qcode[r] == j->qrels_code && same_doc(j, r, doc, n)) return r;
+    }
+    return -1;
+}
+
+/* Bytes by class: 1 a blank (a field separator, as is_blank), 2 a byte no id of the joined parse may hold (NUL,
+ * or not ASCII: the general path checks such ids' encoding and names the line). */
+static unsigned char BYTE_CLASS[256];
+
+static void byte_classes(void) {
+    for (int b = 0; b < 256; b++) BYTE_CLASS[b] = (unsigned char)(is_blank((char)b) | ((b == 0 || b >= 0x80) << 1));
+}
+
+/* A line's fields, split as parse_lines_into splits them; *odd is set when a field holds a NUL or a byte that
+ * is not ASCII. */
+static int split_fields(const char *p, const char *eol, const char **start, size_t *len, int *odd) {
+    int nf = 0;
+    unsigned char seen = 0;
+    const char *c = p;
+    while (nf < MAX_FIELDS) {
+        while (c < eol && is_blank(*c)) c++;
+        if (c >= eol) break;
+        start[nf] = c;
+        for (unsigned char k; c < eol && !((k = BYTE_CLASS[(unsigned char)*c]) & 1); c++) seen |= k;
+        len[nf] = (size_t)(c - start[nf]);
+        nf++;
+    }
+    *odd = seen != 0;
+    return nf;
+}
+
+/* One row (a data line's fields) into the joiner: 0, 1 when declined, -1 on a Python error. */
+static int joiner_row(Joiner *j, const char **start, size_t *len) {
+    double score;
+    if (parse_double(start[4], len[4], &score)) {
+        j->decline = "a score is not a finite number";
+        return 1;
+    }
+    if (j->code < 0 || len[0] != j->q_len || memcmp(start[0], j->q, len[0]) != 0) {
+        int status = joiner_start_query(j, start[0], len[0]);
+        if (status) return status;
+    }
+    uint64_t key = pair_hash(start[0], len[0], start[2], len[2]);
+    int repeated = blockset_add(&j->set, key, j->block_keys, 0, (Py_ssize_t)j->block_n);
+    if (repeated < 0 || grow((void **)&j->block_keys, &j->block_cap, j->block_n + 1, sizeof(uint64_t))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (repeated) {
+        j->decline = "a (query, doc) key repeats within a query";
+        return 1;
+    }
+    j->block_keys[j->block_n++] = key;
+    float now = as_single(score);
+    if (j->group_n > 0 && now > j->group_score) {
+        j->decline = "the run's scores rise within a query";
+        return 1;
+    }
+    if (j->group_n > 0 && now < j->group_score && joiner_flush_group(j)) return -1;
+    j->group_score = now;
+    int64_t parsed_rank;
+    int32_t rank = 0;
+    if (!parse_long(start[3], len[3], &parsed_rank) && parsed_rank > INT32_MIN && parsed_rank <= INT32_MAX)
+        rank = (int32_t)parsed_rank;
+    else
+        j->ranks_ok = 0;
+    if (grow((void **)&j->group, &j->group_cap, j->group_n + 1, sizeof(Member)) ||
+        grow((void **)&j->docs, &j->docs_cap, j->docs_len + len[2], 1)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Member *m = &j->group[j->group_n];
+    m->doc_at = j->docs_len;
+    m->doc_len = len[2];
+    m->order = j->group_n++;
+    m->rank = rank;
+    m->qrow = joiner_lookup(j, key, start[2], len[2]);
+    memcpy(j->docs + j->docs_len, start[2], len[2]);
+    j->docs_len += len[2];
+    j->rows++;
+    return 0;
+}
+
+/* The complete lines in [p, end): 0, 1 when declined, -1 on a Python error. */
+static int joiner_lines(void *state, const char *p, const char *end) {
+    Joiner *j = state;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        j->line++;
+        const char *start[MAX_FIELDS];
+        size_t len[MAX_FIELDS];
+        int odd = 0, nf = split_fields(p, eol, start, len, &odd);
+        p = eol + 1;
+        if (nf == 0 || start[0][0] == '#') continue;
+        int status = 0;
+        if (nf < 6) {
+            j->decline = "a line has fewer than 6 fields";
+            status = 1;
+        } else if (odd) {
+            j->decline = "a field holds a NUL or a non-ASCII byte";
+            status = 1;
+        } else {
+            status = joiner_row(j, start, len);
+        }
+        if (status) {
+            j->decline_line = j->line;
+            return status;
+        }
+    }
+    return 0;
+}
+
+/* parse_joined(path, keys uint64, qcodes int32, starts int64, doc_offsets int64, doc_data, judged_queries dict)
+ * (starts: each qrels query's first row, and the row count) -> dict of
+ * qids (run query ids, first-seen order), lengths (int64 rows of each), judged_query (int32 first-seen code),
+ * judged_rank (int32, 1-based, trec_eval 9's order), judged_row (int64 qrels row) of each judged row in stored
+ * order, ranks_ok, up, down (adjacent pairs of the rank column, stored order, within a query) and rows; or
+ * ("decline", reason, line). */
+static PyObject *parse_joined(PyObject *self, PyObject *args) {
+    PyObject *path_bytes = NULL, *judged_queries = NULL, *result = NULL;
+    Py_buffer kb, cb, sb, ob, db;
+    if (!PyArg_ParseTuple(args, "O&y*y*y*y*y*O!", PyUnicode_FSConverter, &path_bytes, &kb, &cb, &sb, &ob, &db,
+                          &PyDict_Type, &judged_queries))
+        return NULL;
+    Joiner j;
+    memset(&j, 0, sizeof j);
+    j.code = -1;
+    j.ranks_ok = 1;
+    Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
+    FILE *f = NULL;
+    Py_ssize_t n_queries = sb.len / (Py_ssize_t)sizeof(int64_t) - 1;
+    const int64_t *qstart = sb.buf;
+    int valid = cb.len == n * (Py_ssize_t)sizeof(int32_t) && ob.len == (n + 1) * (Py_ssize_t)sizeof(int64_t) &&
+                n_queries >= 0 && PyDict_Size(judged_queries) <= n_queries;
+    for (Py_ssize_t c = 0; valid && c < n_queries; c++) valid = qstart[c] >= 0 && qstart[c] <= qstart[c + 1];
+    if (!valid || (n_queries >= 0 && qstart[n_queries] != n)) {
+        PyErr_SetString(PyExc_ValueError, "the qrels columns must have one entry per judgement (offsets: n + 1)");
+        goto done;
+    }
+    size_t cap = 16;
+    while (cap < (size_t)n * 2) cap *= 2;
+    j.table = malloc(cap * sizeof *j.table);
+    if (!j.table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(j.table, 0xff, cap * sizeof *j.table); /* every row -1: empty */
+    j.mask = cap - 1;
+    j.qkey = kb.buf;
+    j.qcode = cb.buf;
+    j.qstart = qstart;
+    j.qoff = ob.buf;
+    j.qdata = db.buf;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        size_t slot = (size_t)mix(j.qkey[r]) & j.mask;
+        while (j.table[slot].row >= 0) slot = (slot + 1) & j.mask;
+        j.table[slot].key = j.qkey[r];
+        j.table[slot].row = r;
+    }
+    j.judged_queries = judged_queries;
+    j.seen = PyDict_New();
+    j.qids = PyList_New(0);
+    if (!j.seen || !j.qids || column_open(&j.lengths, 1 << 16) || column_open(&j.judged_query, 1 << 16) ||
+        column_open(&j.judged_rank, 1 << 16) || column_open(&j.judged_row, 1 << 17))
+        goto done;
+    f = fopen(PyBytes_AS_STRING(path_bytes), "rb");
+    if (!f) {
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_bytes);
+        goto done;
+    }
+    int status = read_pieces(f, path_bytes, joiner_lines, &j);
+    if (status == 0 && joiner_end_query(&j)) status = -1;
+    if (status == 0 && j.rows == 0) {
+        j.decline = "the run has no data lines";
+        status = 1;
+    }
+    if (status == 1) {
+        result = Py_BuildValue("(ssn)", "decline", j.decline, j.decline_line);
+    } else if (status == 0) {
+        PyObject *lengths = column_close(&j.lengths), *query = column_close(&j.judged_query),
+                 *rank = column_close(&j.judged_rank), *row = column_close(&j.judged_row);
+        if (lengths && query && rank && row)
+            result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:L}", "qids", j.qids, "lengths", lengths,
+                                   "judged_query", query, "judged_rank", rank, "judged_row", row, "ranks_ok",
+                                   j.ranks_ok ? Py_True : Py_False, "up", (long long)j.up, "down", (long long)j.down,
+                                   "rows", (long long)j.rows);
+        Py_XDECREF(lengths);
+        Py_XDECREF(query);
+        Py_XDECREF(rank);
+        Py_XDECREF(row);
+    }
+done:
+    if (f) fclose(f);
+    Py_XDECREF(j.lengths.bytes);
+    Py_XDECREF(j.judged_query.bytes);
+    Py_XDECREF(j.judged_rank.bytes);
+    Py_XDECREF(j.judged_row.bytes);
+    Py_XDECREF(j.seen);
+    Py_XDECREF(j.qids);
+    free(j.table);
+    free(j.q);
+    free(j.block_keys);
+    free(j.set.key);
+    free(j.set.stamp);
+    free(j.group);
+    free(j.docs);
+    PyBuffer_Release(&kb);
+    PyBuffer_Release(&cb);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&db);
+    Py_DECREF(path_bytes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rewrite_rows", rewrite_rows, METH_VARARGS, "Permute strings within blocks of rows, in place."},
     {"parse_file", parse_file, METH_VARARGS, "Parse a TREC run (kind 0) or qrels (kind 1) file in pieces."},
+    {"parse_joined", parse_joined, METH_VARARGS, "Read a run file joined to qrels: what evaluation needs, no doc ids."},
     {"parse", parse, METH_VARARGS, "Parse TREC run (kind 0) or qrels (kind 1) bytes into column buffers."},
     {"hash_pairs", hash_pairs, METH_VARARGS, "64-bit keys of (query id, doc id) pairs, as parse computes."},
     {"move_blocks", move_blocks, METH_VARARGS, "Lay a column's blocks of rows out again, in place."},
@@ -810,4 +1191,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_trecparse", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__trecparse(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__trecparse(void) {
+    byte_classes();
+    return PyModule_Create(&module);
+}

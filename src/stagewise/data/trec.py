@@ -294,6 +294,32 @@ def parse_qrels(data: bytes | Path, source: str) -> tuple[pl.DataFrame | Parsed,
     return frame.select("query_id", "doc_id", "relevance"), line_of
 
 
+def read_joined(
+    path: Path, keys: np.ndarray, codes: np.ndarray, starts: np.ndarray, docs: StringColumn, query_ids: np.ndarray
+) -> dict | str:
+    """A plain TREC run file read joined to qrels (their stored pair ``keys``, query ``codes``, each query's
+    first row ``starts`` and the row count, ``docs`` and sorted ``query_ids``) by the compiled parser, keeping
+    no document id (see ``parse_joined`` in ``_native/trecparse.c``): a dict of the parser's buffers, or why
+    the file needs the general reader (a 3-column run, a byte-order mark, a start that the shape checks refuse,
+    or what the parser declined: rows not grouped or not in score order, a repeated pair, a bad line, an id
+    that is not ASCII). That reader then gives the same numbers, or the error that names the line."""
+    if not parsing.available():
+        return "the compiled parser is not built"
+    head = shape.head_of(path)
+    if data_fields(head) < len(RUN_FIELDS) or shape.needs_rewrite(head):
+        return "the file starts otherwise than a 6-column run in plain UTF-8"
+    try:
+        shape.check_encoding(head, str(path))
+        shape.check_run_shape(head, str(path), RUN_FORM)
+    except InputError:
+        return "the shape checks refuse the file's start"
+    queries = {query.encode("utf-8"): code for code, query in enumerate(query_ids.tolist())}
+    out = parsing.parse_joined(str(path), keys, codes, starts, docs.offsets, docs.data, queries)
+    if out is None or isinstance(out, tuple):
+        return "declined" if out is None else f"{out[1]} (line {out[2]})"
+    return out
+
+
 def parse_ranked(data: bytes, source: str) -> tuple[pl.DataFrame, LineLookup]:
     """A 3-column ``query_id doc_id rank`` run (MS MARCO's, Pyserini's ``--output-format msmarco``): columns
     ``query_id, doc_id, score, rank``, the score derived from the rank (``-rank``), so the rank is the only

@@ -194,46 +194,135 @@ class EvalContext:
         return self._cache[key]
 
 
-def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None) -> EvalContext:
-    """Join ``run`` to ``qrels`` under ``conventions``."""
-    conv = conventions or Conventions()
-    judged_ids = qrels.query_ids
-    run_has = np.isin(judged_ids, run.query_ids)
-    missing = [str(q) for q in judged_ids[~run_has]]
-    run_only = [str(q) for q in run.query_ids[~np.isin(run.query_ids, judged_ids)]]
-    if conv.missing == "error" and missing:
-        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-        raise StagewiseError(
-            f"{len(missing)} judged quer{'y is' if len(missing) == 1 else 'ies are'} absent from run "
-            f"{run.name!r}: {shown} (use --missing zero or skip to evaluate anyway)"
-        )
-    keep = run_has if conv.missing == "skip" else np.ones(len(judged_ids), dtype=bool)
-    query_ids = judged_ids[keep]
-    if len(query_ids) == 0:
-        raise StagewiseError(
-            f"no query has both results in run {run.name!r} and judgements in qrels {qrels.name!r}; "
-            "check that the query ids of the two files match"
-        )
-    # Judged query code -> evaluated index (-1 for dropped); run query code -> evaluated index.
-    eval_index_of_judged = np.full(len(judged_ids), -1, dtype=np.int64)
-    eval_index_of_judged[keep] = np.arange(len(query_ids))
-    run_to_eval = np.full(len(run.query_ids), -1, dtype=np.int64)
-    pos = np.searchsorted(query_ids, run.query_ids)
-    pos_clipped = np.minimum(pos, len(query_ids) - 1)
-    found = query_ids[pos_clipped] == run.query_ids
-    run_to_eval[found] = pos_clipped[found]
+@dataclass(frozen=True, eq=False)
+class JoinedRun:
+    """A run read joined to its qrels (the local engine's joined parse, ``stagewise.engines._fast_eval``):
+    what evaluation needs of it, and no document id, so it takes a few bytes per judged result instead of
+    forty per result. :func:`build_context` takes it as it takes a :class:`Run`, with the same numbers.
 
+    ``lengths[c]`` is the number of results of query ``query_ids[c]`` (byte order); ``judged`` holds the
+    (query code, 1-based rank in trec_eval 9's order, row of ``qrels``) of each judged result. ``ranks`` is
+    ``None``: the joined parse takes only runs whose rank column does not run against their scores, so the
+    checks of a run's rank column (``stagewise.checks``) have nothing to say of it."""
+
+    name: str
+    source: str | None
+    query_ids: np.ndarray
+    lengths: np.ndarray
+    judged: tuple[np.ndarray, np.ndarray, np.ndarray]
+    qrels: Qrels
+    rows: int
+    ranks: None = None
+    score_from: str | None = None
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __repr__(self) -> str:
+        return f"JoinedRun(name={self.name!r}, queries={self.n_queries}, rows={self.rows})"
+
+
+def build_context(qrels: Qrels, run: Run | JoinedRun, conventions: Conventions | None = None) -> EvalContext:
+    """Join ``run`` to ``qrels`` under ``conventions`` (a :class:`JoinedRun` was joined to them as it was read)."""
+    conv = conventions or Conventions()
+    if isinstance(run, JoinedRun):
+        if run.qrels is not qrels:
+            raise StagewiseError(f"run {run.name!r} was read joined to other qrels than {qrels.name!r}")
+        return joined_context(qrels, run.query_ids, run.name, run.lengths, run.judged, conv)
+    queries = _QueryMap.of(qrels, run.query_ids, run.name, conv)
     run_len = np.diff(run.offsets)
     run_rows, judgement_rows = _join(qrels, run)
     row_rank = _ranks(run, conv, run_rows)
     if conv.ignore_self:
         run_len, run_rows, judgement_rows, row_rank = _drop_self(run, conv, run_len, run_rows, judgement_rows, row_rank)
+    return _joined_context(qrels, queries, conv, run_len, run.query_codes[run_rows], row_rank, judgement_rows, run)
+
+
+def joined_context(
+    qrels: Qrels,
+    run_query_ids: np.ndarray,
+    run_name: str,
+    run_len: np.ndarray,
+    judged: tuple[np.ndarray, np.ndarray, np.ndarray],
+    conventions: Conventions | None = None,
+) -> EvalContext:
+    """The context :func:`build_context` builds, from a run already joined to ``qrels`` (the joined parse,
+    ``stagewise.engines._fast_eval``): the run's query ids (byte order), each one's number of results, and
+    ``judged``, the (query code, 1-based rank in trec_eval's order, qrels row) of each judged result. The
+    ``ties`` convention must be ``docid`` and ``ignore_self`` off (they need the document ids); the context
+    holds no run (``run=None``)."""
+    conv = conventions or Conventions()
+    if conv.ties != "docid" or conv.ignore_self:
+        raise ConventionError("a joined run is ranked by ties='docid' and keeps no doc ids for ignore_self")
+    queries = _QueryMap.of(qrels, run_query_ids, run_name, conv)
+    codes, ranks, rows = judged
+    return _joined_context(qrels, queries, conv, run_len, codes, ranks.astype(np.int64), rows, None)
+
+
+@dataclass(frozen=True)
+class _QueryMap:
+    """Which queries are evaluated, and where each judged and each run query goes among them."""
+
+    query_ids: np.ndarray  # evaluated, sorted
+    keep: np.ndarray  # judged query code -> evaluated?
+    run_has: np.ndarray  # judged query code -> in the run?
+    run_to_eval: np.ndarray  # run query code -> evaluated index (-1: not evaluated)
+    found: np.ndarray  # run query code -> evaluated?
+    missing: list[str]
+    run_only: list[str]
+
+    @classmethod
+    def of(cls, qrels: Qrels, run_query_ids: np.ndarray, run_name: str, conv: Conventions) -> _QueryMap:
+        judged_ids = qrels.query_ids
+        run_has = np.isin(judged_ids, run_query_ids)
+        missing = [str(q) for q in judged_ids[~run_has]]
+        run_only = [str(q) for q in run_query_ids[~np.isin(run_query_ids, judged_ids)]]
+        if conv.missing == "error" and missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            raise StagewiseError(
+                f"{len(missing)} judged quer{'y is' if len(missing) == 1 else 'ies are'} absent from run "
+                f"{run_name!r}: {shown} (use --missing zero or skip to evaluate anyway)"
+            )
+        keep = run_has if conv.missing == "skip" else np.ones(len(judged_ids), dtype=bool)
+        query_ids = judged_ids[keep]
+        if len(query_ids) == 0:
+            raise StagewiseError(
+                f"no query has both results in run {run_name!r} and judgements in qrels {qrels.name!r}; "
+                "check that the query ids of the two files match"
+            )
+        run_to_eval = np.full(len(run_query_ids), -1, dtype=np.int64)
+        pos = np.searchsorted(query_ids, run_query_ids)
+        pos_clipped = np.minimum(pos, len(query_ids) - 1)
+        found = query_ids[pos_clipped] == run_query_ids
+        run_to_eval[found] = pos_clipped[found]
+        return cls(query_ids, keep, run_has, run_to_eval, found, missing, run_only)
+
+
+def _joined_context(
+    qrels: Qrels,
+    queries: _QueryMap,
+    conv: Conventions,
+    run_len: np.ndarray,
+    row_run_query: np.ndarray,
+    row_rank: np.ndarray,
+    judgement_rows: np.ndarray,
+    run: Run | None,
+) -> EvalContext:
+    """The context from the judged results: each one's run query code, rank and qrels row."""
+    query_ids, run_to_eval, found = queries.query_ids, queries.run_to_eval, queries.found
+    # Judged query code -> evaluated index (-1 for dropped).
+    eval_index_of_judged = np.full(len(qrels.query_ids), -1, dtype=np.int64)
+    eval_index_of_judged[queries.keep] = np.arange(len(query_ids))
     num_ret = np.zeros(len(query_ids), dtype=np.int64)
     num_ret[run_to_eval[found]] = run_len[found]
     if conv.max_ret is not None:
         num_ret = np.minimum(num_ret, conv.max_ret)
 
-    row_query = run_to_eval[run.query_codes[run_rows]]
+    row_query = run_to_eval[row_run_query]
     row_label = qrels.labels[judgement_rows].astype(np.int64)
     kept = row_query >= 0
     if conv.max_ret is not None:
@@ -254,15 +343,15 @@ def build_context(qrels: Qrels, run: Run, conventions: Conventions | None = None
     return EvalContext(
         conventions=conv,
         query_ids=query_ids,
-        in_run=run_has[keep],
+        in_run=queries.run_has[queries.keep],
         num_ret=num_ret,
         row_query=row_query,
         row_rank=row_rank,
         row_label=row_label,
         judgement_query=judgement_query[judged_kept],
         judgement_label=qrels.labels[judged_kept].astype(np.int64),
-        missing_queries=missing,
-        run_only_queries=run_only,
+        missing_queries=queries.missing,
+        run_only_queries=queries.run_only,
         judgements=qrels,
         run=run,
     )

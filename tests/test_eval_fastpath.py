@@ -1,0 +1,206 @@
+"""The local engine's joined parse (``engines/_fast_eval.py``, ``parse_joined`` in ``_native/trecparse.c``) gives
+what the general reader gives, bit for bit: per-query values, means, missing and run-only queries, errors and
+warnings; and it reads only the runs it may.
+
+The oracle is the general path (every run read whole, ``Run.from_columns``), itself checked against trec_eval,
+pytrec_eval and ir_measures elsewhere; the real TREC 2003 Robust runs are also compared with pytrec_eval here.
+Random runs mix numeric and other query ids (numeric ids are not in byte order), ties in double and only in
+single precision, repeated documents, queries in pieces, rising scores, missing and run-only queries.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import random
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import stagewise
+from stagewise._native import parsing
+from stagewise.data.readers import read_qrels
+from stagewise.engines import _local
+from stagewise.engines._fast_eval import joinable, read_joined
+from stagewise.metrics.context import Conventions, JoinedRun
+
+pytestmark = pytest.mark.skipif(not parsing.available(), reason="the compiled TREC parser is not built")
+
+METRICS = ["map", "ndcg@10", "ndcg", "recall@5", "mrr@10", "P@3", "Rprec", "bpref", "judged@5", "num_ret",
+           "num_rel_ret", "err@5", "success@1", "infAP", "P@2(rel=2)"]  # fmt: skip
+ROBUST = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec_robust03_runs"
+
+
+def outcome(qrels: Path, run: Path, fast: bool, metrics: list[str] = METRICS, **conventions) -> tuple:
+    """What evaluate gives (means, per-query values, query lists), or the error it raises, by either path."""
+    try:
+        with mock.patch.object(_local, "joinable", joinable if fast else (lambda *a: False)):
+            result = stagewise.evaluate(str(qrels), {"run": str(run)}, metrics, **conventions)
+    except Exception as error:  # the same error, word for word, is what is compared
+        return type(error).__name__, str(error)
+    scores = result.runs[0]
+    values = {m: scores.values[m].tolist() for m in metrics}
+    return (result.means, values, scores.query_ids.tolist(), scores.missing_queries, scores.run_only_queries,
+            scores.num_ret.tolist())  # fmt: skip
+
+
+def same(a: tuple, b: tuple) -> bool:
+    """Equal outcomes, NaN equal to NaN (a mean over no query)."""
+    if len(a) != len(b) or isinstance(a[0], str) or isinstance(b[0], str):
+        return a == b
+    flat = [(x, y) for m in a[1] for x, y in zip(a[1][m], b[1][m], strict=True)]
+    flat += [(a[0]["run"][m], b[0]["run"][m]) for m in a[0]["run"]]
+    return a[2:] == b[2:] and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in flat)
+
+
+# Scores drawn so that ties are common: equal doubles, doubles equal only in single precision, -0.0 and 0.0.
+SCORES = [3.25, 2.0, 1.0, 1.0 + 1e-12, 0.5, 0.0, -0.0, -1.5, 1e39, 7e38]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> dict:
+    numeric = draw(st.booleans())
+    n_queries = draw(st.integers(1, 6))
+    names = [str(i * 7 + 1) if numeric else f"q{i}" for i in range(n_queries + 2)]  # 8, 15, 22: not byte order
+    pool = [f"d{i}" for i in range(12)] + ["D1", "d1x", "d"]
+    lines, clean = [], True  # clean: a run the joined parse must take
+    for query in draw(st.permutations(names[:n_queries])):
+        unique = draw(st.integers(0, 9)) > 0
+        docs = draw(st.lists(st.sampled_from(pool), max_size=9, unique=unique))
+        scores = sorted((draw(st.sampled_from(SCORES)) for _ in docs), reverse=True)
+        ranks = list(range(1, len(docs) + 1))
+        if draw(st.integers(0, 5)) == 0:
+            ranks.reverse()  # a rank column against the scores: the checks warn
+        with np.errstate(over="ignore"):  # ties may put the ranks out of order: the checks would warn
+            distinct = len(set(np.array(scores, dtype=np.float32).tolist())) == len(scores)
+        clean &= len(set(docs)) == len(docs) and ranks == sorted(ranks) and distinct
+        lines += [f"{query} Q0 {d} {r} {s!r} tag" for d, r, s in zip(docs, ranks, scores, strict=True)]
+    if draw(st.integers(0, 6)) == 0:
+        random.Random(draw(st.integers(0, 9))).shuffle(lines)  # queries in pieces, scores rising
+        clean = False
+    judged = draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True))
+    qrels = [
+        f"{query} 0 {doc} {draw(st.sampled_from([-1, 0, 1, 2, 3]))}"
+        for query in judged
+        for doc in draw(st.lists(st.sampled_from(pool), min_size=1, max_size=6, unique=True))
+    ]
+    conventions = {
+        "missing": draw(st.sampled_from(["zero", "skip", "error"])),
+        "relevance_level": draw(st.sampled_from([1, 2])),
+        "judged_only": draw(st.booleans()),
+        "max_ret": draw(st.sampled_from([None, 3])),
+    }
+    return {"run": lines, "qrels": qrels, "conventions": conventions, "clean": clean and bool(lines)}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(world=worlds())
+def test_the_joined_parse_gives_the_general_paths_outcome(world: dict, tmp_path: Path) -> None:
+    run, qrels = tmp_path / "run.trec", tmp_path / "qrels.txt"
+    run.write_text("\n".join(world["run"]) + "\n")
+    qrels.write_text("\n".join(world["qrels"]) + "\n")
+    fast = outcome(qrels, run, True, **world["conventions"])
+    assert same(fast, outcome(qrels, run, False, **world["conventions"])), (fast, world)
+    if world["clean"]:  # so the comparison above was not the general path against itself
+        assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun)
+
+
+def joined(tmp_path: Path, run_text: str, qrels_text: str = "1 0 a 1\n1 0 b 2\n2 0 c 1\n") -> JoinedRun | str:
+    (tmp_path / "run.trec").write_text(run_text)
+    (tmp_path / "qrels.txt").write_text(qrels_text)
+    return read_joined(read_qrels(str(tmp_path / "qrels.txt")), tmp_path / "run.trec", "run")
+
+
+def test_a_grouped_run_in_score_order_is_joined_keeping_only_the_judged_rows(tmp_path: Path) -> None:
+    # query 10 comes before 2 in byte order; in query 1, b and a tie (in single precision) and go doc id descending
+    got = joined(tmp_path, "2 Q0 x 1 5 t\n2 Q0 c 2 4 t\n10 Q0 y 1 1 t\n1 Q0 a 1 3.0 t\n1 Q0 b 2 3.0000000001 t\n")
+    assert isinstance(got, JoinedRun)
+    assert got.query_ids.tolist() == ["1", "10", "2"] and got.lengths.tolist() == [2, 1, 2] and len(got) == 5
+    codes, ranks, rows = (column.tolist() for column in got.judged)
+    qrels = got.qrels
+    assert [(got.query_ids[c], r, qrels.docs.value(j)) for c, r, j in zip(codes, ranks, rows, strict=True)] == [
+        ("2", 2, "c"),
+        ("1", 1, "b"),
+        ("1", 2, "a"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("run_text", "reason"),
+    [
+        ("1 Q0 a 1 1 t\n2 Q0 c 1 1 t\n1 Q0 b 2 0.5 t\n", "not contiguous"),
+        ("1 Q0 a 1 1 t\n1 Q0 b 2 2 t\n", "scores rise"),
+        ("1 Q0 a 1 2 t\n1 Q0 a 2 1 t\n", "repeats"),
+        ("1 Q0 a 1 2 t\n1 Q0 b 2 nan t\n", "not a finite number"),
+        ("1 Q0 a 1 2 t\n1 Q0 b 2\n", "fewer than 6 fields"),
+        ("1 Q0 a 1 2 t\n1 Q0 b\xe9 2 1 t\n", "non-ASCII"),
+        ("1 Q0 a 3 3 t\n1 Q0 b 2 2 t\n1 Q0 c 1 1 t\n", "rank column rises"),
+        ("1\ta\t1\n", "6-column"),
+    ],
+)
+def test_what_the_joined_parse_declines(tmp_path: Path, run_text: str, reason: str) -> None:
+    got = joined(tmp_path, run_text)
+    assert isinstance(got, str) and reason in got, got
+    # and the general path then gives the same as before: here, the same outcome with the joined parse allowed
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    assert same(outcome(qrels, run, True, ["map", "P@1"]), outcome(qrels, run, False, ["map", "P@1"]))
+
+
+def test_bad_lines_are_the_general_readers_errors_naming_the_line(tmp_path: Path) -> None:
+    (tmp_path / "qrels.txt").write_text("1 0 a 1\n")
+    (tmp_path / "run.trec").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 x t\n")
+    fast = outcome(tmp_path / "qrels.txt", tmp_path / "run.trec", True, ["map"])
+    assert fast[0] == "InputError" and "run.trec:2: score 'x'" in fast[1]
+    assert fast == outcome(tmp_path / "qrels.txt", tmp_path / "run.trec", False, ["map"])
+
+
+def test_only_plain_trec_files_under_conventions_that_need_nothing_else_are_joinable(tmp_path: Path) -> None:
+    (tmp_path / "qrels.txt").write_text("1 0 a 1\n")
+    (tmp_path / "run.trec").write_text("1 Q0 a 1 2 t\n")
+    with gzip.open(tmp_path / "run.trec.gz", "wt") as fh:
+        fh.write("1 Q0 a 1 2 t\n")
+    qrels, plain = read_qrels(str(tmp_path / "qrels.txt")), str(tmp_path / "run.trec")
+    assert joinable(qrels, plain, Conventions())
+    assert not joinable(qrels, plain, Conventions(ties="input"))
+    assert not joinable(qrels, plain, Conventions(ignore_self=True))
+    assert not joinable(qrels, str(tmp_path / "run.trec.gz"), Conventions())
+    assert not joinable(qrels, {"1": {"a": 2.0}}, Conventions())
+
+
+def test_the_command_warns_the_same_either_way(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from stagewise.cli import app
+
+    (tmp_path / "qrels.txt").write_text("1 0 a 1\n2 0 b 1\n")
+    # scores rise with the rank in the file's first lines, and the queries match none of the qrels'
+    (tmp_path / "run.trec").write_text("".join(f"{q} Q0 d{r} {r} {10 - r} t\n" for q in (7, 8) for r in (1, 2, 3)))
+    args = ["eval", str(tmp_path / "qrels.txt"), str(tmp_path / "run.trec"), "-m", "map", "--format", "json"]
+    runner = CliRunner()
+    fast = runner.invoke(app, args)
+    with mock.patch.object(_local, "joinable", lambda *a: False):
+        general = runner.invoke(app, args)
+    assert fast.exit_code == general.exit_code == 0
+    assert fast.output == general.output
+
+
+@pytest.mark.skipif(not ROBUST.exists(), reason=f"the TREC 2003 Robust runs are not at {ROBUST}")
+def test_real_robust03_runs_are_the_same_by_both_paths_and_agree_with_pytrec_eval(tmp_path: Path) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels = ROBUST / "robust03_qrels.txt"
+    for packed in sorted((ROBUST / "runs").glob("input.*.gz"))[:4]:
+        run = tmp_path / packed.stem
+        run.write_bytes(gzip.decompress(packed.read_bytes()))
+        assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun), packed.name
+        fast = outcome(qrels, run, True, missing="skip")
+        assert same(fast, outcome(qrels, run, False, missing="skip")), packed.name
+        with qrels.open() as q, run.open() as r:
+            judged, ranked = pytrec_eval.parse_qrel(q), pytrec_eval.parse_run(r)
+        theirs = pytrec_eval.RelevanceEvaluator(judged, {"map", "ndcg_cut.10", "bpref"}).evaluate(ranked)
+        for ours, name in (("map", "map"), ("ndcg@10", "ndcg_cut_10"), ("bpref", "bpref")):
+            per_query = dict(zip(fast[2], fast[1][ours], strict=True))
+            assert all(abs(per_query[q] - theirs[q][name]) < 1e-12 for q in theirs), (packed.name, ours)
