@@ -61,6 +61,7 @@ from stagewise.spec import canonical
 __all__ = [
     "FEATURE_SETS",
     "LABELS",
+    "PRECISIONS",
     "CalibratedJudge",
     "Verdict",
     "lexical_features",
@@ -72,6 +73,8 @@ __all__ = [
 LABELS = ("supported", "partial", "not")
 #: The feature sets that ship, each with its own fitted parameters.
 FEATURE_SETS = ("dense", "lexical")
+#: How the MiniLM features are computed: float32 on onnxruntime (what the fit used), or bfloat16 on torch.
+PRECISIONS = ("float32", "bfloat16")
 PARAMETERS_FILE = "support_judge.json"
 LEXICAL_NAMES = (
     "coverage",
@@ -213,9 +216,16 @@ class CalibratedJudge:
     features : {"dense", "lexical"}, default="dense"
         Which fitted model: ``dense`` adds the packaged MiniLM's cosines (the dense extra); ``lexical`` needs
         numpy only.
+    precision : {"float32", "bfloat16"}, default="float32"
+        For ``dense``: how the packaged MiniLM computes. ``float32`` runs it on onnxruntime (the vectors the
+        parameters were fitted on, the same on every machine; loads in under a second); ``bfloat16`` runs it in
+        torch under CPU autocast (bfloat16 matrix products, float32 sums, as ``stagewise.dense`` encodes): about
+        twice as fast where the CPU multiplies bfloat16 natively (AVX512-BF16, AMX), slower where it does not,
+        and its cosines differ from float32's by about 1e-4, so a claim right at the threshold may flip
+        (``docs/rag.md`` has the measured figures). The name and version say which.
     encoder : object, optional
         For ``dense``: anything with ``encode(texts) -> float32 matrix`` of unit rows (a
-        :class:`stagewise.dense.encoders.Encoder`); default the packaged all-MiniLM-L6-v2 on onnxruntime.
+        :class:`stagewise.dense.encoders.Encoder`); default the packaged all-MiniLM-L6-v2 in ``precision``.
     cache_size : int, default=50000
         Sentence vectors kept, so passages cited by several claims are encoded once.
     parameters : mapping, optional
@@ -228,6 +238,7 @@ class CalibratedJudge:
     def __init__(
         self,
         features: str = "dense",
+        precision: str = "float32",
         *,
         encoder: Any = None,
         cache_size: int = 50_000,
@@ -237,20 +248,31 @@ class CalibratedJudge:
             raise ConventionError(
                 f"calibrated judge: features must be one of {', '.join(FEATURE_SETS)}; got {features!r}"
             )
+        if precision not in PRECISIONS or (features == "lexical" and precision != PRECISIONS[0]):
+            raise ConventionError(
+                f"calibrated judge: precision must be one of {', '.join(PRECISIONS)}, and applies to "
+                f"features=dense only (the lexical features encode nothing); got {precision!r}"
+            )
         params = load_parameters() if parameters is None else parameters
         model = params["models"].get(features, {})
         self.features = features
+        self.precision = precision
         self.params = model
-        self.version = f"{params['version']}-{features}"
+        self.version = f"{params['version']}-{features}" + ("" if precision == PRECISIONS[0] else f"-{precision}")
         self._names = tuple(model.get("features", LEXICAL_NAMES + (DENSE_NAMES if features == "dense" else ())))
         self._encoder = encoder
-        self._load: Callable[[], Any] | None = _packaged_encoder if features == "dense" and encoder is None else None
+        self._load: Callable[[], Any] | None = None
+        if features == "dense" and encoder is None:
+            self._load = functools.partial(_packaged_encoder, precision)
         self._vectors: OrderedDict[str, Any] = OrderedDict()
         self._cache_size = cache_size
 
     @property
     def name(self) -> str:
-        return canonical("calibrated", None, [] if self.features == "dense" else [("features", self.features)])
+        params = [] if self.features == "dense" else [("features", self.features)]
+        if self.precision != PRECISIONS[0]:
+            params.append(("precision", self.precision))
+        return canonical("calibrated", None, params)
 
     @property
     def threshold(self) -> float:
@@ -258,7 +280,8 @@ class CalibratedJudge:
         return float(self.params["threshold"])
 
     def __repr__(self) -> str:
-        return f"CalibratedJudge(features={self.features!r})"
+        extra = "" if self.precision == PRECISIONS[0] else f", precision={self.precision!r}"
+        return f"CalibratedJudge(features={self.features!r}{extra})"
 
     def _encode(self, texts: Sequence[str]) -> dict[str, Any]:
         """The vector of each text, cached texts not encoded again. The batch's own vectors are returned whole,
@@ -336,15 +359,17 @@ class CalibratedJudge:
         return self.score(passages, claim) >= self.threshold
 
 
-def _packaged_encoder() -> Any:
-    """The packaged all-MiniLM-L6-v2 on onnxruntime (exported once to the user's cache), or one line saying
-    what to install. The dense stage is named here by string, resolved on use like a ``module:attr`` judge:
-    the rag stage does not import it (stages of one layer are independent), and without the extra the
-    lexical features still work."""
+def _packaged_encoder(precision: str = "float32") -> Any:
+    """The packaged all-MiniLM-L6-v2: in float32 on onnxruntime (exported once to the user's cache), in bfloat16
+    on torch (autocast); or one line saying what to install. The dense stage is named here by string, resolved
+    on use like a ``module:attr`` judge: the rag stage does not import it (stages of one layer are independent),
+    and without the extra the lexical features still work."""
     import importlib
 
     try:
         encoders = importlib.import_module("stagewise.dense.encoders")
+        if precision == "bfloat16":
+            return encoders.load_encoder(backend="torch", precision="bfloat16")
         return encoders.load_encoder(backend="onnx")
     except (ImportError, StagewiseError) as exc:
         install = "" if "stagewise[dense]" in str(exc) else "pip install 'stagewise[dense]', or "

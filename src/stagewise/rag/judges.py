@@ -405,7 +405,13 @@ JUDGES: Registry[JudgeEntry] = Registry(
         {
             "features": Param(
                 str, "dense", "the fitted model: dense (MiniLM cosines too) or lexical", choices=("dense", "lexical")
-            )
+            ),
+            "precision": Param(
+                str,
+                "float32",
+                "MiniLM on onnxruntime in float32 (as fitted) or on torch in bfloat16 (faster on CPUs with bfloat16)",
+                choices=("float32", "bfloat16"),
+            ),
         },
     ),
     JudgeEntry(
