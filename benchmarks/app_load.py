@@ -7,8 +7,11 @@ the clients, so it includes waiting behind the other 19 clients' requests; the s
 (from /proc, Linux) is printed too, as it depends less on what else the machine runs. The machine's load average
 is printed with the figures: on a shared machine every latency grows with it.
 
-``--baseline REV`` serves the same load from another revision of ``src/`` (``git archive``, with this tree's
-compiled extensions copied in), alternating with this tree round by round, so both see the same machine.
+Each round serves this tree twice, in turn: as installed with the app extra (httptools, uvicorn's C HTTP parser,
+and the uvloop event loop), and with those two hidden from the server (uvicorn's pure-Python h11 parser and
+asyncio's own loop, what a user without them gets), so the A/B sees the same machine. ``--baseline REV`` also
+serves the same load from another revision of ``src/`` (``git archive``, with this tree's compiled extensions
+copied in). The clients' own CPU time per relabel is printed as well: they share the machine with the server.
 
     python benchmarks/app_load.py [--queries 50] [--depth 1000] [--clients 20] [--total 2000]
                                   [--baseline HEAD~3] [--rounds 2]
@@ -25,6 +28,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,6 +66,24 @@ def _source(src: Path) -> Iterator[None]:
         app_helpers.SRC = before
 
 
+@contextlib.contextmanager
+def _without_c_http(folder: Path) -> Iterator[None]:
+    """Servers started meanwhile cannot import httptools or uvloop (a package of each name that raises
+    ImportError, first on their PYTHONPATH): they run uvicorn's h11 parser on asyncio's loop."""
+    for name in ("httptools", "uvloop"):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        (folder / name / "__init__.py").write_text(f"raise ImportError('{name} hidden by benchmarks/app_load.py')\n")
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(folder), before or ""])
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def _baseline_tree(rev: str, into: Path) -> Path:
     """``src/`` at ``rev``, with this tree's compiled extension modules copied in (built from this tree's C)."""
     into.mkdir(parents=True, exist_ok=True)
@@ -79,9 +101,9 @@ def _baseline_tree(rev: str, into: Path) -> Path:
 def _one_round(cmd: list[str], pairs: list[tuple[str, str]], args: argparse.Namespace) -> dict[str, float]:
     with serving(cmd) as server:
         load(server.url, pairs, clients=args.clients, total=200, seed=99)  # warm up: imports, first reads
-        before = _cpu_seconds(server.proc.pid)
+        before, client_before = _cpu_seconds(server.proc.pid), time.process_time()
         result = load(server.url, pairs, clients=args.clients, total=args.total)
-        after = _cpu_seconds(server.proc.pid)
+        after, client_after = _cpu_seconds(server.proc.pid), time.process_time()
         alone = load(server.url, pairs, clients=1, total=200, seed=5)
     if result["failed"]:
         raise SystemExit(f"{len(result['failed'])} relabels failed, first: {result['failed'][0]}")
@@ -95,6 +117,7 @@ def _one_round(cmd: list[str], pairs: list[tuple[str, str]], args: argparse.Name
         "alone_p50": statistics.median(one) * 1000,
         "alone_p95": _pct(one, 95),
         "cpu": cpu,
+        "client_cpu": (client_after - client_before) / len(lat) * 1000,
     }
 
 
@@ -105,7 +128,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--total", type=int, default=2000)
     parser.add_argument("--baseline", metavar="REV", help="also serve from this git revision, alternating")
-    parser.add_argument("--rounds", type=int, default=1, help="rounds of each tree (default 1)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each tree, alternating (default 2)")
     args = parser.parse_args()
     from stagewise.data.readers import read_qrels, read_run
 
@@ -115,16 +138,17 @@ def main() -> None:
         qrels, runs = write_collection(Path(tmp), args.queries, args.depth)
         run = read_run(runs[0]).to_dict()
         pairs = [(q, d) for q in sorted(run)[:10] for d in sorted(run[q])]
-        trees = [("this tree", ROOT / "src")]
+        trees = [("this tree", ROOT / "src", False), ("h11+asyncio", ROOT / "src", True)]
         if args.baseline:
-            trees.append((f"{args.baseline}", _baseline_tree(args.baseline, Path(tmp) / "baseline")))
+            trees.append((f"{args.baseline}", _baseline_tree(args.baseline, Path(tmp) / "baseline"), False))
         for r in range(args.rounds):
-            for name, src in trees:
+            for name, src, pure in trees:
                 db = Path(tmp) / f"labels-{len(rows)}.sqlite"
-                with _source(src):
+                hidden = _without_c_http(Path(tmp) / "hidden") if pure else contextlib.nullcontext()
+                with _source(src), hidden:
                     cmd = ["--qrels", qrels, "--run", runs[0], "--run", runs[1], "--db", str(db)]
                     rows.append((name, r + 1, _one_round(cmd, pairs, args)))
-                if name == "this tree":
+                if src == ROOT / "src":
                     check_consistent(str(db), read_qrels(qrels).to_dict())  # no relabel lost or half-written
     load_after = os.getloadavg()
     _report(rows, args, load_before[0], load_after[0])
@@ -147,12 +171,17 @@ def _report(
         "1 client p50",
         "1 client p95",
         "CPU ms/relabel",
+        "client CPU ms",
     )
-    print("  ".join(f"{h:>{max(len(h), 10)}}" for h in header))
+    print("  ".join(f"{h:>{max(len(h), 11)}}" for h in header))
     for name, r, m in rows:
         cells = [name, str(r)] + [f"{m[k]:.1f}" for k in ("rate", "p50", "p95", "max", "alone_p50", "alone_p95")]
-        cells.append(f"{m['cpu']:.2f}")
-        print("  ".join(f"{c:>{max(len(h), 10)}}" for c, h in zip(cells, header, strict=True)))
+        cells += [f"{m['cpu']:.2f}", f"{m['client_cpu']:.2f}"]
+        print("  ".join(f"{c:>{max(len(h), 11)}}" for c, h in zip(cells, header, strict=True)))
+    for tree in dict.fromkeys(name for name, _, _ in rows):
+        if tree != "this tree":
+            p95 = statistics.median(m["p95"] for name, _, m in rows if name == tree)
+            print(f"{tree}: p95 {p95:.1f} ms (median of rounds)")
     p95 = statistics.median(m["p95"] for name, _, m in rows if name == "this tree")
     verdict = "PASS" if p95 < TARGET_MS else "MISS"
     print(f"{verdict}: p95 {p95:.1f} ms under {args.clients} clients (target < {TARGET_MS:.0f} ms; median of rounds)")
