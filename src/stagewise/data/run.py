@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from stagewise._lazy import LazyModule
 from stagewise._native import parsing
 from stagewise.data.columns import (
     LineLookup,
@@ -22,6 +24,11 @@ from stagewise.data.formats import DUPLICATE_POLICIES  # kept there, light, for 
 from stagewise.data.order import evaluation_order
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 
 class Run:
