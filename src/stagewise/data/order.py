@@ -11,12 +11,19 @@ orders as it does.
 
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from stagewise._lazy import LazyModule
 from stagewise._native import rowops
 from stagewise.data.columns import segment_offsets
 from stagewise.data.strings import StringColumn, StringSources
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 
 def single_precision(scores: np.ndarray) -> np.ndarray:
