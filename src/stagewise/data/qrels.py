@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-import polars as pl
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from stagewise._lazy import LazyModule
 from stagewise.data.columns import (
     LineLookup,
     integer_labels,
@@ -18,6 +20,11 @@ from stagewise.data.columns import (
 )
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 
 class Qrels:
