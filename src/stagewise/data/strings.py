@@ -8,11 +8,17 @@ results, printing) materialise only the rows they touch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise._native import parsing, rowops
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 
 class StringColumn:
