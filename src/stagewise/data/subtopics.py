@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from stagewise._io import display_name, read_bytes
+from stagewise._lazy import LazyModule
 from stagewise.data.columns import clip, integer_labels, lines_from, no_lines
 from stagewise.data.qrels import Qrels
 from stagewise.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 #: What a line of ndeval's qrels holds, as an error message says it.
 EXPECTED_LINE = "4 columns 'query subtopic doc_id relevance' (ndeval's qrels: the iteration column is the subtopic)"
