@@ -50,16 +50,22 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise.data.columns import position_in_segment
 from stagewise.data.subtopics import EXPECTED_LINE, SubtopicQrels
 from stagewise.errors import MetricError
 from stagewise.metrics.context import EvalContext, _join, _ranks, self_rows
 from stagewise.metrics.measures import FAMILIES, REL, Family
 from stagewise.spec import Param
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 ALPHA = Param(
     float,
