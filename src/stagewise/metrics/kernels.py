@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise.data.columns import position_in_segment
 from stagewise.metrics.context import EvalContext
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 GEO_MEAN_FLOOR = 1e-5  # trec_eval's MIN_GEO_MEAN: a per-query value is floored here before the log
 
