@@ -4,13 +4,18 @@ data and never renders itself: :mod:`stagewise.report` turns it into tables, mar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise.metrics.context import Conventions
 from stagewise.metrics.measures import Measure, measure_notes
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 #: How :meth:`EvalResult.stds` is computed, as the outputs that show it state it.
 STD_NOTE = "std: population standard deviation (ddof 0) of the per-query scores the mean is taken over (ranx)"
