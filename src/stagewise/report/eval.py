@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import polars as pl
 
 from stagewise import report
+from stagewise._lazy import LazyModule
 from stagewise.metrics.result import STD_NOTE
 from stagewise.report import tables
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 if TYPE_CHECKING:  # pragma: no cover
     from stagewise.metrics.result import EvalResult
