@@ -8,8 +8,14 @@ of them; per-query tables pass each run's mean row, since the best single query 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import polars as pl
+from stagewise._lazy import LazyModule
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 #: The note that explains the plain-text marker.
 BEST_NOTE = "* marks the best value of each metric"
