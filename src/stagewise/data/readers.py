@@ -7,13 +7,13 @@ import contextlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
-from typing import Any, Literal
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Literal
 
 from stagewise._io import PathLike, compression_of, decompressed, display_name, read_bytes
+from stagewise._lazy import LazyModule
 from stagewise.data import classic, shape, trec
 from stagewise.data.columns import LineLookup, clip, lines_from, no_lines
 from stagewise.data.formats import QRELS_FORMATS as _QRELS_REGISTRY
@@ -21,6 +21,11 @@ from stagewise.data.formats import RUN_FORMATS, format_of_extension
 from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import InputError, StagewiseError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 Format = Literal["trec", "json", "jsonl", "csv", "tsv", "parquet"]
 FORMATS: tuple[str, ...] = tuple(RUN_FORMATS.names())
@@ -140,11 +145,16 @@ def _plain_file(source: PathLike) -> bool:
         return False  # read_bytes then reports the problem with its own message
 
 
+def _is_polars_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a polars DataFrame, asked without importing polars (no frame exists before it is)."""
+    return "polars" in sys.modules and isinstance(obj, pl.DataFrame)
+
+
 def _frame_from_object(obj: Any, value_column: str, source: str) -> pl.DataFrame | None:
     """A frame from a DataFrame, a dict-of-dicts, a ranx ``Qrels``/``Run`` or an iterable of records
     (namedtuples such as ir_datasets' ``TrecQrel`` or ir_measures' ``Qrel``/``ScoredDoc``); ``None`` when
     ``obj`` is none of these."""
-    if isinstance(obj, pl.DataFrame):
+    if _is_polars_frame(obj):
         return obj
     module = type(obj).__module__
     if module.startswith("pandas") and hasattr(obj, "to_dict"):
@@ -419,7 +429,7 @@ def _cbor(data: bytes, source: str) -> Any:
 def _score_from(parsed: Any) -> str | None:
     """``"rank"`` for what :func:`stagewise.data.trec.parse_run` read from a 3-column run (a frame without the
     tag column: the scores are ``-rank``)."""
-    ranked = isinstance(parsed, pl.DataFrame) and "score" in parsed.columns and "tag" not in parsed.columns
+    ranked = _is_polars_frame(parsed) and "score" in parsed.columns and "tag" not in parsed.columns
     return trec.RANK_ONLY if ranked else None
 
 
