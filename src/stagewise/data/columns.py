@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise._native import parsing
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 LineLookup = Callable[[int], "int | None"]
 """Maps a row of a container's input to its 1-based line in the source file, or ``None``."""

@@ -14,15 +14,21 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise._native import parsing
 from stagewise.data import shape
 from stagewise.data.columns import LineLookup, clip, integer_labels, lines_from
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")

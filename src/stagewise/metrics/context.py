@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import polars as pl
 
+from stagewise._lazy import LazyModule
 from stagewise._native import rowops
 from stagewise.data.columns import position_in_segment
 from stagewise.data.order import evaluation_order
@@ -25,6 +25,11 @@ from stagewise.data.qrels import Qrels
 from stagewise.data.run import Run
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.metrics.defaults import MISSING_QUERY_POLICIES, TIE_POLICIES  # light there, for the CLI's choices
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+else:  # polars on first use: `stagewise eval` reads TREC files and writes JSON without it
+    pl = LazyModule(globals(), "pl", "polars")
 
 MissingPolicy = Literal["zero", "skip", "error"]
 TiePolicy = Literal["docid", "docid-double", "input", "rank"]
