@@ -204,3 +204,30 @@ def test_real_robust03_runs_are_the_same_by_both_paths_and_agree_with_pytrec_eva
         for ours, name in (("map", "map"), ("ndcg@10", "ndcg_cut_10"), ("bpref", "bpref")):
             per_query = dict(zip(fast[2], fast[1][ours], strict=True))
             assert all(abs(per_query[q] - theirs[q][name]) < 1e-12 for q in theirs), (packed.name, ours)
+
+
+def test_eval_of_trec_files_to_json_imports_neither_polars_nor_pyarrow(tmp_path: Path) -> None:
+    # their imports cost more CPU than the joined parse of a 250 MB run; the JSON path needs numpy only
+    import subprocess
+    import sys
+
+    (tmp_path / "qrels.txt").write_text("1 0 a 1\n2 0 b 1\n")
+    (tmp_path / "run.trec").write_text("1 Q0 a 1 2 t\n1 Q0 b 2 1 t\n2 Q0 b 1 1 t\n")
+    argv = [
+        "stagewise",
+        "eval",
+        str(tmp_path / "qrels.txt"),
+        str(tmp_path / "run.trec"),
+        "-m",
+        "map,ndcg@10",
+        "--format",
+        "json",
+    ]
+    script = (
+        f"import sys; sys.argv = {argv!r}\n"
+        "from stagewise.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('polars', 'pyarrow') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert '"map": 1.0' in done.stdout and done.stdout.strip().endswith("[]"), done.stdout + done.stderr
