@@ -11,7 +11,8 @@ Each round serves this tree twice, in turn: as installed with the app extra (htt
 and the uvloop event loop), and with those two hidden from the server (uvicorn's pure-Python h11 parser and
 asyncio's own loop, what a user without them gets), so the A/B sees the same machine. ``--baseline REV`` also
 serves the same load from another revision of ``src/`` (``git archive``, with this tree's compiled extensions
-copied in). The clients' own CPU time per relabel is printed as well: they share the machine with the server.
+copied in), both ways too (a revision from before httptools was chosen runs h11 either way, on uvloop or on
+asyncio). The clients' own CPU time per relabel is printed as well: they share the machine with the server.
 
     python benchmarks/app_load.py [--queries 50] [--depth 1000] [--clients 20] [--total 2000]
                                   [--baseline HEAD~3] [--rounds 2]
@@ -140,7 +141,8 @@ def main() -> None:
         pairs = [(q, d) for q in sorted(run)[:10] for d in sorted(run[q])]
         trees = [("this tree", ROOT / "src", False), ("h11+asyncio", ROOT / "src", True)]
         if args.baseline:
-            trees.append((f"{args.baseline}", _baseline_tree(args.baseline, Path(tmp) / "baseline"), False))
+            old = _baseline_tree(args.baseline, Path(tmp) / "baseline")
+            trees += [(args.baseline, old, False), (f"{args.baseline} h11", old, True)]
         for r in range(args.rounds):
             for name, src, pure in trees:
                 db = Path(tmp) / f"labels-{len(rows)}.sqlite"
