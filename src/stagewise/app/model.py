@@ -287,13 +287,20 @@ def _query_qrels(qid: str, labels: Mapping[str, int], copies: int) -> Qrels:
     ``Workspace._evaluate_query``), built from columns: the Qrels ``read_qrels`` builds from that dict, without
     the data frame it goes through (milliseconds, where a relabel has a few to spend)."""
     ids = [f"{i}:{qid}" for i in range(copies)]
-    docs = [d.encode("utf-8") for d in labels]
-    n = len(docs)
-    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
+    names = list(labels)
+    n = len(names)
+    joined = "".join(names)
+    if joined.isascii():  # one encode for all (the usual ids): a document's bytes are its characters
+        data = joined.encode("ascii")
+        lengths = np.fromiter(map(len, names), dtype=np.int64, count=n)
+    else:
+        docs = [d.encode("utf-8") for d in names]
+        data = b"".join(docs)
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n)
     # the documents once per copy, and each copy's query id once per document: offsets laid end to end
     doc_offsets = np.zeros(n * copies + 1, dtype=np.int64)
     np.cumsum(np.tile(lengths, copies), out=doc_offsets[1:])
-    doc_column = StringColumn(doc_offsets, b"".join(docs) * copies)
+    doc_column = StringColumn(doc_offsets, data * copies)
     id_bytes = [q.encode("utf-8") for q in ids]
     query_offsets = np.zeros(n * copies + 1, dtype=np.int64)
     np.cumsum(np.repeat(np.fromiter(map(len, id_bytes), dtype=np.int64, count=copies), n), out=query_offsets[1:])
