@@ -1,4 +1,5 @@
-"""The ``stagewise`` command. Thin: each subcommand parses, calls the library and renders.
+"""The ``stagewise`` typer app: every subcommand registered (the entry point is ``stagewise.cli.main``). Thin:
+each subcommand parses, calls the library and renders.
 
 Heavy imports happen inside the commands so ``stagewise --help`` is instant. An expected failure (bad input,
 unknown metric) prints one line on stderr and exits with code 2; a traceback means a bug.
@@ -6,7 +7,6 @@ unknown metric) prints one line on stderr and exits with code 2; a traceback mea
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -115,18 +115,3 @@ app.add_typer(serve_cmd.labels_app)
 app.add_typer(power_cmd.power_app)
 app.add_typer(campaign_cmd.campaign_app)
 app.add_typer(judge_cmd.judge_app)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point."""
-    from stagewise.cli import common
-    from stagewise.errors import StagewiseError
-
-    common.RAW_ARGS[:] = sys.argv[1:] if argv is None else argv
-    try:
-        app(args=argv, prog_name="stagewise", standalone_mode=True)
-    except StagewiseError as exc:  # raised outside a command's own handling
-        sys.stderr.write(f"stagewise: error: {exc}\n")
-        raise SystemExit(2) from None
-    finally:  # a later call in the same process (a library user, a test) must not see this command line
-        common.RAW_ARGS.clear()

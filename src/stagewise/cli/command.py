@@ -18,6 +18,8 @@ import click
 import typer
 import typer.core
 
+from stagewise.cli import INTERRUPTED  # the one message of a Ctrl-C, at start-up too (cli/__init__)
+
 # One name per concept across the commands: -q per query, -m metric, -k results per query, -c correction, and
 # --format the OUTPUT format (--input-format the format of what a command reads). Each old spelling, short or long,
 # keeps working in the one command where it meant something else, with a one-line note on stderr: a command's
@@ -56,8 +58,6 @@ _LIST_TYPE = re.compile(r"<list\[(.+)\]>")
 # "{names:stagewise.report:FORMATS:EvalResult}": a third part narrows the registry (its names(kind)).
 # "{entries:MODULE:REGISTRY}": each entry as "name (its help)", for a choice whose help says what each one does.
 _NAMES = re.compile(r"\{(names|entries):([\w.]+):(\w+)(?::(\w+))?\}")
-
-INTERRUPTED = "stagewise: interrupted; no output file was left half-written"
 
 
 def plain_help(text: str | None) -> str | None:
