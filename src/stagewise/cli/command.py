@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -184,6 +185,32 @@ def _readable(param: click.Parameter) -> None:
     param.__class__ = _READABLE[base]
 
 
+def stdin_readers(command: click.Command, ctx: click.Context) -> list[str]:
+    """The inputs given as ``-`` (stdin), named as the user knows them: an argument by its metavar
+    (``QRELS``, ``RUNS``), an option by its longest flag; each file of a list counts. For a command that passes
+    its arguments through (trec_eval, ndeval), each ``-`` among them."""
+    readers = []
+    for param in command.params:
+        value = ctx.params.get(param.name or "")
+        values = value if isinstance(value, (list, tuple)) else [value]
+        argument = param.param_type_name == "argument"
+        shown = (param.name or "").upper() if argument else max(param.opts, key=len)
+        readers += [shown for v in values if isinstance(v, (str, os.PathLike)) and os.fspath(v) == "-"]
+    return readers + ["its files" for arg in ctx.args if arg == "-"]
+
+
+def _stdin_once(readers: list[str]) -> typer.Exit:
+    """Exit 2 with the one-line error for stdin given to two inputs (the second would read nothing, and its
+    error would blame an empty file)."""
+    given = " and ".join(dict.fromkeys(readers)) if len(set(readers)) > 1 else f"{len(readers)} of {readers[0]}"
+    typer.echo(
+        f"stagewise: error: -: stdin is given for {given}; it can be read only once"
+        " (save all but one of them to a file first)",
+        err=True,
+    )
+    return typer.Exit(2)
+
+
 class StagewiseCommand(typer.core.TyperCommand):
     """A typer command with the shared behaviour above."""
 
@@ -217,6 +244,9 @@ class StagewiseCommand(typer.core.TyperCommand):
         return super().parse_args(ctx, undeprecated(self.name or "", args))
 
     def invoke(self, ctx: click.Context) -> Any:
+        readers = stdin_readers(self, ctx)
+        if len(readers) > 1:
+            raise _stdin_once(readers)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
