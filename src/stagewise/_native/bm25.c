@@ -688,12 +688,14 @@ static int scratch_terms(Scratch *s, size_t m) {
     return 0;
 }
 
+/* The dense arrays, one slot a document, padded to whole 8-slot words (and 8 more) for collect_marked. */
 static int scratch_dense(Scratch *s, int32_t n_docs) {
     if (s->acc) return 0;
-    s->acc = calloc((size_t)n_docs + 1, sizeof(double));
-    s->seen = calloc((size_t)n_docs + 1, 1);
-    s->touched = malloc(((size_t)n_docs + 1) * sizeof(int32_t));
-    s->vals = malloc(((size_t)n_docs + 1) * sizeof(double));
+    size_t slots = ((size_t)n_docs + 7) / 8 * 8 + 8;
+    s->acc = calloc(slots, sizeof(double));
+    s->seen = calloc(slots, 1);
+    s->touched = malloc(slots * sizeof(int32_t));
+    s->vals = malloc(slots * sizeof(double));
     s->hist = malloc(SELECT_BUCKETS * sizeof(uint32_t));
     return (s->acc && s->seen && s->touched && s->vals && s->hist) ? 0 : -1;
 }
@@ -966,12 +968,258 @@ static void select_top(Heap *h, const double *v, const int32_t *doc, int64_t n, 
     h->sorted = 1;
 }
 
+/* Add one term's contributions into the dense accumulator and mark each document met (a store, no test:
+ * collect_marked finds them afterwards in index order). */
+static inline void accumulate_marked(const Postings *P, const Cursor *c, Scratch *S) {
+    double *acc = S->acc, w = c->w;
+    unsigned char *seen = S->seen;
+    const int32_t *docs = P->docs;
+    const double *tw = P->tw;
+    for (int64_t j = c->pos; j < c->end; j++) {
+        int32_t d = docs[j];
+        if (!doc_ok(P, S, d)) break;
+        seen[d] = 1;
+        acc[d] += w * tw[j];
+    }
+}
+
+/* Room in S->pairs for n pairs and as many again to merge-sort them through. */
+static int reserve_pairs(Scratch *S, int64_t n) {
+    if (S->pairs_cap >= 2 * n) return 0;
+    Scored *p = realloc(S->pairs, (size_t)(2 * n) * sizeof(Scored));
+    if (!p) return -1;
+    S->pairs = p;
+    S->pairs_cap = 2 * n;
+    return 0;
+}
+
+/* select_ordered's bucket of score x: monotone in x (a difference and a product by a positive constant both
+ * round monotonically, and the clamps keep that), lo in the first bucket, hi in the last; NaN in the first. */
+static inline int bucket_of(double x, double lo, double scale) {
+    double at = (x - lo) * scale;
+    return at >= 0.0 ? (at < SELECT_BUCKETS ? (int)at : SELECT_BUCKETS - 1) : 0;
+}
+
+/* The documents marked, in index order, with their scores (into S->touched and S->vals), their slots reset;
+ * returns how many. Marks are read a word (8 documents) at a time, so unmarked stretches cost little; within a
+ * word the writes are unconditional and only the count moves (a branch on the random marks would be
+ * mispredicted half the time; the slots past the last document are padding, never marked). */
+static int64_t collect_marked(const Postings *P, Scratch *S) {
+    unsigned char *seen = S->seen;
+    double *acc = S->acc, *v = S->vals;
+    int32_t *doc = S->touched;
+    int64_t n = 0;
+    for (int32_t base = 0; base < P->n_docs; base += 8) {
+        uint64_t word;
+        memcpy(&word, seen + base, 8);
+        if (!word) continue;
+        for (int32_t d = base; d < base + 8; d++) {
+            doc[n] = d;
+            v[n] = acc[d];
+            acc[d] = 0.0;
+            n += seen[d];
+        }
+        memset(seen + base, 0, 8);
+    }
+    return n;
+}
+
+/* Offer the marked documents to the heap in index order, resetting their slots: for a shallow top k, where the
+ * heap is cheap (a later document loses a tie, so one that only ties the worst kept need not be offered). */
+static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
+    unsigned char *seen = S->seen;
+    double *acc = S->acc;
+    double worst = h->size < h->cap ? -INFINITY : h->s[0];
+    for (int32_t base = 0; base < P->n_docs; base += 8) {
+        uint64_t word;
+        memcpy(&word, seen + base, 8);
+        if (!word) continue;
+        for (int32_t d = base; d < base + 8; d++) {
+            double x = acc[d];
+            acc[d] = 0.0;
+            /* The score first: an unmarked slot holds 0.0, which loses to a full heap of positive scores, so
+             * this branch is rarely taken and the random marks are read only then (a branch on them would
+             * be mispredicted half the time). */
+            if (!(x <= worst) && seen[d]) {
+                heap_offer(h, x, d);
+                worst = h->size < h->cap ? -INFINITY : h->s[0];
+            }
+        }
+        memset(seen + base, 0, 8);
+    }
+}
+
+/* The top k (h->cap) of n documents met in index order (doc ascending) with scores v, for a deep k, many equal
+ * scores included: the scores' range is cut into SELECT_BUCKETS buckets, the buckets wholly inside the top k
+ * are taken, and the one bucket the k-th best falls in is cut again, in place (order kept), until it is small
+ * enough to sort or holds a single score, whose best documents are then simply its first ones (a smaller
+ * document wins a tie). What was taken, at most k pairs, is merge-sorted best first into h (h->sorted): the
+ * heap's documents in the heap's order. Falls back to the heap for a NaN score or a range too narrow to cut. */
+static void select_ordered(Heap *h, double *v, int32_t *doc, int64_t n, Scratch *S) {
+    int64_t need = h->cap, kept = 0, small = 4 * h->cap + SELECT_BUCKETS;
+    if (reserve_pairs(S, h->cap + small) < 0) return offer_all(h, v, doc, n); /* the heap needs no memory */
+    Scored *pairs = S->pairs, *sorting = S->pairs + h->cap; /* taken pairs, then a small bucket to sort */
+    uint32_t *count = S->hist;
+    while (n > need) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            double x = v[i];
+            if (x != x) lo = hi = NAN;
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
+        }
+        if (lo == hi) break; /* one score left: its first documents are its best */
+        double scale = (SELECT_BUCKETS - 1) / (hi - lo);
+        if (!(hi > lo) || !(scale < INFINITY) || !(scale > 0.0)) { /* NaN, or no room to cut: the heap */
+            h->size = 0;
+            for (int64_t i = 0; i < kept; i++) heap_offer(h, pairs[i].s, pairs[i].d);
+            return offer_all(h, v, doc, n);
+        }
+        memset(count, 0, SELECT_BUCKETS * sizeof(uint32_t));
+        for (int64_t i = 0; i < n; i++) count[bucket_of(v[i], lo, scale)]++;
+        int64_t above = 0;
+        int b = SELECT_BUCKETS - 1;
+        while (above + count[b] < need) above += count[b--]; /* b: the bucket of the need-th best */
+        int64_t w = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int at = bucket_of(v[i], lo, scale);
+            if (at > b) {
+                pairs[kept].s = v[i];
+                pairs[kept++].d = doc[i];
+            } else if (at == b) {
+                v[w] = v[i];
+                doc[w++] = doc[i];
+            }
+        }
+        need -= above;
+        n = w;
+        if (n <= small) { /* sort the bucket left and take its best */
+            for (int64_t i = 0; i < n; i++) {
+                sorting[i].s = v[i];
+                sorting[i].d = doc[i];
+            }
+            sort_scored(sorting, sorting + n, n);
+            memcpy(pairs + kept, sorting, (size_t)need * sizeof(Scored));
+            kept += need;
+            need = 0;
+            n = 0;
+        }
+    }
+    for (int64_t i = 0; i < (n < need ? n : need); i++) {
+        pairs[kept].s = v[i];
+        pairs[kept++].d = doc[i];
+    }
+    sort_scored(pairs, S->pairs + S->pairs_cap / 2, kept);
+    for (int64_t i = 0; i < kept; i++) {
+        h->s[i] = pairs[i].s;
+        h->d[i] = pairs[i].d;
+    }
+    h->size = kept;
+    h->sorted = 1;
+}
+
+/* The r-th largest of a[0..n) (1 <= r <= n), reordering a: quickselect with a three-way partition, so many
+ * equal values cost one step, not one each. */
+static double rth_largest(double *a, int64_t n, int64_t r) {
+    int64_t lo = 0, hi = n, want = r - 1; /* the answer's place in descending order, within [lo, hi) */
+    while (hi - lo > 1) {
+        double x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
+        double pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y)); /* median of 3 */
+        int64_t gt = lo, i = lo, lt = hi; /* [lo, gt) > pivot, [gt, i) == pivot, [lt, hi) < pivot */
+        while (i < lt) {
+            double t = a[i];
+            if (t > pivot) {
+                a[i++] = a[gt];
+                a[gt++] = t;
+            } else if (t < pivot) {
+                a[i] = a[--lt];
+                a[lt] = t;
+            } else {
+                i++;
+            }
+        }
+        if (want < gt)
+            hi = gt;
+        else if (want < lt)
+            return pivot;
+        else
+            lo = lt;
+    }
+    return a[lo];
+}
+
+enum { SAMPLE_STRIDE = 16 }; /* select_above_sample reads one slot in 16 */
+
+/* A deep top k of the marked documents when every weight is positive (so every marked score is > 0 and every
+ * unmarked slot holds 0.0), from a sample: the scores of one slot in SAMPLE_STRIDE place a threshold a little
+ * below the k-th best (the sample's r-th best, r = k / stride plus three standard deviations of that count and
+ * 8). One pass then takes the documents above the threshold and, in index order, the first k that equal it (a
+ * later one cannot beat an earlier one it ties), resetting every slot; select_ordered picks the k best of those
+ * few. When they are k or more they hold the top k, so the result is the heap's: the same documents in the same
+ * order. Returns 1 when done; 0, having changed nothing, when the sample is too thin to place a threshold; -1
+ * when fewer than k documents reached it (the slots are then reset: the caller accumulates again). */
+static int select_above_sample(const Postings *P, Heap *h, Scratch *S) {
+    double *acc = S->acc, *v = S->vals;
+    int32_t *doc = S->touched;
+    int64_t k = h->cap, n_docs = P->n_docs, n = 0, equal = 0;
+    double expected = (double)k / SAMPLE_STRIDE;
+    int64_t r = (int64_t)(expected + 3.0 * sqrt(expected)) + 8;
+    for (int64_t d = 0; d < n_docs; d += SAMPLE_STRIDE) { /* v is free until the candidates are taken */
+        v[n] = acc[d];
+        n += acc[d] > 0.0;
+    }
+    if (n < 2 * r) return 0; /* too few marked documents in the sample to place the threshold */
+    double threshold = rth_largest(v, n, r);
+    n = 0;
+    for (int64_t d = 0; d < n_docs; d++) {
+        double x = acc[d];
+        acc[d] = 0.0;
+        if (x >= threshold && (x > threshold || equal++ < k)) { /* only marked documents score > 0 */
+            v[n] = x;
+            doc[n++] = (int32_t)d;
+        }
+    }
+    memset(S->seen, 0, (size_t)n_docs);
+    if (n < k) return -1;
+    if (n <= 2 * k)
+        offer_all(h, v, doc, n);
+    else
+        select_ordered(h, v, doc, n, S);
+    return 1;
+}
+
 /* Every posting of every query term, term-at-a-time in descending order of upper bound (the order MaxScore
- * sums in), then the top k of the documents met. Only the slots of those documents are read and reset, so a
- * query costs its postings, not the corpus size (all_docs, which ranks documents matching no term too, reads
- * every slot). Used when a term weight is negative (no safe pruning), for all_docs, and when the cost model
- * finds pruning would not pay. */
+ * sums in), then the top k of the documents met. Used when a term weight is negative (no safe pruning), for
+ * all_docs, and when the cost model finds pruning would not pay. Two ways to find the documents met:
+ *  - dense (the query's postings are at least an eighth of the corpus size): each posting only marks its
+ *    document; one pass over the marks (a word of 8 at a time) collects the documents in index order, which
+ *    lets a deep top k resolve ties by position (select_ordered);
+ *  - sparse: each document is listed the first time it is met, and only those slots are read and reset, so a
+ *    query costs its postings, not the corpus size.
+ * all_docs, which ranks documents matching no term too, reads every slot. */
 static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs) {
+    int64_t total = 0;
+    int signed_weights = 0;
+    for (size_t i = 0; i < m; i++) {
+        total += cur[i].end - cur[i].pos;
+        signed_weights |= !(cur[i].w > 0.0);
+    }
+    if (!all_docs && total >= P->n_docs / 8) {
+        for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
+        if (h->cap < SELECT_MIN_K) return offer_marked(P, h, S);
+        if (!signed_weights) {
+            int done = select_above_sample(P, h, S);
+            if (done > 0) return;
+            if (done < 0) /* the threshold was too high: the slots were reset, so once more in full */
+                for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
+        }
+        int64_t n = collect_marked(P, S);
+        if (n <= 2 * h->cap)
+            offer_all(h, S->vals, S->touched, n);
+        else
+            select_ordered(h, S->vals, S->touched, n, S);
+        return;
+    }
     S->n_touched = 0;
     for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate(P, &cur[i], S);
     double *acc = S->acc, *v = S->vals;

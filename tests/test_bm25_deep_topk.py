@@ -1,0 +1,77 @@
+"""The exhaustive kernel's dense path on corpora large enough to reach it in every form (issue 26): each posting
+marks its document, a pass over the marks collects them in index order, and a deep top k (k >= 64) is taken
+above a threshold placed from a sample of one slot in 16, or, when the sample misleads, from every document.
+Equal-length documents make thousands of exact ties, which the top k must break by the smaller index.
+
+Oracle: the numpy search path (``_kernels.search`` without the C extension: every weight computed as it goes,
+ranked with ``np.lexsort``), bit for bit, every strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stagewise.retrieval import BM25Index, _kernels
+
+pytestmark = pytest.mark.skipif(_kernels.native is None, reason="the C extension is not built")
+
+
+def _numpy_topk(index: BM25Index, queries, **kwargs):
+    saved = _kernels.native
+    try:
+        _kernels.native = None
+        return index.topk(queries, **kwargs)
+    finally:
+        _kernels.native = saved
+
+
+def _assert_same(a, b) -> None:
+    assert np.array_equal(a.offsets, b.offsets)
+    assert np.array_equal(a.docs, b.docs)
+    assert np.array_equal(a.scores.view(np.uint64), b.scores.view(np.uint64))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1500, 6000),
+    st.sampled_from([None, 4, 8]),
+    st.sampled_from([64, 100, 333, 1000]),
+    st.sampled_from(["lucene", "bm25l"]),
+)
+def test_deep_top_k_on_the_dense_path_is_the_numpy_one(seed: int, n_docs: int, length, k: int, variant: str) -> None:
+    rng = np.random.default_rng(seed)
+    vocab = 40
+    p = 1.0 / np.arange(1, vocab + 1)
+    p /= p.sum()
+    docs = [[f"t{i}" for i in rng.choice(vocab, size=length or int(rng.integers(2, 16)), p=p)] for _ in range(n_docs)]
+    queries = [[f"t{i}" for i in rng.choice(vocab, size=int(rng.integers(1, 6)))] for _ in range(6)]
+    index = BM25Index.from_tokens(docs, variant=variant)
+    reference = _numpy_topk(index, queries, k=k)
+    for strategy in ("auto", "exhaustive", "maxscore"):
+        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
+
+
+@pytest.mark.parametrize("k", [100, 300, 600])
+def test_a_misleading_sample_falls_back_to_every_document(k: int) -> None:
+    """Every 16th document (the sampled slots) holds the query term 5 times, the others once: the sample puts
+    the threshold at the 5-times score, which only 250 documents reach, fewer than k = 300 or 600, so the
+    kernel must reset and collect every document; at k = 100 the threshold holds."""
+    docs = [["hot"] * (5 if d % 16 == 0 else 1) + ["pad"] * (5 if d % 16 else 1) for d in range(4000)]
+    index = BM25Index.from_tokens(docs)
+    queries = [["hot"], ["hot", "pad"]]
+    reference = _numpy_topk(index, queries, k=k)
+    top5 = min(k, 250)  # hand-worked: the first query's best are the 5-times documents, in index order
+    assert np.array_equal(reference.docs[:top5], np.arange(0, 16 * top5, 16))
+    _assert_same(index.topk(queries, k=k, strategy="exhaustive"), reference)
+    _assert_same(index.topk(queries, k=k), reference)
+
+
+def test_every_document_tied() -> None:
+    """One score for all 5,000 documents: the top k are the first k, in index order."""
+    index = BM25Index.from_tokens([["same", "words"]] * 5000)
+    top = index.topk([["same"]], k=700, strategy="exhaustive")
+    assert top.docs.tolist() == list(range(700))
+    _assert_same(top, _numpy_topk(index, [["same"]], k=700))
