@@ -46,11 +46,17 @@ static inline uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* The hash state after the query id: a run's rows of one query share it (parse_joined computes it once). */
+static inline uint64_t query_hash(const char *q, size_t qn) {
+    return absorb(mix(0x5EED0000ULL + (uint64_t)qn), (const unsigned char *)q, qn);
+}
+
+static inline uint64_t pair_hash_after(uint64_t query_state, const char *d, size_t dn) {
+    return mix(absorb(query_state, (const unsigned char *)d, dn));
+}
+
 static inline uint64_t pair_hash(const char *q, size_t qn, const char *d, size_t dn) {
-    uint64_t h = mix(0x5EED0000ULL + (uint64_t)qn);
-    h = absorb(h, (const unsigned char *)q, qn);
-    h = absorb(h, (const unsigned char *)d, dn);
-    return mix(h);
+    return pair_hash_after(query_hash(q, qn), d, dn);
 }
 
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
@@ -840,6 +846,7 @@ typedef struct {
     struct { uint64_t key; int64_t row; } *table;
     size_t mask;
     int64_t lo, hi; /* the current query's judgements: qrels rows [lo, hi) */
+    Py_ssize_t n_qrels_queries;
     PyObject *judged_queries, *seen, *qids;
     Column lengths, judged_query, judged_rank, judged_row;
     /* the current query: its id, codes, rows stored so far, keys (for the repeat check) */
@@ -847,6 +854,7 @@ typedef struct {
     size_t q_len, q_cap;
     int32_t code, qrels_code;
     int64_t stored;
+    uint64_t query_state; /* query_hash of the query id */
     uint64_t *block_keys;
     size_t block_n, block_cap;
     BlockSet set;
@@ -941,12 +949,18 @@ static int joiner_start_query(Joiner *j, const char *q, size_t n) {
     Py_DECREF(key);
     if (bad) return -1;
     j->code = (int32_t)(PyList_GET_SIZE(j->qids) - 1);
-    j->qrels_code = qrels_code ? (int32_t)PyLong_AsLong(qrels_code) : -1;
+    long found = qrels_code ? PyLong_AsLong(qrels_code) : -1;
+    if (found < -1 || found >= j->n_qrels_queries) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a qrels query code is out of range");
+        return -1;
+    }
+    j->qrels_code = (int32_t)found;
     j->lo = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code];
     j->hi = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code + 1];
     j->stored = 0;
     j->have_prev = 0;
     j->block_n = 0;
+    j->query_state = query_hash(q, n);
     blockset_next(&j->set);
     return keep_copy(&j->q, &j->q_cap, &j->q_len, q, n);
 }
@@ -1048,6 +1062,41 @@ static inline int split_window(const char *p, const char *end, const char **eol,
 }
 #endif
 
+/* The table of the query's keys twice as large (at least 1024 slots), its keys inserted again: 0, or -1. */
+static int joiner_rehash(Joiner *j) {
+    BlockSet *s = &j->set;
+    size_t cap = s->cap ? s->cap * 2 : 1024;
+    free(s->key);
+    free(s->stamp);
+    s->key = malloc(cap * sizeof *s->key);
+    s->stamp = calloc(cap, sizeof *s->stamp);
+    if (!s->key || !s->stamp) return -1;
+    s->cap = cap;
+    s->block = 1; /* every stamp is 0 now */
+    for (size_t i = 0; i < j->block_n; i++) {
+        size_t slot = (size_t)j->block_keys[i] & (cap - 1);
+        while (s->stamp[slot] == s->block) slot = (slot + 1) & (cap - 1);
+        s->stamp[slot] = s->block;
+        s->key[slot] = j->block_keys[i];
+    }
+    return 0;
+}
+
+/* 1 when key is already one of the query's keys, 0 when added, -1 out of memory. The keys come out of
+ * pair_hash's final mix, so their low bits index the table as they are. */
+static inline int joiner_key_seen(Joiner *j, uint64_t key) {
+    BlockSet *s = &j->set;
+    if ((j->block_n + 1) * 2 > s->cap && joiner_rehash(j)) return -1;
+    size_t mask = s->cap - 1, slot = (size_t)key & mask;
+    while (s->stamp[slot] == s->block) {
+        if (s->key[slot] == key) return 1;
+        slot = (slot + 1) & mask;
+    }
+    s->stamp[slot] = s->block;
+    s->key[slot] = key;
+    return 0;
+}
+
 /* One row (a data line's fields) into the joiner: 0, 1 when declined, -1 on a Python error. */
 static int joiner_row(Joiner *j, const char **start, size_t *len) {
     double score;
@@ -1059,8 +1108,8 @@ static int joiner_row(Joiner *j, const char **start, size_t *len) {
         int status = joiner_start_query(j, start[0], len[0]);
         if (status) return status;
     }
-    uint64_t key = pair_hash(start[0], len[0], start[2], len[2]);
-    int repeated = blockset_add(&j->set, key, j->block_keys, 0, (Py_ssize_t)j->block_n);
+    uint64_t key = pair_hash_after(j->query_state, start[2], len[2]);
+    int repeated = joiner_key_seen(j, key);
     if (repeated < 0 || grow((void **)&j->block_keys, &j->block_cap, j->block_n + 1, sizeof(uint64_t))) {
         PyErr_NoMemory();
         return -1;
@@ -1172,6 +1221,7 @@ static PyObject *parse_joined(PyObject *self, PyObject *args) {
     j.qkey = kb.buf;
     j.qcode = cb.buf;
     j.qstart = qstart;
+    j.n_qrels_queries = n_queries;
     j.qoff = ob.buf;
     j.qdata = db.buf;
     for (Py_ssize_t r = 0; r < n; r++) {
