@@ -65,11 +65,11 @@ class Run:
 
     __slots__ = (
         "_input_position",
+        "_pair_keys",
         "docs",
         "duplicates_dropped",
         "name",
         "offsets",
-        "pair_keys",
         "query_codes",
         "query_ids",
         "ranks",
@@ -87,7 +87,7 @@ class Run:
         scores: np.ndarray,
         ranks: np.ndarray | None,
         input_position: np.ndarray | tuple | None,
-        keys: np.ndarray,
+        keys: np.ndarray | None,
         *,
         name: str,
         source: str | None = None,
@@ -103,7 +103,7 @@ class Run:
         # None: the rows are in input order; (rows, sources): so are they, but for rows[i], input row sources[i];
         # (rows, sources, blocks): query blocks moved as blocks describes, then (rows, sources) as above
         self._input_position = input_position
-        self.pair_keys = keys
+        self._pair_keys = keys  # None: computed from the ids when first asked for (pair_keys)
         self.offsets = segment_offsets(query_codes, len(query_ids))
         self.name = name
         self.source = source
@@ -182,7 +182,6 @@ class Run:
         codes: np.ndarray,
         docs: StringColumn,
         scores: np.ndarray,
-        keys: np.ndarray,
         input_position: np.ndarray | None,
         *,
         name: str,
@@ -191,12 +190,12 @@ class Run:
         checked again): ``query_ids`` distinct and in byte order, ``codes`` (int32) ascending, each query's rows
         by score descending compared as C floats and then doc id descending in byte order, no document twice in
         a query, finite scores; ``input_position`` each row's position in the maker's own order (``None``: the
-        same order). For a stage that produced its rows in this order itself (BM25's search, through
+        same order). The pair keys are computed when first used (:attr:`pair_keys`). For a stage that produced its rows in this order itself (BM25's search, through
         :func:`stagewise.retrieval._kernels.run_rows`); everything else goes through :meth:`from_columns`, which
         checks. The tests build each such run both ways and compare every column."""
         if len(codes) == 0:
             raise InputError(name, "has no results", expected="at least one (query_id, doc_id, score) row")
-        return cls(query_ids, codes, docs, scores, None, input_position, keys, name=name)
+        return cls(query_ids, codes, docs, scores, None, input_position, None, name=name)
 
     @classmethod
     def from_frame(
@@ -256,6 +255,20 @@ class Run:
         )
 
     # -- views ----------------------------------------------------------------------------------------------
+
+    @property
+    def pair_keys(self) -> np.ndarray:
+        """Each row's 64-bit (query id, doc id) hash, the integer key joined with qrels' (uint64). A run read
+        from a file has them from the parser; one a stage built in order (:meth:`in_evaluation_order`) gets
+        them here, when something first joins it, so a search written straight to a file never hashes."""
+        if self._pair_keys is None:
+            queries = StringColumn.from_strings(self.query_ids.tolist())
+            self._pair_keys = pair_keys(queries.take(self.query_codes.astype(np.int64)), self.docs)
+        return self._pair_keys
+
+    @pair_keys.setter
+    def pair_keys(self, keys: np.ndarray) -> None:
+        self._pair_keys = keys
 
     def __len__(self) -> int:
         return len(self.scores)

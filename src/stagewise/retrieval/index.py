@@ -80,7 +80,7 @@ class TopK:
         byte order). The results already come best first, so only rows whose scores tie as floats are put in
         doc id order, through the index's rank of each id in byte order (:func:`_kernels.run_rows`); the Run
         is then taken as it is, not sorted and checked again. Each row's ``input_position`` is its row here."""
-        from stagewise.data.columns import byte_order, pair_keys
+        from stagewise.data.columns import byte_order
         from stagewise.data.run import Run
         from stagewise.data.strings import StringColumn
 
@@ -98,14 +98,10 @@ class TopK:
         if rows is None:  # not best first (not the kernel's results): let the Run sort and check them
             return self._to_run_sorted(index, name)
         codes = np.repeat(np.arange(len(query_order), dtype=np.int32), counts[query_order])
-        q_off, q_data = _strings_to_column(query_ids.tolist())
-        query_per_row = StringColumn(q_off, q_data.tobytes()).take(codes.astype(np.int64))
-        d_off, d_data = _take_column(index.doc_ids_offsets, index.doc_ids_data, self.docs[rows].astype(np.int64))
-        docs = StringColumn(d_off, d_data.tobytes())
+        ids = StringColumn(np.asarray(index.doc_ids_offsets, dtype=np.int64), index.doc_ids_data)
         return Run.in_evaluation_order(
-            query_ids, codes, docs, self.scores[rows], pair_keys(query_per_row, docs), rows,
-            name=name or f"bm25-{self.scoring}",
-        )  # fmt: skip
+            query_ids, codes, ids.take(self.docs[rows]), self.scores[rows], rows, name=name or f"bm25-{self.scoring}"
+        )
 
     def _to_run_sorted(self, index: BM25Index, name: str | None = None):
         """:meth:`to_run` through :meth:`Run.from_columns`, which sorts the rows and checks them (the reference
