@@ -190,9 +190,10 @@ class Run:
         checked again): ``query_ids`` distinct and in byte order, ``codes`` (int32) ascending, each query's rows
         by score descending compared as C floats and then doc id descending in byte order, no document twice in
         a query, finite scores; ``input_position`` each row's position in the maker's own order (``None``: the
-        same order). The pair keys are computed when first used (:attr:`pair_keys`). For a stage that produced its rows in this order itself (BM25's search, through
-        :func:`stagewise.retrieval._kernels.run_rows`); everything else goes through :meth:`from_columns`, which
-        checks. The tests build each such run both ways and compare every column."""
+        same order). The pair keys are computed when first used (:attr:`pair_keys`). For a stage that produced
+        its rows in this order itself (BM25's search, through :func:`stagewise.retrieval._kernels.run_rows`);
+        everything else goes through :meth:`from_columns`, which checks. The tests build each such run both
+        ways and compare every column."""
         if len(codes) == 0:
             raise InputError(name, "has no results", expected="at least one (query_id, doc_id, score) row")
         return cls(query_ids, codes, docs, scores, None, input_position, None, name=name)
