@@ -16,6 +16,7 @@ import numpy as np
 
 from stagewise._lazy import LazyModule
 from stagewise.data.columns import position_in_segment
+from stagewise.errors import MetricError
 from stagewise.metrics.context import EvalContext
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -556,6 +557,13 @@ def rbp_residual(ctx: EvalContext, p: float) -> np.ndarray:
 def err(ctx: EvalContext, k: int | None, max_label: int) -> np.ndarray:
     """Expected reciprocal rank (Chapelle et al.) with stop probability (2**label - 1) / 2**max_label."""
     labels = np.clip(ctx.row_label, 0, None).astype(np.float64)
+    top = int(labels.max()) if len(labels) else 0
+    if 2.0**top - 1.0 > 2.0**max_label:  # a stop probability above 1 (and ERR with it) is no probability
+        raise MetricError(
+            f"err: a retrieved document has label {top}, above max_label={max_label}, so its stop probability "
+            f"(2**{top} - 1) / 2**{max_label} would be above 1; give max_label={top} or more (err@k(max_label={top})), "
+            "or leave max_label out: the default is the highest label of the judgements"
+        )
     stop = (np.exp2(labels) - 1.0) / np.exp2(float(max_label))
     keep = stop > 0
     if k is not None:

@@ -176,7 +176,7 @@ def _err_max_label(measure: Measure, qrels: Qrels, query_ids: np.ndarray | None)
     """ERR's scale: ``max_label`` as given, else the highest label of the evaluated queries' judgements."""
     if measure.option("max_label") is not None:
         return measure
-    return measure.with_options(max_label=top_label(qrels, query_ids))
+    return measure.with_options(max_label=max(top_label(qrels, query_ids), 0))  # all labels < 0: every stop is 0
 
 
 # The one table from trec_eval's measure names to families: Measure.parse reads trec_eval's spellings through it
@@ -330,7 +330,15 @@ FAMILIES: Registry[Family] = Registry(
         "expected reciprocal rank (Chapelle et al.), stop probability (2**label - 1) / 2**max_label",
         lambda c, k, o: K.err(c, k, _stated(o, "err", "max_label")),
         cutoff="optional",
-        options={"max_label": Param(int, None, "highest label of the scale (default: highest in the qrels)")},
+        options={
+            "max_label": Param(
+                int,
+                None,
+                "highest label of the scale (default: highest in the qrels)",
+                "an int >= 0",
+                lambda v: v >= 0,
+            )
+        },
         binary=False,
         resolve=_err_max_label,
     ),
@@ -460,7 +468,11 @@ FAMILIES: Registry[Family] = Registry(
         "set_F",
         "F-measure of the retrieved set",
         lambda c, k, o: K.set_f(c, o["beta"]),
-        options={"rel": REL, "beta": Param(float, 1.0, "weight of recall (trec_eval's parameter)")},
+        options={
+            "rel": REL,
+            # a negative beta gives F values below 0 or above 1 (or a division by zero where beta P = -R)
+            "beta": Param(float, 1.0, "weight of recall (trec_eval's parameter)", "a number >= 0", lambda v: v >= 0),
+        },
         aliases=("setf",),
     ),
     Family(
