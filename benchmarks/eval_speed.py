@@ -384,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--peers-at-10x", action="store_true", help="run pytrec_eval, ranx, ir_measures at 10x")
     parser.add_argument("--no-peers", action="store_true", help="leave out pytrec_eval, ranx and ir_measures")
+    parser.add_argument(
+        "--peers", default=",".join(PEERS), help=f"the peers to run, comma-separated (default {','.join(PEERS)})"
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a tool's run is killed")
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "QRELS", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -399,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, pair in pairs.items():
         tools = ["stagewise", "floor", "trec_eval"]
         if not args.no_peers and (name == "x1-bytes" or (args.peers_at_10x and name.startswith("x10-"))):
-            tools += list(PEERS)
+            tools += [peer for peer in PEERS if peer in args.peers.split(",")]
         repeat = args.repeat if name.startswith("x1-") else 1
         all_results[name] = run_pair(name, pair, tools, built, repeat, args.timeout)
     for name, results in all_results.items():
