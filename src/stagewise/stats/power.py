@@ -455,8 +455,16 @@ def topic_set_size(
             )
     else:
         systems = None
+    # V as given first, so that an error quotes the user's number, not the design's 2 V
+    _check(alpha, beta if entry.uses_beta else 0.5, min_diff, estimate.value)
     design_variance = estimate.value * entry.variance_factor
-    _check(alpha, beta if entry.uses_beta else 0.5, min_diff, design_variance)
+    if not np.isfinite(design_variance):
+        raise InputError(
+            "power",
+            f"the variance {estimate.value!r} is too large: the {entry.label} design reads "
+            f"{entry.variance_factor:g} V, which is no finite number",
+            expected="e.g. 0.01",
+        )
     n = entry.topics(min_diff, design_variance, alpha, beta, systems)
     at = lambda k: float(entry.achieved(k, min_diff, design_variance, alpha, systems))  # noqa: E731
     return TopicSetSize(
