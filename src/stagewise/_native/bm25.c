@@ -882,14 +882,31 @@ static int maxscore(const Postings *P, Cursor *cur, size_t m, Heap *h, Heap *tmp
 /* Better: a higher score, then a smaller document index (the heap's order, as a strict total order). */
 static inline int better(Scored a, Scored b) { return a.s > b.s || (a.s == b.s && a.d < b.d); }
 
-/* Sort n pairs best first: bottom-up merge sort through tmp (n more), with the comparison inlined. */
+/* Sort n pairs best first: runs of 8 by insertion, then a bottom-up merge sort through tmp (n more) whose step
+ * has no branch on the comparison (the merged runs interleave at random, so a branch would miss often). */
 static void sort_scored(Scored *a, Scored *tmp, int64_t n) {
+    enum { RUN = 8 };
+    for (int64_t lo = 0; lo < n; lo += RUN) {
+        int64_t hi = lo + RUN < n ? lo + RUN : n;
+        for (int64_t i = lo + 1; i < hi; i++) {
+            Scored x = a[i];
+            int64_t j = i;
+            for (; j > lo && better(x, a[j - 1]); j--) a[j] = a[j - 1];
+            a[j] = x;
+        }
+    }
     Scored *from = a, *to = tmp;
-    for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t width = RUN; width < n; width *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * width) {
             int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
             int64_t i = lo, j = mid, o = lo;
-            while (i < mid && j < hi) to[o++] = better(from[j], from[i]) ? from[j++] : from[i++];
+            while (i < mid && j < hi) {
+                Scored x = from[i], y = from[j];
+                int take_j = (y.s > x.s) | ((y.s == x.s) & (y.d < x.d)); /* better(y, x), without branches */
+                to[o++] = take_j ? y : x;
+                j += take_j;
+                i += 1 - take_j;
+            }
             while (i < mid) to[o++] = from[i++];
             while (j < hi) to[o++] = from[j++];
         }
@@ -1050,16 +1067,17 @@ static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
 }
 
 /* The top k (h->cap) of n documents met in index order (doc ascending) with scores v, for a deep k, many equal
- * scores included: the scores' range is cut into SELECT_BUCKETS buckets, the buckets wholly inside the top k
- * are taken, and the one bucket the k-th best falls in is cut again, in place (order kept), until it is small
- * enough to sort or holds a single score, whose best documents are then simply its first ones (a smaller
+ * scores included: unless they are few enough to sort at once, the scores' range is cut into SELECT_BUCKETS
+ * buckets, the buckets wholly inside the top k are taken, and the one bucket the k-th best falls in is cut
+ * again, in place (order kept), until it is small enough to sort or holds a single score, whose best documents are then simply its first ones (a smaller
  * document wins a tie). What was taken, at most k pairs, is merge-sorted best first into h (h->sorted): the
  * heap's documents in the heap's order. Falls back to the heap for a NaN score or a range too narrow to cut. */
 static void select_ordered(Heap *h, double *v, int32_t *doc, int64_t n, Scratch *S) {
     int64_t need = h->cap, kept = 0, small = 4 * h->cap + SELECT_BUCKETS;
     if (reserve_pairs(S, h->cap + small) < 0) return offer_all(h, v, doc, n); /* the heap needs no memory */
-    Scored *pairs = S->pairs, *sorting = S->pairs + h->cap; /* taken pairs, then a small bucket to sort */
+    Scored *pairs = S->pairs, *sorting = S->pairs + h->cap, *tail = NULL; /* taken pairs, then room to sort */
     uint32_t *count = S->hist;
+    int one_score = 0;
     while (n > need) {
         double lo = INFINITY, hi = -INFINITY;
         for (int64_t i = 0; i < n; i++) {
@@ -1068,12 +1086,25 @@ static void select_ordered(Heap *h, double *v, int32_t *doc, int64_t n, Scratch 
             lo = x < lo ? x : lo;
             hi = x > hi ? x : hi;
         }
-        if (lo == hi) break; /* one score left: its first documents are its best */
+        if (lo == hi) { /* one score left: its first documents are its best, already in order */
+            one_score = 1;
+            break;
+        }
         double scale = (SELECT_BUCKETS - 1) / (hi - lo);
         if (!(hi > lo) || !(scale < INFINITY) || !(scale > 0.0)) { /* NaN, or no room to cut: the heap */
             h->size = 0;
             for (int64_t i = 0; i < kept; i++) heap_offer(h, pairs[i].s, pairs[i].d);
             return offer_all(h, v, doc, n);
+        }
+        if (n <= small) { /* few enough to sort: the best of them follow, in order, what was taken above */
+            for (int64_t i = 0; i < n; i++) {
+                sorting[i].s = v[i];
+                sorting[i].d = doc[i];
+            }
+            sort_scored(sorting, sorting + n, n);
+            tail = sorting;
+            n = 0;
+            break;
         }
         memset(count, 0, SELECT_BUCKETS * sizeof(uint32_t));
         for (int64_t i = 0; i < n; i++) count[bucket_of(v[i], lo, scale)]++;
@@ -1093,28 +1124,27 @@ static void select_ordered(Heap *h, double *v, int32_t *doc, int64_t n, Scratch 
         }
         need -= above;
         n = w;
-        if (n <= small) { /* sort the bucket left and take its best */
-            for (int64_t i = 0; i < n; i++) {
-                sorting[i].s = v[i];
-                sorting[i].d = doc[i];
-            }
-            sort_scored(sorting, sorting + n, n);
-            memcpy(pairs + kept, sorting, (size_t)need * sizeof(Scored));
-            kept += need;
-            need = 0;
-            n = 0;
+    }
+    if (!tail && !one_score) { /* no more than need were left: all of them are in, to sort with the rest */
+        for (int64_t i = 0; i < n; i++) {
+            pairs[kept].s = v[i];
+            pairs[kept++].d = doc[i];
         }
+        n = 0;
     }
-    for (int64_t i = 0; i < (n < need ? n : need); i++) {
-        pairs[kept].s = v[i];
-        pairs[kept++].d = doc[i];
-    }
-    sort_scored(pairs, S->pairs + S->pairs_cap / 2, kept);
+    /* the pairs taken above the last cut, sorted, then the best `need` of what was left below it: those sorted
+     * (tail), or, when one score was left, the first in index order */
+    sort_scored(pairs, sorting + 2 * small, kept);
     for (int64_t i = 0; i < kept; i++) {
         h->s[i] = pairs[i].s;
         h->d[i] = pairs[i].d;
     }
-    h->size = kept;
+    int64_t rest = tail ? need : (n < need ? n : need);
+    for (int64_t i = 0; i < rest; i++) {
+        h->s[kept + i] = tail ? tail[i].s : v[i];
+        h->d[kept + i] = tail ? tail[i].d : doc[i];
+    }
+    h->size = kept + rest;
     h->sorted = 1;
 }
 
@@ -1163,7 +1193,7 @@ static int select_above_sample(const Postings *P, Heap *h, Scratch *S) {
     int32_t *doc = S->touched;
     int64_t k = h->cap, n_docs = P->n_docs, n = 0, equal = 0;
     double expected = (double)k / SAMPLE_STRIDE;
-    int64_t r = (int64_t)(expected + 3.0 * sqrt(expected)) + 8;
+    int64_t r = (int64_t)(expected + 2.0 * sqrt(expected)) + 2;
     for (int64_t d = 0; d < n_docs; d += SAMPLE_STRIDE) { /* v is free until the candidates are taken */
         v[n] = acc[d];
         n += acc[d] > 0.0;
@@ -1181,10 +1211,7 @@ static int select_above_sample(const Postings *P, Heap *h, Scratch *S) {
     }
     memset(S->seen, 0, (size_t)n_docs);
     if (n < k) return -1;
-    if (n <= 2 * k)
-        offer_all(h, v, doc, n);
-    else
-        select_ordered(h, v, doc, n, S);
+    select_ordered(h, v, doc, n, S);
     return 1;
 }
 
@@ -1213,11 +1240,7 @@ static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratc
             if (done < 0) /* the threshold was too high: the slots were reset, so once more in full */
                 for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
         }
-        int64_t n = collect_marked(P, S);
-        if (n <= 2 * h->cap)
-            offer_all(h, S->vals, S->touched, n);
-        else
-            select_ordered(h, S->vals, S->touched, n, S);
+        select_ordered(h, S->vals, S->touched, collect_marked(P, S), S);
         return;
     }
     S->n_touched = 0;
