@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from stagewise.cli.command import StagewiseCommand, reflowed_help
-from stagewise.cli.common import check_output, emit, usage_error, user_errors
+from stagewise.cli.common import check_output, emit, float_option, int_option, usage_error, user_errors
 
 campaign_app = typer.Typer(
     name="campaign",
@@ -105,13 +105,15 @@ def create_command(
     store: Annotated[Path, typer.Option("--store", help="The campaign store (SQLite) to write or add to.")],
     name: Annotated[str | None, typer.Option("--name", help="The campaign's name (default: the pool's).")] = None,
     overlap: Annotated[
-        float, typer.Option("--overlap", min=0.0, max=1.0, help="Share of items judged by several assessors.")
+        float, typer.Option("--overlap", **float_option(0.0, 1.0), help="Share of items judged by several assessors.")
     ] = 0.0,
     per_overlap: Annotated[
         int | None,
-        typer.Option("--per-overlap", min=2, help="Assessors per overlap item (default: every assessor)."),
+        typer.Option("--per-overlap", **int_option(2), help="Assessors per overlap item (default: every assessor)."),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the overlap draw and the assignment.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", **int_option(0), help="Seed of the overlap draw and the assignment.")
+    ] = 0,
     prelabel: Annotated[
         str | None,
         typer.Option(
@@ -129,7 +131,9 @@ def create_command(
     blind: Annotated[
         bool, typer.Option("--blind/--no-blind", help="Hide the pool's order, priority and runs (default: hidden).")
     ] = True,
-    port: Annotated[int, typer.Option("--port", help="The port the printed addresses assume.")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option("--port", **int_option(1, 65535), help="The port the printed addresses assume.")
+    ] = DEFAULT_PORT,
 ) -> None:
     """Make an assessment campaign: a queue per assessor over the pool, with a seeded share of items judged by
     several assessors so that their agreement can be measured.
@@ -204,7 +208,9 @@ def serve_command(
     store: StoreArgument,
     campaign: CampaignOption = None,
     host: Annotated[str, typer.Option("--host", help="Address to bind (every request needs a token).")] = ("127.0.0.1"),
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one, printed).")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option("--port", **int_option(0, 65535), help="Port to listen on (0: a free one, printed).")
+    ] = DEFAULT_PORT,
 ) -> None:
     """Serve the store's campaigns: each assessor's page (keyboard labelling: 0-3, s skip, u undo) and the
     administrator's page (progress, agreement as it grows, the export).

@@ -169,6 +169,40 @@ def int_option(low: int, high: int = INT64_MAX, metavar: str = "N") -> dict[str,
     return dict(parser=_parse_integer, callback=check, metavar=metavar)
 
 
+class _NotANumber(str):
+    """A value the number parser could not read, carried to the check, which names the option."""
+
+
+def _parse_number(value: Any) -> Any:
+    if isinstance(value, float):
+        return value
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        return _NotANumber(value)
+
+
+def float_option(low: float | None = None, high: float | None = None, metavar: str = "X") -> dict[str, Any]:
+    """The settings of a number option (``typer.Option("--alpha", **float_option())``): what is no number, or
+    a number outside [``low``, ``high``] where given, is one line naming the option, exit 2, as for the integer
+    options (typer would draw its box). Finer checks (open intervals, NaN) stay with the library, whose
+    errors name the parameter."""
+
+    def check(param: typer.CallbackParam, value: Any) -> Any:
+        if value is None:
+            return None
+        flag = max(param.opts, key=len)
+        if isinstance(value, _NotANumber):
+            raise usage_error(f"{flag} must be a number; got {value}")
+        if (low is not None and not value >= low) or (high is not None and not value <= high):
+            bounds = f"from {low:g} to {high:g}" if low is not None and high is not None else ""
+            bounds = bounds or (f">= {low:g}" if low is not None else f"<= {high:g}")
+            raise usage_error(f"{flag} must be a number {bounds}; got {value:g}")
+        return value
+
+    return dict(parser=_parse_number, callback=check, metavar=metavar)
+
+
 def format_option(kind: str, *flags: str, default: str = "table", from_output: bool = True) -> Any:
     """The ``--format`` option of a command whose result is of class ``kind`` (``"EvalResult"``): its choices and
     help are the output formats registered for that kind (:data:`stagewise.report.FORMATS`), read when the

@@ -40,6 +40,7 @@ from stagewise.cli.common import (
     emit,
     engine_for,
     engine_progress,
+    float_option,
     format_option,
     int_option,
     output_format,
@@ -115,7 +116,7 @@ CorrectionOption = Annotated[
         help=f"Multiple-comparison correction per family: {{names:{_CATALOGUE}:CORRECTIONS}}.",
     ),
 ]
-AlphaOption = Annotated[float, typer.Option(help="Significance level for the adjusted p-values.")]
+AlphaOption = Annotated[float, typer.Option(**float_option(), help="Significance level for the adjusted p-values.")]
 AlternativeOption = Annotated[
     Alternative, typer.Option(help="two-sided, or one-sided: greater (b > a) or less; a is the earlier run.")
 ]
@@ -139,12 +140,15 @@ ExactOption = Annotated[
     ),
 ]
 TieToleranceOption = Annotated[
-    float, typer.Option(help="A per-query difference within this is a tie (win/tie/loss and the sign test).")
+    float,
+    typer.Option(
+        **float_option(), help="A per-query difference within this is a tie (win/tie/loss and the sign test)."
+    ),
 ]
 IntervalOption = Annotated[
     Interval, typer.Option("--ci", help="Interval of the mean difference: t (Student) or bootstrap (percentile).")
 ]
-LevelOption = Annotated[float, typer.Option(help="Confidence level of the interval.")]
+LevelOption = Annotated[float, typer.Option(**float_option(), help="Confidence level of the interval.")]
 FamilyOption = Annotated[
     Family, typer.Option(help="Correct within each metric's pairs (metric) or over all metrics' pairs (all).")
 ]

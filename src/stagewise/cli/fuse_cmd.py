@@ -15,6 +15,7 @@ from stagewise.cli.common import (
     Ties,
     check_output,
     engine_for,
+    float_option,
     format_option,
     int_option,
     progress_bar,
@@ -69,7 +70,8 @@ MethodOption = Annotated[
     ),
 ]
 RrfKOption = Annotated[
-    float | None, typer.Option("--rrf-k", help="RRF's constant (default 60); not the cutoff k of recall@k.")
+    float | None,
+    typer.Option("--rrf-k", **float_option(), help="RRF's constant (default 60); not the cutoff k of recall@k."),
 ]
 WeightsOption = Annotated[
     str | None, typer.Option("--weights", "-w", help="One weight per run, comma-separated: 0.7,0.3.")
@@ -133,7 +135,7 @@ QrelsOption = Annotated[
 ]
 OptimizeOption = Annotated[bool, typer.Option("--optimize", help="Tune the weights (or train the method) on --qrels.")]
 MetricOption = Annotated[str, typer.Option(help="Objective for --optimize: any metric, e.g. ndcg@10, map.")]
-StepOption = Annotated[float, typer.Option(help="Spacing of the weight grid; must divide 1.")]
+StepOption = Annotated[float, typer.Option(**float_option(), help="Spacing of the weight grid; must divide 1.")]
 SearchOption = Annotated[
     str,
     typer.Option(

@@ -27,6 +27,7 @@ from stagewise.cli.common import (
     TiesOption,
     check_output,
     emit,
+    float_option,
     format_option,
     int_option,
     output_format,
@@ -49,6 +50,7 @@ MaxDropOption = Annotated[
     float,
     typer.Option(
         "--max-drop",
+        **float_option(),
         help="Non-inferiority margin in the metric's units: fail when the interval of mean(RUN - baseline) reaches "
         "below -max-drop.",
     ),
@@ -82,7 +84,7 @@ TestOption = Annotated[
 IntervalOption = Annotated[
     Interval, typer.Option("--ci", help="Interval of the mean difference: t (Student) or bootstrap (percentile).")
 ]
-LevelOption = Annotated[float, typer.Option(help="Confidence level of the (two-sided) interval.")]
+LevelOption = Annotated[float, typer.Option(**float_option(), help="Confidence level of the (two-sided) interval.")]
 ResamplesOption = Annotated[
     int,
     typer.Option(

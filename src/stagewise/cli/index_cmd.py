@@ -12,6 +12,7 @@ from stagewise.cli.common import (
     CorpusFormat,
     ForceOption,
     ParentsOption,
+    float_option,
     int_option,
     progress_bar,
     stdin_as_file,
@@ -82,10 +83,16 @@ def index_command(
         CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Corpus format.")
     ] = CorpusFormat.auto,
     variant: VariantOption = "lucene",
-    k1: Annotated[float | None, typer.Option(help="Default k1 (variant's default: 1.2; 1.5 for okapi).")] = None,
-    b: Annotated[float | None, typer.Option(help="Default b (0.75).")] = None,
-    delta: Annotated[float | None, typer.Option(help="Default delta of bm25l (0.5) and bm25+ (1.0).")] = None,
-    epsilon: Annotated[float | None, typer.Option(help="IDF floor factor of okapi-rank_bm25 (0.25).")] = None,
+    k1: Annotated[
+        float | None, typer.Option(**float_option(), help="Default k1 (variant's default: 1.2; 1.5 for okapi).")
+    ] = None,
+    b: Annotated[float | None, typer.Option(**float_option(), help="Default b (0.75).")] = None,
+    delta: Annotated[
+        float | None, typer.Option(**float_option(), help="Default delta of bm25l (0.5) and bm25+ (1.0).")
+    ] = None,
+    epsilon: Annotated[
+        float | None, typer.Option(**float_option(), help="IDF floor factor of okapi-rank_bm25 (0.25).")
+    ] = None,
     stemmer: Annotated[str, typer.Option(help="english (Snowball), porter or none.")] = "english",
     stopwords: StopwordsOption = "english",
     min_length: Annotated[int, typer.Option(**int_option(1), help="Shortest token kept, in characters.")] = 2,

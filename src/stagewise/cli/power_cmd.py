@@ -27,6 +27,7 @@ from stagewise.cli.common import (
     TiesOption,
     check_output,
     emit,
+    float_option,
     format_option,
     int_option,
     output_format,
@@ -49,7 +50,18 @@ OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")
 ]
 DigitsOption = Annotated[int, typer.Option(**int_option(0, 20), help="Decimals of the numbers in the table.")]
-AlphaOption = Annotated[float, typer.Option(help="Significance level.")]
+AlphaOption = Annotated[float, typer.Option(**float_option(), help="Significance level.")]
+MinDiffOption = Annotated[
+    float | None,
+    typer.Option(**float_option(), help="The difference to detect (t, anova), or the widest interval allowed (ci)."),
+]
+BetaOption = Annotated[
+    float, typer.Option(**float_option(), help="Type II error rate (power 1 - beta); not read by ci.")
+]
+VarianceOption = Annotated[
+    float | None,
+    typer.Option(**float_option(), help="The within-system variance V (one system's score variance), instead of runs."),
+]
 
 
 def _conventions(relevance_level: int, ties: Ties, max_ret: int | None, judged_only: bool):
@@ -80,20 +92,14 @@ def topics_command(
             help=f"What the topics must achieve: {{entries:{_POWER}:DESIGNS}}.",
         ),
     ] = "t",
-    min_diff: Annotated[
-        float | None,
-        typer.Option(help="The difference to detect (t, anova), or the widest interval allowed (ci)."),
-    ] = None,
+    min_diff: MinDiffOption = None,
     alpha: AlphaOption = 0.05,
-    beta: Annotated[float, typer.Option(help="Type II error rate (power 1 - beta); not read by ci.")] = 0.20,
+    beta: BetaOption = 0.20,
     systems: Annotated[
         int | None,
         typer.Option(**int_option(2), help="anova: the number of systems compared (default: the runs given)."),
     ] = None,
-    variance: Annotated[
-        float | None,
-        typer.Option(help="The within-system variance V (one system's score variance), instead of runs."),
-    ] = None,
+    variance: VarianceOption = None,
     metric: Annotated[
         list[str] | None, typer.Option("--metric", "-m", help="With runs: the one metric whose variance is estimated.")
     ] = None,

@@ -84,7 +84,7 @@ TrustOption = Annotated[
     ),
 ]
 TrustDepthOption = Annotated[
-    int, typer.Option("--trust-depth", min=1, help="Pool depth of --trust: the first K results of each run.")
+    int, typer.Option("--trust-depth", **int_option(1), help="Pool depth of --trust: the first K results of each run.")
 ]
 BaselineOption = Annotated[
     str | None,

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from stagewise.cli.common import Backend, CorpusFormat, check_output, emit_run, int_option, user_errors
+from stagewise.cli.common import Backend, CorpusFormat, check_output, emit_run, float_option, int_option, user_errors
 
 
 class Engine(StrEnum):
@@ -63,10 +63,10 @@ def search_command(
         CorpusFormat, typer.Option("--input-format", "-f", "--format", help="Query file format.")
     ] = CorpusFormat.auto,
     variant: Annotated[str | None, typer.Option(help="Override the index's BM25 variant.")] = None,
-    k1: Annotated[float | None, typer.Option(help="Override k1 (no re-indexing needed).")] = None,
-    b: Annotated[float | None, typer.Option(help="Override b.")] = None,
-    delta: Annotated[float | None, typer.Option(help="Override delta (bm25l, bm25+).")] = None,
-    epsilon: Annotated[float | None, typer.Option(help="Override epsilon (okapi-rank_bm25).")] = None,
+    k1: Annotated[float | None, typer.Option(**float_option(), help="Override k1 (no re-indexing needed).")] = None,
+    b: Annotated[float | None, typer.Option(**float_option(), help="Override b.")] = None,
+    delta: Annotated[float | None, typer.Option(**float_option(), help="Override delta (bm25l, bm25+).")] = None,
+    epsilon: Annotated[float | None, typer.Option(**float_option(), help="Override epsilon (okapi-rank_bm25).")] = None,
     workers: WorkersOption = None,
     engine: EngineOption = Engine.local,
     scheduler: SchedulerOption = None,
