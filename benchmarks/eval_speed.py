@@ -310,8 +310,10 @@ def run_pair(name: str, pair: tuple[Path, Path], tools: list[str], built: dict, 
                 continue
             got = measure(cmd, timeout)
             print(f"  {name:<12} {tool:<12} " + (got.get("error") or f"{got['cpu']:.2f} s CPU"), flush=True)
-            if "error" in got or tool not in best or got["cpu"] < best[tool]["cpu"]:
-                best[tool] = got if tool not in best or "error" not in got else best[tool]
+            if "error" in got:  # kept only while no run of the tool has succeeded
+                best.setdefault(tool, got)
+            elif tool not in best or "error" in best[tool] or got["cpu"] < best[tool]["cpu"]:
+                best[tool] = got
     return best
 
 
