@@ -61,7 +61,7 @@ def _map(qrels: object, run: object) -> float:
 def test_run_given_as_qrels(trec_reader: str, good: tuple[Path, Path]) -> None:
     """`stagewise eval bm25.run dense.run` used to score MAP 0.4987 with the rank column read as labels."""
     _, run = good
-    with pytest.raises(InputError, match=r"good\.run:1: this looks like a run: the qrels come first"):
+    with pytest.raises(InputError, match=r"good\.run:1: this looks like a run, not qrels"):
         read_qrels(run)
     _clean_failure(["eval", str(run), str(run), "-m", "map"], f"{run}:1", "looks like a run")
     _clean_failure(["trec_eval", str(run), str(run)], f"{run}:1", "looks like a run")

@@ -129,6 +129,13 @@ def _constant_doc_column(sample: list[tuple[int, list[bytes]]], column: int) -> 
     return len({fields[column] for _, fields in sample}) == 1 and len({fields[column - 1] for _, fields in sample}) > 1
 
 
+# Not "the qrels come first" alone: agreement and merge take only qrels, fuse only runs, pool and trust a
+# second qrels file by an option; the order is the usual slip where a command takes both.
+_ORDER_HINT = (
+    "check which file goes where: a command that takes both wants the qrels first, as in stagewise eval QRELS RUN..."
+)
+
+
 def check_qrels_shape(head: bytes, source: str, form: str) -> None:
     """Refuse a TREC qrels file whose first lines have the shape of a run, or of a classic (Cranfield, CISI)
     qrels file that the TREC reader would misread."""
@@ -141,10 +148,10 @@ def check_qrels_shape(head: bytes, source: str, form: str) -> None:
     ):
         raise InputError(
             source,
-            f"this looks like a run: the qrels come first ('{_show(fields)}' has a rank, a score and a tag)",
+            f"this looks like a run, not qrels ('{_show(fields)}' has a rank, a score and a tag)",
             line=line,
             expected=f"qrels, {form}",
-            hint="give the judgements first, then the runs",
+            hint=_ORDER_HINT,
         )
     if all(len(f) == 3 and all(_is_int(x) for x in f) for _, f in sample):
         raise InputError(
@@ -178,7 +185,7 @@ def check_run_shape(head: bytes, source: str, form: str) -> None:
             f"this looks like qrels, not a run ('{_show(fields)}' has 4 fields ending in an integer label)",
             line=line,
             expected=form,
-            hint="give the judgements first, then the runs",
+            hint=_ORDER_HINT,
         )
     if _constant_doc_column(sample, 2):
         raise InputError(
