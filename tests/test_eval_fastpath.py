@@ -94,6 +94,7 @@ def worlds(draw: st.DrawFn) -> dict:
         "relevance_level": draw(st.sampled_from([1, 2])),
         "judged_only": draw(st.booleans()),
         "max_ret": draw(st.sampled_from([None, 3])),
+        "duplicates": draw(st.sampled_from(["error", "first", "best"])),  # read_run's policy, not a convention
     }
     return {"run": lines, "qrels": qrels, "conventions": conventions, "clean": clean and bool(lines)}
 
