@@ -419,8 +419,25 @@ class Registry(Mapping[str, T], Generic[T]):
         """The entry for ``name``, or the registry's error listing every canonical name."""
         entry = self._table.get(fold(name))
         if entry is None:
-            raise self.error(f"unknown {self.what} {name.strip()!r}; choose one of {', '.join(self.names())}")
+            raise self.error(
+                f"unknown {self.what} {name.strip()!r}; choose one of {', '.join(self.names())}{self._guess(name)}"
+            )
         return entry
+
+    def _guess(self, name: str) -> str:
+        """``"; did you mean 'ndcg'?"`` for a misspelling close to a name or an alias (its canonical name
+        is offered), else nothing.
+
+        >>> from collections import namedtuple
+        >>> Thing = namedtuple("Thing", "name aliases")
+        >>> Registry("thing", Thing("ndcg", ()), Thing("recall", ("R",)))._guess("ndgc")
+        "; did you mean 'ndcg'?"
+        """
+        import difflib
+
+        close = difflib.get_close_matches(fold(name), list(self._table), n=3, cutoff=0.6)
+        canonical = list(dict.fromkeys(self._table[key].name for key in close))
+        return f"; did you mean {' or '.join(repr(c) for c in canonical)}?" if canonical else ""
 
     def check_params(self, owner: str, params: Mapping[str, Param], given: Mapping[str, Any]) -> dict[str, Any]:
         """Every parameter of ``params`` with its value: ``given``'s converted and checked, else the default.
