@@ -248,3 +248,17 @@ def test_eval_of_trec_files_to_json_imports_neither_polars_nor_pyarrow(tmp_path:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert '"map": 1.0' in done.stdout and done.stdout.strip().endswith("[]"), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("length", [50, 51, 52, 53, 120])
+def test_lines_near_and_past_the_64_byte_window_are_split_alike(tmp_path: Path, length: int) -> None:
+    # a line's first 64 bytes are split with vector compares, a longer line byte by byte: both give the same
+    long = ["a" * length, "b" * length, "a" * (length - 1) + "c"]  # lines of 12 + length bytes, all tied: b, a..c, a
+    run = "".join(f"1 Q0 {doc} {rank} 2.5 t\n" for rank, doc in enumerate(long, 1)) + "1 Q0 z 4 1 t"  # no final \n
+    got = joined(tmp_path, run, "".join(f"1 0 {doc} {label}\n" for label, doc in enumerate([*long, "z"], 1)))
+    assert isinstance(got, JoinedRun) and len(got) == 4
+    ranks = dict(zip(got.judged[2].tolist(), got.judged[1].tolist(), strict=True))
+    qrels = got.qrels
+    assert {qrels.docs.value(row): rank for row, rank in ranks.items()} == {long[1]: 1, long[2]: 2, long[0]: 3, "z": 4}
+    qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    assert same(outcome(qrels_path, run_path, True), outcome(qrels_path, run_path, False))
