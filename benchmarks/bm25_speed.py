@@ -113,7 +113,8 @@ def _search_stagewise(index_dir: Path, query_ids: list[str], texts: list[str], k
 
     analysed = [index.analyser.analyse(q) for q in texts]
     started = time.process_time()
-    index.topk(analysed, query_ids, k=ks[0])  # the first search fills the weight cache: shown apart
+    # the first search fills the weight cache and the doc id rank (and imports pyarrow): shown apart
+    index.search(texts, query_ids, k=ks[0])
     result["first_s"] = time.process_time() - started
     for k in ks:
         cell: dict = {"search_s": _timed(lambda k=k: index.search(texts, query_ids, k=k), repeat)}
@@ -267,7 +268,7 @@ def _zipf_index_lines(results: dict) -> list[str]:
         ours = results["stagewise"]
         lines.append(
             f"stagewise index load: {ours['load_s']:.4f} s (target <= {TARGET_LOAD_S} s "
-            f"{_verdict(ours['load_s'] <= TARGET_LOAD_S)}); first search, filling the weight cache: "
+            f"{_verdict(ours['load_s'] <= TARGET_LOAD_S)}); first search, filling the weight cache and doc id rank: "
             f"{ours['first_s'] * 1000:.0f} ms CPU"
         )
     return lines

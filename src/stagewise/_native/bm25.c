@@ -1468,74 +1468,102 @@ static inline double as_single(double x) {
     return (double)(float)x;
 }
 
-/* Sort keys ascending: LSD radix sort, 11 bits a pass over the high 33 bits (the rank part), through tmp. The
- * low 32 bits (the row) only ride along: ranks are distinct, so they never decide. */
-static void radix_sort_high(uint64_t *keys, uint64_t *tmp, int64_t n) {
-    enum { BITS = 11, BUCKETS = 1 << BITS };
-    int64_t count[BUCKETS];
-    uint64_t *from = keys, *to = tmp;
-    for (int shift = 32; shift < 64; shift += BITS) {
-        memset(count, 0, sizeof(count));
-        for (int64_t i = 0; i < n; i++) count[(from[i] >> shift) & (BUCKETS - 1)]++;
-        int64_t at = 0;
-        for (int b = 0; b < BUCKETS; b++) {
-            int64_t c = count[b];
-            count[b] = at;
-            at += c;
+/* Sort distinct keys ascending: runs of 8 by insertion, then a bottom-up merge sort through tmp (n more) whose
+ * step has no branch on the comparison. */
+static void sort_keys(uint64_t *a, uint64_t *tmp, int64_t n) {
+    enum { RUN = 8 };
+    for (int64_t lo = 0; lo < n; lo += RUN) {
+        int64_t hi = lo + RUN < n ? lo + RUN : n;
+        for (int64_t i = lo + 1; i < hi; i++) {
+            uint64_t x = a[i];
+            int64_t j = i;
+            for (; j > lo && a[j - 1] > x; j--) a[j] = a[j - 1];
+            a[j] = x;
         }
-        for (int64_t i = 0; i < n; i++) to[count[(from[i] >> shift) & (BUCKETS - 1)]++] = from[i];
+    }
+    uint64_t *from = a, *to = tmp;
+    for (int64_t width = RUN; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                uint64_t x = from[i], y = from[j];
+                int take_j = y < x;
+                to[o++] = take_j ? y : x;
+                j += take_j;
+                i += 1 - take_j;
+            }
+            while (i < mid) to[o++] = from[i++];
+            while (j < hi) to[o++] = from[j++];
+        }
         uint64_t *t = from;
         from = to;
         to = t;
     }
-    if (from != keys) memcpy(keys, from, (size_t)n * sizeof(uint64_t));
+    if (from != a) memcpy(a, from, (size_t)n * sizeof(uint64_t));
 }
 
-static int cmp_uint64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Put keys (inverted rank << 32 | row) in ascending order, so the rows come out in descending doc id rank. */
-static void sort_tie_keys(uint64_t *keys, uint64_t *tmp, int64_t n) {
-    if (n <= 16) {
-        for (int64_t i = 1; i < n; i++) {
-            uint64_t v = keys[i];
-            int64_t j = i;
-            for (; j > 0 && keys[j - 1] > v; j--) keys[j] = keys[j - 1];
-            keys[j] = v;
+/* The rows of query results lo..hi (best first as doubles) in trec_eval's order, appended to rows[*at...]:
+ * runs of rows whose scores tie as C floats sorted by doc id rank descending. Returns 1 when the scores rise
+ * or are NaN (not the kernel's order), -1 for a document outside the rank array, else 0. */
+static int order_query(int64_t lo, int64_t hi, const int32_t *docs, const double *scores, const int32_t *rank,
+                       int64_t n_docs, uint64_t *keys, uint64_t *tmp, int64_t *rows, int64_t *at) {
+    for (int64_t a = lo; a < hi;) {
+        double s = as_single(scores[a]);
+        int64_t e = a + 1;
+        while (e < hi && as_single(scores[e]) == s) e++;
+        if (s != s || (e < hi && !(as_single(scores[e]) < s))) return 1; /* NaN, or rising */
+        if (e - a == 1) {
+            rows[(*at)++] = a++;
+            continue;
         }
-    } else if (n < 1024) {
-        qsort(keys, (size_t)n, sizeof(uint64_t), cmp_uint64);
-    } else {
-        radix_sort_high(keys, tmp, n);
+        for (int64_t p = a; p < e; p++) {
+            int32_t d = docs[p];
+            if (d < 0 || d >= n_docs || rank[d] < 0) return -1;
+            keys[p - a] = ((uint64_t)(uint32_t)(INT32_MAX - rank[d]) << 32) | (uint64_t)(p - lo);
+        }
+        sort_keys(keys, tmp, e - a);
+        for (int64_t p = 0; p < e - a; p++) rows[(*at)++] = lo + (int64_t)(keys[p] & 0xFFFFFFFFu);
+        a = e;
     }
+    return 0;
 }
 
 /* run_rows(res_ptr int64 [nq + 1], docs int32 [n], scores float64 [n], doc_rank int32 [n_docs],
- *          query_order int64 [m], wide) -> bytes: int32 rows (int64 when wide), or None
- * The search results in trec_eval's order, as the rows of the results to take: the queries in query_order,
- * each query's rows by score descending compared as C floats (trec_eval 9, pytrec_eval), then doc id
- * descending in byte order, which is doc_rank descending (doc_rank[d]: the place of document d's id among all
- * ids in byte order). The results come best first (double score descending), so the float order is already
- * there and only runs of rows with equal float scores are sorted, by rank. None when a query's scores are not
- * in descending order (the caller then sorts everything itself). */
+ *          query_order int64 [m], id_offsets int64 [n_docs + 1] or None, id_data or None)
+ *   -> rows, or (rows, doc id offsets int64, doc id bytes, scores float64) with the ids given; or None
+ * The search results in trec_eval's order, as the rows of the results to take (int64 bytes): the queries in
+ * query_order, each query's rows by score descending compared as C floats (trec_eval 9, pytrec_eval), then
+ * doc id descending in byte order, which is doc_rank descending (doc_rank[d]: the place of document d's id
+ * among all ids in byte order). The results come best first (double score descending), so the float order
+ * is already there and only runs of rows with equal float scores are sorted, by rank. With the index's doc id
+ * column, also each taken row's doc id (a string column) and score. None when a query's scores are not in
+ * descending order (the caller then sorts everything itself). */
 static PyObject *run_rows(PyObject *self, PyObject *args) {
-    Py_buffer pb, db, sb, rb, ob;
-    int wide;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*p", &pb, &db, &sb, &rb, &ob, &wide)) return NULL;
-    PyObject *result = NULL;
+    Py_buffer pb, db, sb, rb, ob, ib = {0}, tb = {0};
+    PyObject *id_offsets, *id_data;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*OO", &pb, &db, &sb, &rb, &ob, &id_offsets, &id_data)) return NULL;
+    PyObject *result = NULL, *out = NULL, *offsets = NULL, *data = NULL, *scored = NULL;
     uint64_t *keys = NULL, *tmp = NULL;
-    int unordered = 0, bad = 0;
-    if (check_buffer(&pb, 8, "res_ptr") < 0 || check_buffer(&db, 4, "docs") < 0 || check_buffer(&sb, 8, "scores") < 0 ||
-        check_buffer(&rb, 4, "doc_rank") < 0 || check_buffer(&ob, 8, "query_order") < 0)
+    int status = 0, gather = id_offsets != Py_None;
+    if (gather && (PyObject_GetBuffer(id_offsets, &ib, PyBUF_SIMPLE) < 0 ||
+                   PyObject_GetBuffer(id_data, &tb, PyBUF_SIMPLE) < 0))
         goto done;
-    const int64_t *ptr = pb.buf, *order = ob.buf;
+    if (check_buffer(&pb, 8, "res_ptr") < 0 || check_buffer(&db, 4, "docs") < 0 || check_buffer(&sb, 8, "scores") < 0 ||
+        check_buffer(&rb, 4, "doc_rank") < 0 || check_buffer(&ob, 8, "query_order") < 0 ||
+        (gather && check_buffer(&ib, 8, "id_offsets") < 0))
+        goto done;
+    const int64_t *ptr = pb.buf, *order = ob.buf, *ids_at = ib.buf;
     const int32_t *docs = db.buf, *rank = rb.buf;
     const double *scores = sb.buf;
+    const char *ids = tb.buf;
     int64_t n = db.len / 4, nq = pb.len / 8 - 1, m = ob.len / 8, n_docs = rb.len / 4, total = 0, longest = 0;
     if (nq < 0 || sb.len != 2 * db.len || ptr[0] != 0 || ptr[nq] != n) {
         PyErr_SetString(PyExc_ValueError, "run_rows: result arrays disagree");
+        goto done;
+    }
+    if (gather && ib.len != (n_docs + 1) * 8) {
+        PyErr_SetString(PyExc_ValueError, "run_rows: the doc id offsets must be one more than the ranks");
         goto done;
     }
     for (int64_t i = 0; i < m; i++) {
@@ -1547,63 +1575,76 @@ static PyObject *run_rows(PyObject *self, PyObject *args) {
         total += ptr[q + 1] - ptr[q];
         if (ptr[q + 1] - ptr[q] > longest) longest = ptr[q + 1] - ptr[q];
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total * (wide ? 8 : 4));
+    out = PyBytes_FromStringAndSize(NULL, total * 8);
     keys = malloc((size_t)(longest ? longest : 1) * sizeof(uint64_t));
     tmp = malloc((size_t)(longest ? longest : 1) * sizeof(uint64_t));
     if (!out || !keys || !tmp) {
-        Py_XDECREF(out);
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    int32_t *out32 = (int32_t *)PyBytes_AS_STRING(out);
-    int64_t *out64 = (int64_t *)PyBytes_AS_STRING(out);
-    int64_t at = 0;
+    int64_t *rows = (int64_t *)PyBytes_AS_STRING(out), at = 0;
     Py_BEGIN_ALLOW_THREADS;
-    for (int64_t i = 0; i < m && !unordered && !bad; i++) {
-        int64_t lo = ptr[order[i]], hi = ptr[order[i] + 1];
-        for (int64_t a = lo; a < hi;) {
-            double s = as_single(scores[a]);
-            int64_t e = a + 1;
-            while (e < hi && as_single(scores[e]) == s) e++;
-            if (s != s || (e < hi && !(as_single(scores[e]) < s))) { /* NaN, or rising: not the kernel's order */
-                unordered = 1;
-                break;
-            }
-            if (e - a == 1) {
-                if (wide) out64[at] = a; else out32[at] = (int32_t)a;
-                at++;
-                a = e;
-                continue;
-            }
-            for (int64_t p = a; p < e; p++) {
-                int32_t d = docs[p];
-                if (d < 0 || d >= n_docs || rank[d] < 0) {
-                    bad = 1;
-                    break;
-                }
-                keys[p - a] = ((uint64_t)(uint32_t)(INT32_MAX - rank[d]) << 32) | (uint64_t)(p - lo);
-            }
-            if (bad) break;
-            sort_tie_keys(keys, tmp, e - a);
-            for (int64_t p = 0; p < e - a; p++, at++) {
-                int64_t row = lo + (int64_t)(keys[p] & 0xFFFFFFFFu);
-                if (wide) out64[at] = row; else out32[at] = (int32_t)row;
-            }
-            a = e;
-        }
-    }
+    for (int64_t i = 0; i < m && !status; i++)
+        status = order_query(ptr[order[i]], ptr[order[i] + 1], docs, scores, rank, n_docs, keys, tmp, rows, &at);
     Py_END_ALLOW_THREADS;
-    if (bad) {
-        Py_DECREF(out);
+    if (status < 0) {
         PyErr_SetString(PyExc_ValueError, "damaged index: a result names a document outside the document ids");
-    } else if (unordered) {
-        Py_DECREF(out);
+        goto done;
+    }
+    if (status > 0) {
         Py_INCREF(Py_None);
         result = Py_None;
-    } else {
-        result = out;
+        goto done;
     }
+    if (!gather) {
+        result = out;
+        out = NULL;
+        goto done;
+    }
+    int64_t bytes = 0; /* the doc ids' total length, each checked against the data (a damaged index) */
+    for (int64_t i = 0; i < total && status == 0; i++) {
+        int32_t d = docs[rows[i]];
+        int64_t a = ids_at[d], e = ids_at[d + 1];
+        if (a < 0 || e < a || e > tb.len) status = -1;
+        bytes += e - a;
+    }
+    if (status < 0) {
+        PyErr_SetString(PyExc_ValueError, "damaged index: doc id offsets out of range");
+        goto done;
+    }
+    offsets = PyBytes_FromStringAndSize(NULL, (total + 1) * 8);
+    scored = PyBytes_FromStringAndSize(NULL, total * 8);
+    char *to = malloc((size_t)bytes + 8); /* 8 spare bytes: a short id is copied as one 8-byte word */
+    if (!offsets || !scored || !to) {
+        free(to);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *off = (int64_t *)PyBytes_AS_STRING(offsets);
+    double *sc = (double *)PyBytes_AS_STRING(scored);
+    Py_BEGIN_ALLOW_THREADS;
+    int64_t filled = 0;
+    for (int64_t i = 0; i < total; i++) {
+        int32_t d = docs[rows[i]];
+        int64_t a = ids_at[d], len = ids_at[d + 1] - a;
+        off[i] = filled;
+        if (len <= 8 && a + 8 <= tb.len) /* one word, not a call: ids are short; the bytes past len are overwritten next */
+            memcpy(to + filled, ids + a, 8);
+        else
+            memcpy(to + filled, ids + a, (size_t)len);
+        filled += len;
+        sc[i] = scores[rows[i]];
+    }
+    off[total] = filled;
+    Py_END_ALLOW_THREADS;
+    data = PyBytes_FromStringAndSize(to, bytes);
+    free(to);
+    if (data) result = PyTuple_Pack(4, out, offsets, data, scored);
 done:
+    Py_XDECREF(out);
+    Py_XDECREF(offsets);
+    Py_XDECREF(data);
+    Py_XDECREF(scored);
     free(keys);
     free(tmp);
     PyBuffer_Release(&pb);
@@ -1611,6 +1652,8 @@ done:
     PyBuffer_Release(&sb);
     PyBuffer_Release(&rb);
     PyBuffer_Release(&ob);
+    if (ib.obj) PyBuffer_Release(&ib);
+    if (tb.obj) PyBuffer_Release(&tb);
     return result;
 }
 
@@ -1695,7 +1738,7 @@ static PyMethodDef methods[] = {
     {"build_postings", build_postings, METH_VARARGS, "Postings grouped by term and sorted by document."},
     {"find_terms", find_terms, METH_VARARGS, "Positions of terms in a sorted vocabulary, -(insertion point + 1) when absent."},
     {"search", search, METH_VARARGS, "Top-k BM25 results per query (MaxScore or exhaustive)."},
-    {"run_rows", run_rows, METH_VARARGS, "Search results' rows in trec_eval's order (float score, then doc id rank)."},
+    {"run_rows", run_rows, METH_VARARGS, "Search results' rows in trec_eval's order, with their doc ids and scores."},
     {"checksum", checksum, METH_VARARGS, "Additive 128-bit checksum of (position, id, text) triples."},
     {NULL, NULL, 0, NULL},
 };

@@ -226,35 +226,74 @@ def run_rows(
     *,
     use_native: bool = True,
 ) -> np.ndarray | None:
-    """The rows of search results in trec_eval's order, as positions into ``docs`` and ``scores``: the queries
-    in ``query_order``, each query's rows by score descending compared as C floats, then doc id descending in
-    byte order (``doc_rank[d]`` is document ``d``'s place among the ids in byte order). int32 positions (int64
-    from 2**31 rows). ``None`` when a query's results are not best first (the caller then sorts them itself)."""
+    """The rows of search results in trec_eval's order, as positions (int64) into ``docs`` and ``scores``: the
+    queries in ``query_order``, each query's rows by score descending compared as C floats, then doc id
+    descending in byte order (``doc_rank[d]`` is document ``d``'s place among the ids in byte order). ``None``
+    when a query's results are not best first (the caller then sorts them itself)."""
+    taken = run_columns(res_ptr, docs, scores, doc_rank, query_order, None, use_native=use_native)
+    return None if taken is None else taken[0]
+
+
+def run_columns(
+    res_ptr: np.ndarray,
+    docs: np.ndarray,
+    scores: np.ndarray,
+    doc_rank: np.ndarray,
+    query_order: np.ndarray,
+    doc_ids: tuple[np.ndarray, np.ndarray] | None,
+    *,
+    use_native: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, bytes | None, np.ndarray | None] | None:
+    """:func:`run_rows`, and with ``doc_ids`` (the index's id column: offsets int64, UTF-8 bytes) also the taken
+    rows' doc ids (offsets, bytes: a string column) and scores, gathered in the same compiled pass: ``(rows,
+    id offsets, id bytes, scores)``; without, ``(rows, None, None, None)``. ``None`` as :func:`run_rows`."""
     res_ptr = np.ascontiguousarray(res_ptr, dtype=np.int64)
     query_order = np.ascontiguousarray(query_order, dtype=np.int64)
-    wide = len(docs) >= 2**31
     if native is not None and use_native:
-        rows = native.run_rows(
+        ids = (None, None) if doc_ids is None else (np.ascontiguousarray(doc_ids[0], dtype=np.int64), doc_ids[1])
+        taken = native.run_rows(
             res_ptr,
             np.ascontiguousarray(docs, dtype=np.int32),
             np.ascontiguousarray(scores, dtype=np.float64),
             np.ascontiguousarray(doc_rank, dtype=np.int32),
             query_order,
-            wide,
+            *ids,
         )
-        return None if rows is None else np.frombuffer(rows, dtype=np.int64 if wide else np.int32)
+        if taken is None:
+            return None
+        if doc_ids is None:
+            return np.frombuffer(taken, dtype=np.int64), None, None, None
+        rows, offsets, data, taken_scores = taken
+        return (
+            np.frombuffer(rows, dtype=np.int64),
+            np.frombuffer(offsets, dtype=np.int64),
+            data,
+            np.frombuffer(taken_scores, dtype=np.float64),
+        )
+    rows = _numpy_run_rows(res_ptr, np.asarray(docs), np.asarray(scores, dtype=np.float64), doc_rank, query_order)
+    if rows is None or doc_ids is None:
+        return None if rows is None else (rows, None, None, None)
+    from stagewise.data.strings import StringColumn
+
+    taken = StringColumn(np.asarray(doc_ids[0], dtype=np.int64), bytes(doc_ids[1])).take(np.asarray(docs)[rows])
+    return rows, taken.offsets, taken.data, np.asarray(scores, dtype=np.float64)[rows]
+
+
+def _numpy_run_rows(
+    res_ptr: np.ndarray, docs: np.ndarray, scores: np.ndarray, doc_rank: np.ndarray, query_order: np.ndarray
+) -> np.ndarray | None:
     counts = np.diff(res_ptr)[query_order]
     starts = res_ptr[:-1][query_order]
     taken = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
     with np.errstate(over="ignore"):
-        single = np.asarray(scores, dtype=np.float64)[taken].astype(np.float32)
+        single = scores[taken].astype(np.float32)
     block = np.repeat(np.arange(len(query_order), dtype=np.int64), counts)
     same_block = block[1:] == block[:-1]
     if np.isnan(single).any() or (same_block & (single[1:] > single[:-1])).any():
         return None
     # rows of one query: -score then -rank; the query blocks keep their order (the last key sorts first)
     order = np.lexsort((-doc_rank[docs[taken]].astype(np.int64), -single.astype(np.float64), block))
-    return taken[order].astype(np.int64 if wide else np.int32)
+    return taken[order]
 
 
 # ------------------------------------------------------------------------------------------------- checksum

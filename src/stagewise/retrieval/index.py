@@ -93,14 +93,16 @@ class TopK:
         with_results = np.flatnonzero(counts)
         query_ids, by_bytes = byte_order([self.query_ids[i] for i in with_results.tolist()])
         query_order = with_results if by_bytes is None else with_results[by_bytes]
+        doc_ids, rank = (index.doc_ids_offsets, index.doc_ids_data), index.doc_id_rank()
         with index._damage_is_input_error():
-            rows = _kernels.run_rows(self.offsets, self.docs, self.scores, index.doc_id_rank(), query_order)
-        if rows is None:  # not best first (not the kernel's results): let the Run sort and check them
+            taken = _kernels.run_columns(self.offsets, self.docs, self.scores, rank, query_order, doc_ids)
+        if taken is None:  # not best first (not the kernel's results): let the Run sort and check them
             return self._to_run_sorted(index, name)
+        rows, id_offsets, id_data, scores = taken
         codes = np.repeat(np.arange(len(query_order), dtype=np.int32), counts[query_order])
-        ids = StringColumn(np.asarray(index.doc_ids_offsets, dtype=np.int64), index.doc_ids_data)
+        position = rows.astype(np.int32) if len(rows) < 2**31 else rows  # as Run.from_columns keeps them
         return Run.in_evaluation_order(
-            query_ids, codes, ids.take(self.docs[rows]), self.scores[rows], rows, name=name or f"bm25-{self.scoring}"
+            query_ids, codes, StringColumn(id_offsets, id_data), scores, position, name=name or f"bm25-{self.scoring}"
         )
 
     def _to_run_sorted(self, index: BM25Index, name: str | None = None):
