@@ -27,6 +27,10 @@ from stagewise.fusion.table import FusionTable, build_table
 from stagewise.metrics.context import Conventions, conventions_from
 
 GRID_LIMIT = 1001  # auto: the grid up to this many points (5 runs at step 0.1), coordinate ascent beyond
+# Each grid point, and each value of a weight in coordinate ascent, is one fusion and one evaluation: past these
+# a search would run for days (--step 1e-9 made a list of a billion weights), so it is refused up front.
+MAX_DIVISIONS = 10_000  # step >= 0.0001
+MAX_GRID_POINTS = 100_000
 Progress = Callable[[int, int], None]
 
 
@@ -43,6 +47,12 @@ def grid_weights(n_runs: int, step: float = 0.1) -> np.ndarray:
     total = _divisions(step)
     if n_runs < 1:
         raise ConventionError("give at least one run to weigh")
+    points = math.comb(total + n_runs - 1, n_runs - 1)
+    if points > MAX_GRID_POINTS:
+        raise ConventionError(
+            f"the weight grid of {n_runs} runs at step {step:g} has {points:,} points, each a fusion and an "
+            f"evaluation (at most {MAX_GRID_POINTS:,}); give a coarser step, or search by coordinate ascent"
+        )
     rows = []
     # Stars and bars: choose where the n_runs - 1 bars go among total + n_runs - 1 slots.
     for bars in itertools.combinations(range(total + n_runs - 1), n_runs - 1):
@@ -58,6 +68,11 @@ def _divisions(step: float) -> int:
             f"The 'step' parameter of the weight grid must be a number in (0, 1]. Got {step!r} instead."
         )
     total = round(1 / step)
+    if total > MAX_DIVISIONS:
+        raise ConventionError(
+            f"The 'step' parameter of the weight grid must be at least {1 / MAX_DIVISIONS:g} (each multiple of it "
+            f"is a weight to evaluate). Got {step!r} instead."
+        )
     if abs(total * step - 1) > 1e-9:
         raise ConventionError(
             f"The 'step' parameter of the weight grid must divide 1 (0.1, 0.05, 0.25, ...). Got {step!r} instead."
