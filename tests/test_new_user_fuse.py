@@ -4,6 +4,7 @@ a billion evaluations per weight) is refused up front, naming the limit; so is a
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,18 @@ def test_the_grid_size_check_counts_as_stars_and_bars() -> None:
     assert math.comb(1002, 2) > MAX_GRID_POINTS
     with pytest.raises(ConventionError, match=r"the weight grid of 3 runs at step 0\.001 has 501,501 points"):
         grid_weights(3, 0.001)
+
+
+def test_weights_that_overflow_are_one_line_in_plain_words(tmp_path: Path) -> None:
+    # 1e308 + 1e308 overflows: the message used to show numpy's reprs (np.float64(inf), np.str_('301')) after a
+    # RuntimeWarning with a source line
+    out = tmp_path / "f.run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning on the way would be a traceback here
+        done = CliRunner().invoke(app, ["fuse", RUN, TRUNC, "--method", "wsum", "-w", "1e308,1e308", "-o", str(out)])
+    assert done.exit_code == 2
+    assert done.output == (
+        "stagewise: error: fusion gave a non-finite score (inf) to document 'FBIS4-50478' of query '301'; "
+        "check the weights and parameters\n"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -65,7 +65,9 @@ def apply(method: FusionMethod, table: FusionTable, missing: str, trained: dict[
         given = trained or {}
         for key in info.trained:
             kwargs[key] = given.get(key)
-    return info.function(table, missing=missing, **kwargs)
+    # overflow (weights near the float limit) gives inf, which the run's writer refuses by name: no warning first
+    with np.errstate(over="ignore", invalid="ignore"):
+        return info.function(table, missing=missing, **kwargs)
 
 
 def describe(

@@ -274,8 +274,8 @@ class CandidateRows:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise StagewiseError(
-                f"fusion gave a non-finite score ({scores[row]!r}) to document "
-                f"{self.strings.value(int(self.home[row]))!r} of query {self.query_ids[self.query[row]]!r}; "
+                f"fusion gave a non-finite score ({float(scores[row])}) to document "
+                f"{str(self.strings.value(int(self.home[row])))!r} of query {str(self.query_ids[self.query[row]])!r}; "
                 "check the weights and parameters"
             )
         order = evaluation_order(self.query, scores, self.strings, self.home)
