@@ -97,8 +97,9 @@ def trust_command(
       stagewise trust qrels.txt runs/*.trec -m ndcg@10 --depth 20 --group-by prefix --format json -o trust.json
     """
     with user_errors():
-        from stagewise.assess.qrels_trust import TrustOptions, read_groups, trust
-        from stagewise.cli.common import check_distinct
+        from stagewise.assess.qrels_trust import TrustOptions, trust
+        from stagewise.cli.common import check_distinct, split_metrics
+        from stagewise.errors import InputError
         from stagewise.metrics.context import Conventions
         from stagewise.report import offered, render
 
@@ -107,10 +108,18 @@ def trust_command(
             check_distinct([qrels, other_qrels], "--other-qrels a second qrels file, not QRELS again")
         check_output(output, [qrels, *runs, other_qrels])
         chosen_format = output_format(fmt, output, offered("TrustReport"))
+        metrics = split_metrics([metric])
+        if len(metrics) != 1:  # else the error would be "unknown metric 'map,ndcg'"
+            raise InputError(
+                "--metric",
+                f"{len(metrics)} metrics were given ({', '.join(metrics)})",
+                expected="one metric",
+                hint="trust measures one metric a run; run it once per metric",
+            )
         spec = group_by.strip()
-        grouping = spec if spec.lower() == "run" or spec.lower().startswith("prefix") else read_groups(spec)
+        grouping = spec if spec.lower() == "run" or spec.lower().startswith("prefix") else _group_file(spec)
         options = TrustOptions(
-            metric=metric,
+            metric=metrics[0],
             depth=depth,
             group_by=grouping,
             bound_depth=bound_depth,
@@ -125,3 +134,17 @@ def trust_command(
             other_qrels=other_qrels,
         )
         emit(render(report, chosen_format), output, chosen_format)
+
+
+def _group_file(spec: str) -> dict[str, str]:
+    """The groups a --group-by file gives; a value that is neither a grouping nor a file says both."""
+    import os
+
+    from stagewise.assess.qrels_trust import read_groups
+    from stagewise.errors import InputError
+
+    if not os.path.exists(spec):
+        raise InputError(
+            spec, "is neither a grouping nor a file", expected="--group-by run, prefix, prefix:N or a run-to-group file"
+        )
+    return read_groups(spec)
