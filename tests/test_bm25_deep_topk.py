@@ -54,19 +54,33 @@ def test_deep_top_k_on_the_dense_path_is_the_numpy_one(seed: int, n_docs: int, l
         _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
 
 
-@pytest.mark.parametrize("k", [100, 300, 600])
-def test_a_misleading_sample_falls_back_to_every_document(k: int) -> None:
-    """Every 16th document (the sampled slots) holds the query term 5 times, the others once: the sample puts
-    the threshold at the 5-times score, which only 250 documents reach, fewer than k = 300 or 600, so the
-    kernel must reset and collect every document; at k = 100 the threshold holds."""
-    docs = [["hot"] * (5 if d % 16 == 0 else 1) + ["pad"] * (5 if d % 16 else 1) for d in range(4000)]
+@pytest.mark.parametrize(("n_docs", "stride", "k"), [(4000, 16, 100), (4000, 16, 300), (4000, 16, 600),
+                                                     (70000, 32, 1000), (70000, 32, 3000)])  # fmt: skip
+def test_a_misleading_sample_falls_back_to_every_document(n_docs: int, stride: int, k: int) -> None:
+    """Every document the sample reads (one in 16, one in 32 from 65,536 documents) holds the query term 5
+    times, the others once: the sample puts the threshold at the 5-times score, which only n_docs / stride
+    documents reach (250; 2,188), fewer than k = 300 or 600 (3,000), so the kernel must reset and collect every
+    document; at k = 100 (1,000) the threshold holds."""
+    docs = [["hot"] * (5 if d % stride == 0 else 1) + ["pad"] * (5 if d % stride else 1) for d in range(n_docs)]
     index = BM25Index.from_tokens(docs)
     queries = [["hot"], ["hot", "pad"]]
     reference = _numpy_topk(index, queries, k=k)
-    top5 = min(k, 250)  # hand-worked: the first query's best are the 5-times documents, in index order
-    assert np.array_equal(reference.docs[:top5], np.arange(0, 16 * top5, 16))
+    top5 = min(k, -(-n_docs // stride))  # hand-worked: the first query's best are the 5-times documents
+    assert np.array_equal(reference.docs[:top5], np.arange(0, stride * top5, stride))
     _assert_same(index.topk(queries, k=k, strategy="exhaustive"), reference)
     _assert_same(index.topk(queries, k=k), reference)
+
+
+def test_deep_top_k_on_a_large_corpus() -> None:
+    """70,000 documents of 6 words from a skewed vocabulary (the sample's larger stride), k = 100 and 1,000."""
+    rng = np.random.default_rng(70)
+    p = 1.0 / np.arange(1, 301)
+    p /= p.sum()
+    docs = [[f"t{i}" for i in row] for row in rng.choice(300, size=(70000, 6), p=p)]
+    queries = [[f"t{i}" for i in rng.choice(300, size=int(rng.integers(1, 6)))] for _ in range(8)]
+    index = BM25Index.from_tokens(docs)
+    for k in (100, 1000):
+        _assert_same(index.topk(queries, k=k, strategy="exhaustive"), _numpy_topk(index, queries, k=k))
 
 
 def test_every_document_tied() -> None:
