@@ -331,6 +331,29 @@ def decode(data: bytes, where: str | None) -> str:
         ) from None
 
 
+def _jsonl_line(raw: str, where: str, number: int, *, first: bool) -> Any:
+    """One JSONL line's value; a first line that is no JSON says what the file looks like instead (a TREC run
+    or qrels, or one JSON document spread over many lines, as RAGChecker writes them)."""
+    try:
+        return loads(raw, where, number)
+    except InputError as exc:
+        stripped = raw.strip()
+        if not first or exc.hint:
+            raise
+        if stripped.startswith("{") and not stripped.endswith("}"):
+            hint = (
+                "this looks like one JSON document over many lines, not one record a line; "
+                "RAGChecker's files are read with --from ragchecker"
+            )
+        elif not stripped.startswith(("{", "[")):
+            hint = (
+                "RAG records are JSON objects, one a line; stagewise rag takes a TREC run or qrels as --run or --qrels"
+            )
+        else:
+            raise
+        raise InputError(exc.source, exc.problem, line=exc.line, expected=exc.expected, hint=hint) from None
+
+
 def read_records_raw(source: Any) -> list[tuple[Any, str | None, int | None]]:
     """The raw objects of a JSONL/JSON file or an iterable, each with its source and line (not validated)."""
     if isinstance(source, str | bytes) or hasattr(source, "__fspath__"):
@@ -344,7 +367,7 @@ def read_records_raw(source: Any) -> list[tuple[Any, str | None, int | None]]:
             pairs = []
             for number, raw in enumerate(text.split("\n"), start=1):
                 if raw.strip():
-                    pairs.append((number, loads(raw, where, number)))
+                    pairs.append((number, _jsonl_line(raw, where, number, first=not pairs)))
         out = []
         for number, obj in pairs:
             if not isinstance(obj, Mapping):
