@@ -184,6 +184,35 @@ class Requested:
     pairs: list[tuple[str, float]] = field(default_factory=list)
 
 
+# trec_eval's measure with a cutoff list, for a family evaluated at a cutoff (ndcg@10 is ndcg_cut.10)
+_CUT_NAMES = {"ndcg": "ndcg_cut", "map": "map_cut"}
+
+
+def _spelling_hint(argument: str) -> str:
+    """For a name trec_eval does not know but stagewise eval does (ir_measures' ``nDCG@10``, ranx's ``ndcg@10``):
+    ``; trec_eval writes it ndcg_cut.10 (stagewise eval -m takes 'nDCG@10' as written)``; else nothing.
+
+    >>> _spelling_hint("nDCG@10")
+    "; trec_eval writes it ndcg_cut.10 (stagewise eval -m takes 'nDCG@10' as written)"
+    """
+    from stagewise.errors import StagewiseError
+
+    try:
+        measure = Measure.parse(argument)
+    except StagewiseError:
+        return ""
+    family = measure.family
+    names = [name for name, target in TREC_EVAL_NAMES.items() if target == family and name not in _CUT_NAMES.values()]
+    theirs = None
+    if not measure.options and names:
+        if measure.cutoff is None:
+            theirs = names[0]
+        elif isinstance(measure.cutoff, int) and (family in _CUT_NAMES or names[0] in INT_CUTOFFS):
+            theirs = f"{_CUT_NAMES.get(family, names[0])}.{measure.cutoff}"
+    said = f"trec_eval writes it {theirs}" if theirs else "trec_eval has no spelling of it"
+    return f"; {said} (stagewise eval -m takes {argument!r} as written)"
+
+
 def expand(arguments: Sequence[str]) -> list[Requested]:
     """``-m`` arguments (``all_trec``, ``P.5,10``, ``ndcg.1=3,2=9``) to measures in printing order."""
     wanted: set[str] = set()
@@ -201,7 +230,7 @@ def expand(arguments: Sequence[str]) -> list[Requested]:
         else:
             raise MetricError(
                 f"trec_eval: unknown measure {name!r}; known: {', '.join(TABLE_ORDER)}, "
-                f"or a set: {', '.join(NICKNAMES)}"
+                f"or a set: {', '.join(NICKNAMES)}{_spelling_hint(argument)}"
             )
     out = []
     for base in TABLE_ORDER:
