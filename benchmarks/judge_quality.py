@@ -120,27 +120,28 @@ def with_intervals(predicted: list[bool], reference: list[bool], resamples: int)
 
 def judge_all(judge: Any, items: list[tuple[list[Any], str]]) -> tuple[list[bool], float, list[float]]:
     """Each item's verdict, the claims/s, after one warm-up claim (a model loads there), and the 1-minute load
-    average before and after (the machine is shared: a busy one slows every judge)."""
+    average before and after (the machine is shared: a busy one slows every judge) with the claims per CPU
+    second of this process (all its threads: less sensitive to the load than the wall clock)."""
     judge.supports(*items[0])
     load = os.getloadavg()[0]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if hasattr(judge, "scores"):
         cut = judge.threshold
         predicted = [s >= cut for s in judge.scores(items)]
     else:
         predicted = [bool(judge.supports(passages, claim)) for passages, claim in items]
     rate = len(items) / (time.perf_counter() - start)
-    return predicted, rate, [round(load, 2), round(os.getloadavg()[0], 2)]
+    per_cpu_second = len(items) / max(time.process_time() - cpu, 1e-9)
+    return predicted, rate, [round(load, 2), round(os.getloadavg()[0], 2), round(per_cpu_second, 1)]
 
 
 def profile(items: list[tuple[list[Any], str]], precision: str) -> dict[str, Any]:
-    """Where the MiniLM judge's time goes on ``items``: the lexical features, then the packaged encoder (in
+    """Where the MiniLM judge's time goes on ``items``: the lexical features, then the judge's encoder (in
     ``precision``) on the distinct claims, passage sentences and whole passages that the judge encodes, each
     with its texts, tokens, padding and seconds (the encoder loaded and warmed up first)."""
-    from stagewise.dense.encoders import load_encoder
-    from stagewise.rag.calibrated import lexical_features, sentences
+    from stagewise.rag.calibrated import CalibratedJudge, lexical_features, sentences
 
-    encoder = load_encoder(backend="torch" if precision == "bfloat16" else "onnx", precision=precision)
+    encoder = CalibratedJudge(precision=precision).encoder
     encoder.encode(["a warm-up sentence"])
     start = time.perf_counter()
     for passages, claim in items:
@@ -187,10 +188,11 @@ def run(data: Path, names: list[str], resamples: int, scifact: bool = True) -> d
         judge = parse_judge(name).build()
         row: dict[str, Any] = {"judge": judge_name(judge), "version": getattr(judge, "version", None)}
         for set_name, (items, reference) in sets.items():
-            predicted, rate, load = judge_all(judge, items)
+            predicted, rate, (*load, per_cpu_second) = judge_all(judge, items)
             row[set_name] = {
                 **with_intervals(predicted, reference, resamples),
                 "claims_per_s": round(rate, 1),
+                "claims_per_cpu_s": per_cpu_second,
                 "load_average": load,
             }
         results[name] = row
@@ -207,11 +209,12 @@ def verdicts(results: dict[str, Any]) -> dict[str, dict[str, bool]]:
         out[name] = {
             "expertqa macro-F1 >= 0.65": eq["macro_f1"][0] >= TARGET_F1,
             "expertqa kappa >= 0.30": eq["kappa"][0] >= TARGET_KAPPA,
-            "scifact no worse than lexical": lexical is None
-            or sf is None
-            or (sf["macro_f1"][0] >= lexical["macro_f1"][0] and sf["kappa"][0] >= lexical["kappa"][0]),
             "claims/s >= 200": eq["claims_per_s"] >= TARGET_RATE,
         }
+        if sf is not None and lexical is not None:  # judged only when both ran on SciFact
+            out[name]["scifact no worse than lexical"] = (
+                sf["macro_f1"][0] >= lexical["macro_f1"][0] and sf["kappa"][0] >= lexical["kappa"][0]
+            )
     return out
 
 
@@ -234,7 +237,10 @@ def show(results: dict[str, Any]) -> str:
         fig = row["expertqa_rand_test"]
         verdict = "PASS" if fig["claims_per_s"] >= TARGET_RATE else "MISS"
         load = " -> ".join(f"{v:.1f}" for v in fig["load_average"])
-        lines.append(f"  {row['judge']:34} {fig['claims_per_s']:>9,.1f} claims/s  {verdict} (>= 200)  load {load}")
+        lines.append(
+            f"  {row['judge']:34} {fig['claims_per_s']:>9,.1f} claims/s  {verdict} (>= 200)  load {load}; "
+            f"{fig['claims_per_cpu_s']:,.1f} claims per CPU second"
+        )
     lines.append("targets (issue 27):")
     for name, checks in verdicts(results).items():
         lines.append(
