@@ -27,6 +27,10 @@ def stopwords_option(value: str):
 
     if value in STOPWORD_LISTS:
         return value
+    if value.strip().lower() in STOPWORD_LISTS:  # English, NONE: the list, not a one-word list
+        return value.strip().lower()
+    if "," not in value and not value.startswith("@"):
+        _refuse_lookalike(value.strip(), list(STOPWORD_LISTS))
     if value.startswith("@"):
         path = Path(value[1:])
         try:
@@ -35,6 +39,25 @@ def stopwords_option(value: str):
             raise InputError(path, f"cannot read the stopword file ({exc.strerror})") from None
         return tuple(w.lower() for w in words)
     return tuple(w.strip().lower() for w in value.split(",") if w.strip())
+
+
+def _refuse_lookalike(word: str, lists: list[str]) -> None:
+    """A one-word --stopwords that is a misspelt list name (englsh) or a file without its @ would silently be a
+    list of that one word: refused, saying what to write."""
+    import difflib
+    import os
+
+    from stagewise.errors import InputError
+
+    if os.path.isfile(word):
+        raise InputError("--stopwords", f"{word!r} is a file", hint=f"write @{word} to read a word a line from it")
+    close = difflib.get_close_matches(word.lower(), lists, n=1, cutoff=0.6)
+    if close:
+        raise InputError(
+            "--stopwords",
+            f"{word!r} would be a list of that one word",
+            hint=f"did you mean {close[0]!r}? for the one word, write it with a comma: {word},",
+        )
 
 
 VariantOption = Annotated[

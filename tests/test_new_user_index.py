@@ -1,0 +1,69 @@
+"""`stagewise index --stopwords` takes a list name, @FILE or words: a misspelt list name (englsh), a capitalised
+one (English) or a file without its @ used to become a stoplist of that one word, silently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from stagewise.cli import app
+
+DOCS = [
+    {"_id": "d1", "text": "the cat sat on the mat"},
+    {"_id": "d2", "text": "a dog and the cat"},
+    {"_id": "d3", "text": "of mice and men"},
+]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    return path
+
+
+def _meta(folder: str) -> dict:
+    return json.loads(Path(folder, "meta.json").read_text())
+
+
+def _index(corpus: Path, out: str, stopwords: str):
+    return CliRunner().invoke(app, ["index", str(corpus), "-o", out, "--stopwords", stopwords])
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("englsh", "english"), ("nnoe", "none")])
+def test_a_misspelt_list_name_is_refused(corpus: Path, typed: str, meant: str) -> None:
+    done = _index(corpus, "idx", typed)
+    assert done.exit_code == 2
+    assert done.output == (
+        f"stagewise: error: --stopwords: {typed!r} would be a list of that one word (did you mean {meant!r}? "
+        f"for the one word, write it with a comma: {typed},)\n"
+    )
+    assert not Path("idx").exists()
+
+
+def test_a_capitalised_list_name_is_the_list(corpus: Path) -> None:
+    assert _index(corpus, "lower", "english").exit_code == 0
+    assert _index(corpus, "upper", "English").exit_code == 0
+    lower, upper = _meta("lower"), _meta("upper")
+    # the same analyser, hence the same index: 33 Lucene stopwords, not the one word 'english'
+    assert upper["analyser"] == lower["analyser"]
+    assert upper["analyser"]["stopwords"] == "english" and upper["terms"] == lower["terms"]
+
+
+def test_a_file_without_its_at_sign_says_to_add_it(corpus: Path) -> None:
+    Path("stop.txt").write_text("the\nof\n")
+    done = _index(corpus, "idx", "stop.txt")
+    assert (
+        done.output
+        == "stagewise: error: --stopwords: 'stop.txt' is a file (write @stop.txt to read a word a line from it)\n"
+    )
+    assert _index(corpus, "idx", "@stop.txt").exit_code == 0
+
+
+def test_one_word_with_a_comma_is_that_word(corpus: Path) -> None:
+    done = _index(corpus, "idx", "englsh,")
+    assert done.exit_code == 0, done.output
