@@ -67,3 +67,14 @@ def test_a_file_without_its_at_sign_says_to_add_it(corpus: Path) -> None:
 def test_one_word_with_a_comma_is_that_word(corpus: Path) -> None:
     done = _index(corpus, "idx", "englsh,")
     assert done.exit_code == 0, done.output
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_searching_with_a_file_of_no_queries_names_that_file(corpus: Path, content: str) -> None:
+    # it said "no query matched any document (0 queries, ...)", which reads as a fault of the index
+    assert _index(corpus, "idx", "english").exit_code == 0
+    Path("queries.tsv").write_text(content)
+    done = CliRunner().invoke(app, ["search", "idx", "queries.tsv", "-o", "out.run"])
+    assert done.exit_code == 2
+    assert done.output == "stagewise: error: queries.tsv: has no queries; expected one query a line or record\n"
+    assert not Path("out.run").exists()

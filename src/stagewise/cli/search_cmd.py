@@ -126,6 +126,12 @@ def search_command(
                 topics = read_queries(source, format=source.suffix[1:], renumber=renumber)
         else:
             topics = read_queries(queries, format=None if fmt is CorpusFormat.auto else fmt.value, renumber=renumber)
+        if not topics:  # else the search's own "no query matched any document (0 queries)" blames the index
+            raise InputError(
+                "<stdin>" if str(queries) == "-" else str(queries),
+                "has no queries",
+                expected="one query a line or record",
+            )
         progress, update = progress_bar("searching") if kind == "bm25" else (contextlib.nullcontext(), None)
         with progress:
             found = search_index(index_dir, topics, options, progress=update)
