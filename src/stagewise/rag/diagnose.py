@@ -381,11 +381,11 @@ def _answer_in_rounds(pending: list[_Pending], support: CachedJudge | None) -> N
     then the follow-ups (each citation alone, the others without it) that those answers call for. The answers
     are then read one by one in sample order, so requests, calls and cache hits count as if asked serially
     (a prefetched answer counts as a call when first read), and the numbers are the judge's own."""
-    batches = support is not None and support.batches
+    batched = support if support is not None and support.batches else None
     waiting = [item for item in pending if _advance(item, None)]
     while waiting:
-        if batches:
-            support.prefetch([q for item in waiting if item.judge is support for q in item.questions or ()])  # type: ignore[union-attr]
+        if batched is not None:
+            batched.prefetch([q for item in waiting if item.judge is batched for q in item.questions or ()])
         waiting = [
             item
             for item in waiting
