@@ -3,7 +3,8 @@
 The console script runs ``from stagewise.cli import main`` before anything else, so this module imports nothing
 but ``sys``: typer and every subcommand's module load inside :func:`main`, where a Ctrl-C while they load (a
 user who sees a typo just after pressing Enter) is one line and exit 130, not a traceback through typer. The
-typer app itself is :data:`stagewise.cli.application.app`, also reachable as ``stagewise.cli.app``.
+typer app of every command is :data:`stagewise.cli.application.app`, also reachable as ``stagewise.cli.app``; a
+command line builds only the command it names (:func:`stagewise.cli.application.app_for`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ def main(argv: list[str] | None = None) -> None:
 
 def _run(argv: list[str] | None) -> None:
     from stagewise.cli import common
-    from stagewise.cli.application import app
+    from stagewise.cli.application import app_for
     from stagewise.errors import StagewiseError
 
     common.RAW_ARGS[:] = sys.argv[1:] if argv is None else argv
     try:
-        app(args=argv, prog_name="stagewise", standalone_mode=True)
+        app_for(common.RAW_ARGS)(args=argv, prog_name="stagewise", standalone_mode=True)
     except StagewiseError as exc:  # raised outside a command's own handling
         sys.stderr.write(f"stagewise: error: {exc}\n")
         raise SystemExit(2) from None
