@@ -53,3 +53,22 @@ def test_set_f_beta_must_not_be_negative() -> None:
 def test_set_f_at_beta_zero_is_set_precision() -> None:
     # trec_eval's weighting (beta + 1) P R / (beta P + R) is P at beta = 0: checked against set_P
     assert _mean("set_F(beta=0)") == pytest.approx(_mean("set_P"), abs=1e-12) == pytest.approx(2 / 3)
+
+
+def test_iprec_at_recall_above_1_is_refused() -> None:
+    # no ranking reaches a recall of 2: it was a silent 0.0
+    with pytest.raises(MetricError, match=r"The 'cutoff' parameter of iprec_at_recall must be a number in \[0, 1\]"):
+        _mean("iprec_at_recall@2")
+    with pytest.raises(MetricError, match=r"must be a number in \[0, 1\]\. Got 2\.0"):
+        _mean("IPrec@2")  # ir_measures' spelling reaches the same check
+
+
+def test_iprec_at_recall_at_1_still_matches_trec_eval(trec_eval_test) -> None:
+    # trec_eval 10's own expected output for its test files (out.test): iprec_at_recall_1.00 over all queries
+    expected = next(
+        float(line.split()[2])
+        for line in (trec_eval_test / "out.test").read_text().splitlines()
+        if line.split()[:2] == ["iprec_at_recall_1.00", "all"]
+    )
+    got = stagewise.evaluate(trec_eval_test / "qrels.test", [trec_eval_test / "results.test"], ["iprec_at_recall@1"])
+    assert round(got.means["results.test"]["iprec_at_recall@1"], 4) == expected

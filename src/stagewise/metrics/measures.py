@@ -62,10 +62,15 @@ class Family:
     prefix_safe: bool = False
     resolve: Callable[[Measure, Qrels, np.ndarray | None], Measure] | None = None
     stated: dict[str, str] = field(default_factory=dict)
+    cutoff_max: float | None = None  # the largest @x that means something (a recall level: 1)
 
     @property
     def cutoff_param(self) -> Param:
-        """The ``@k`` part as a parameter: an int >= 1, or a number >= 0 for recall levels and multipliers."""
+        """The ``@k`` part as a parameter: an int >= 1, or a number >= 0 for recall levels and multipliers (at
+        most ``cutoff_max`` where the family sets one)."""
+        if self.cutoff_max is not None:
+            top = self.cutoff_max
+            return Param(float, None, "recall level", f"a number in [0, {top:g}]", lambda v: 0 <= v <= top)
         return _INT_CUTOFF if self.cutoff_kind is int else _FLOAT_CUTOFF
 
 
@@ -411,6 +416,7 @@ FAMILIES: Registry[Family] = Registry(
         lambda c, k, o: K.iprec_at_recall(c, k, o["rounding"]),
         cutoff="required",
         cutoff_kind=float,
+        cutoff_max=1.0,  # no ranking reaches a recall above 1: a level of 2 gave a silent 0
         options={
             "rel": REL,
             "rounding": Param(
