@@ -221,7 +221,7 @@ class CalibratedJudge:
         parameters were fitted on, the same on every machine; loads in under a second); ``bfloat16`` runs it in
         torch under CPU autocast (bfloat16 matrix products, float32 sums, as ``stagewise.dense`` encodes): about
         twice as fast where the CPU multiplies bfloat16 natively (AVX512-BF16, AMX), slower where it does not,
-        and its cosines differ from float32's by about 1e-4, so a claim right at the threshold may flip
+        and its cosines differ from float32's by up to about 2e-3, so a claim right at the threshold may flip
         (``docs/rag.md`` has the measured figures). The name and version say which.
     encoder : object, optional
         For ``dense``: anything with ``encode(texts) -> float32 matrix`` of unit rows (a
