@@ -73,7 +73,7 @@ def test_numpy_run_rows_is_the_compiled_one(search) -> None:
     order = np.argsort(np.array([q.encode() for q in query_ids], dtype=object))
     args = (top.offsets, top.docs, top.scores, index.doc_id_rank(), order)
     compiled, numpy = _kernels.run_rows(*args), _kernels.run_rows(*args, use_native=False)
-    assert compiled.dtype == numpy.dtype == np.int64
+    assert compiled.dtype == numpy.dtype == np.int32
     assert np.array_equal(compiled, numpy)
 
 

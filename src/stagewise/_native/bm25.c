@@ -1532,24 +1532,32 @@ static int order_query(int64_t lo, int64_t hi, const int32_t *docs, const double
 }
 
 /* run_rows(res_ptr int64 [nq + 1], docs int32 [n], scores float64 [n], doc_rank int32 [n_docs],
- *          query_order int64 [m], id_offsets int64 [n_docs + 1] or None, id_data or None)
- *   -> rows, or (rows, doc id offsets int64, doc id bytes, scores float64) with the ids given; or None
- * The search results in trec_eval's order, as the rows of the results to take (int64 bytes): the queries in
- * query_order, each query's rows by score descending compared as C floats (trec_eval 9, pytrec_eval), then
- * doc id descending in byte order, which is doc_rank descending (doc_rank[d]: the place of document d's id
- * among all ids in byte order). The results come best first (double score descending), so the float order
- * is already there and only runs of rows with equal float scores are sorted, by rank. With the index's doc id
- * column, also each taken row's doc id (a string column) and score. None when a query's scores are not in
- * descending order (the caller then sorts everything itself). */
+ *          query_order int64 [m], id_offsets int64 [n_docs + 1] or None, id_data or None,
+ *          out_offsets int64 [t + 1] or None, out_scores float64 [t] or None)
+ *   -> rows (bytes), or (rows, doc id bytes) with the ids given; or None
+ * The search results in trec_eval's order, as the rows of the results to take (int32, or int64 from 2**31
+ * rows): the queries in query_order, each query's rows by score descending compared as C floats (trec_eval 9,
+ * pytrec_eval), then doc id descending in byte order, which is doc_rank descending (doc_rank[d]: the place of
+ * document d's id among all ids in byte order). The results come best first (double score descending), so the
+ * float order is already there and only runs of rows with equal float scores are sorted, by rank. With the
+ * index's doc id column, also each taken row's doc id (a string column: offsets written into out_offsets, the
+ * bytes returned) and score (into out_scores); t is the number of rows taken, and the caller allocates those
+ * two (numpy's large arrays come on huge pages: fewer page faults than fresh bytes here). None when a query's
+ * scores are not in descending order (the caller then sorts everything itself). */
 static PyObject *run_rows(PyObject *self, PyObject *args) {
-    Py_buffer pb, db, sb, rb, ob, ib = {0}, tb = {0};
-    PyObject *id_offsets, *id_data;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*OO", &pb, &db, &sb, &rb, &ob, &id_offsets, &id_data)) return NULL;
-    PyObject *result = NULL, *out = NULL, *offsets = NULL, *data = NULL, *scored = NULL;
+    Py_buffer pb, db, sb, rb, ob, ib = {0}, tb = {0}, fb = {0}, cb = {0};
+    PyObject *id_offsets, *id_data, *out_offsets, *out_scores;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*OOOO", &pb, &db, &sb, &rb, &ob, &id_offsets, &id_data, &out_offsets,
+                          &out_scores))
+        return NULL;
+    PyObject *result = NULL, *out = NULL, *data = NULL;
     uint64_t *keys = NULL, *tmp = NULL;
+    int64_t *rows = NULL;
     int status = 0, gather = id_offsets != Py_None;
     if (gather && (PyObject_GetBuffer(id_offsets, &ib, PyBUF_SIMPLE) < 0 ||
-                   PyObject_GetBuffer(id_data, &tb, PyBUF_SIMPLE) < 0))
+                   PyObject_GetBuffer(id_data, &tb, PyBUF_SIMPLE) < 0 ||
+                   PyObject_GetBuffer(out_offsets, &fb, PyBUF_WRITABLE) < 0 ||
+                   PyObject_GetBuffer(out_scores, &cb, PyBUF_WRITABLE) < 0))
         goto done;
     if (check_buffer(&pb, 8, "res_ptr") < 0 || check_buffer(&db, 4, "docs") < 0 || check_buffer(&sb, 8, "scores") < 0 ||
         check_buffer(&rb, 4, "doc_rank") < 0 || check_buffer(&ob, 8, "query_order") < 0 ||
@@ -1564,10 +1572,6 @@ static PyObject *run_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "run_rows: result arrays disagree");
         goto done;
     }
-    if (gather && ib.len != (n_docs + 1) * 8) {
-        PyErr_SetString(PyExc_ValueError, "run_rows: the doc id offsets must be one more than the ranks");
-        goto done;
-    }
     for (int64_t i = 0; i < m; i++) {
         int64_t q = order[i];
         if (q < 0 || q >= nq || ptr[q + 1] < ptr[q] || ptr[q + 1] > n) {
@@ -1577,17 +1581,34 @@ static PyObject *run_rows(PyObject *self, PyObject *args) {
         total += ptr[q + 1] - ptr[q];
         if (ptr[q + 1] - ptr[q] > longest) longest = ptr[q + 1] - ptr[q];
     }
-    out = PyBytes_FromStringAndSize(NULL, total * 8);
+    if (gather && (ib.len != (n_docs + 1) * 8 || fb.len != (total + 1) * 8 || cb.len != total * 8)) {
+        PyErr_SetString(PyExc_ValueError, "run_rows: id offsets or output arrays of the wrong size");
+        goto done;
+    }
+    int wide = total >= INT32_MAX;
+    out = PyBytes_FromStringAndSize(NULL, total * (wide ? 8 : 4));
+    rows = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
     keys = malloc((size_t)(longest ? longest : 1) * sizeof(uint64_t));
     tmp = malloc((size_t)(longest ? longest : 1) * sizeof(uint64_t));
-    if (!out || !keys || !tmp) {
+    if (!out || !rows || !keys || !tmp) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    int64_t *rows = (int64_t *)PyBytes_AS_STRING(out), at = 0;
+    int64_t at = 0;
     Py_BEGIN_ALLOW_THREADS;
     for (int64_t i = 0; i < m && !status; i++)
         status = order_query(ptr[order[i]], ptr[order[i] + 1], docs, scores, rank, n_docs, keys, tmp, rows, &at);
+    if (!status) {
+        char *raw = PyBytes_AS_STRING(out);
+        for (int64_t i = 0; i < total; i++) {
+            if (wide)
+                memcpy(raw + 8 * i, &rows[i], 8);
+            else {
+                int32_t r32 = (int32_t)rows[i];
+                memcpy(raw + 4 * i, &r32, 4);
+            }
+        }
+    }
     Py_END_ALLOW_THREADS;
     if (status < 0) {
         PyErr_SetString(PyExc_ValueError, "damaged index: a result names a document outside the document ids");
@@ -1614,24 +1635,19 @@ static PyObject *run_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "damaged index: doc id offsets out of range");
         goto done;
     }
-    offsets = PyBytes_FromStringAndSize(NULL, (total + 1) * 8);
-    scored = PyBytes_FromStringAndSize(NULL, total * 8);
-    char *to = malloc((size_t)bytes + 8); /* 8 spare bytes: a short id is copied as one 8-byte word */
-    if (!offsets || !scored || !to) {
-        free(to);
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto done;
-    }
-    int64_t *off = (int64_t *)PyBytes_AS_STRING(offsets);
-    double *sc = (double *)PyBytes_AS_STRING(scored);
+    data = PyBytes_FromStringAndSize(NULL, bytes);
+    if (!data) goto done;
+    int64_t *off = (int64_t *)fb.buf;
+    double *sc = (double *)cb.buf;
+    char *to = PyBytes_AS_STRING(data);
     Py_BEGIN_ALLOW_THREADS;
     int64_t filled = 0;
     for (int64_t i = 0; i < total; i++) {
         int32_t d = docs[rows[i]];
         int64_t a = ids_at[d], len = ids_at[d + 1] - a;
         off[i] = filled;
-        if (len <= 8 && a + 8 <= tb.len) /* one word, not a call: ids are short; the bytes past len are overwritten next */
-            memcpy(to + filled, ids + a, 8);
+        if (len <= 8 && a + 8 <= tb.len && filled + 8 <= bytes) /* one word, not a call: ids are short, and */
+            memcpy(to + filled, ids + a, 8);                     /* the bytes past len are overwritten next */
         else
             memcpy(to + filled, ids + a, (size_t)len);
         filled += len;
@@ -1639,14 +1655,11 @@ static PyObject *run_rows(PyObject *self, PyObject *args) {
     }
     off[total] = filled;
     Py_END_ALLOW_THREADS;
-    data = PyBytes_FromStringAndSize(to, bytes);
-    free(to);
-    if (data) result = PyTuple_Pack(4, out, offsets, data, scored);
+    result = PyTuple_Pack(2, out, data);
 done:
     Py_XDECREF(out);
-    Py_XDECREF(offsets);
     Py_XDECREF(data);
-    Py_XDECREF(scored);
+    free(rows);
     free(keys);
     free(tmp);
     PyBuffer_Release(&pb);
@@ -1656,6 +1669,8 @@ done:
     PyBuffer_Release(&ob);
     if (ib.obj) PyBuffer_Release(&ib);
     if (tb.obj) PyBuffer_Release(&tb);
+    if (fb.obj) PyBuffer_Release(&fb);
+    if (cb.obj) PyBuffer_Release(&cb);
     return result;
 }
 

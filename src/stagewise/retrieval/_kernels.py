@@ -226,10 +226,10 @@ def run_rows(
     *,
     use_native: bool = True,
 ) -> np.ndarray | None:
-    """The rows of search results in trec_eval's order, as positions (int64) into ``docs`` and ``scores``: the
-    queries in ``query_order``, each query's rows by score descending compared as C floats, then doc id
-    descending in byte order (``doc_rank[d]`` is document ``d``'s place among the ids in byte order). ``None``
-    when a query's results are not best first (the caller then sorts them itself)."""
+    """The rows of search results in trec_eval's order, as positions into ``docs`` and ``scores`` (int32; int64
+    from 2**31 - 1 rows): the queries in ``query_order``, each query's rows by score descending compared as C
+    floats, then doc id descending in byte order (``doc_rank[d]`` is document ``d``'s place among the ids in
+    byte order). ``None`` when a query's results are not best first (the caller then sorts them itself)."""
     taken = run_columns(res_ptr, docs, scores, doc_rank, query_order, None, use_native=use_native)
     return None if taken is None else taken[0]
 
@@ -250,7 +250,13 @@ def run_columns(
     res_ptr = np.ascontiguousarray(res_ptr, dtype=np.int64)
     query_order = np.ascontiguousarray(query_order, dtype=np.int64)
     if native is not None and use_native:
-        ids = (None, None) if doc_ids is None else (np.ascontiguousarray(doc_ids[0], dtype=np.int64), doc_ids[1])
+        total = int(np.diff(res_ptr)[query_order].sum()) if len(query_order) else 0
+        index = np.int64 if total >= 2**31 - 1 else np.int32
+        if doc_ids is None:
+            ids = out = (None, None)
+        else:
+            ids = (np.ascontiguousarray(doc_ids[0], dtype=np.int64), doc_ids[1])
+            out = (np.empty(total + 1, dtype=np.int64), np.empty(total, dtype=np.float64))
         taken = native.run_rows(
             res_ptr,
             np.ascontiguousarray(docs, dtype=np.int32),
@@ -258,18 +264,13 @@ def run_columns(
             np.ascontiguousarray(doc_rank, dtype=np.int32),
             query_order,
             *ids,
+            *out,
         )
         if taken is None:
             return None
         if doc_ids is None:
-            return np.frombuffer(taken, dtype=np.int64), None, None, None
-        rows, offsets, data, taken_scores = taken
-        return (
-            np.frombuffer(rows, dtype=np.int64),
-            np.frombuffer(offsets, dtype=np.int64),
-            data,
-            np.frombuffer(taken_scores, dtype=np.float64),
-        )
+            return np.frombuffer(taken, dtype=index), None, None, None
+        return np.frombuffer(taken[0], dtype=index), out[0], taken[1], out[1]
     rows = _numpy_run_rows(res_ptr, np.asarray(docs), np.asarray(scores, dtype=np.float64), doc_rank, query_order)
     if rows is None or doc_ids is None:
         return None if rows is None else (rows, None, None, None)
@@ -293,7 +294,7 @@ def _numpy_run_rows(
         return None
     # rows of one query: -score then -rank; the query blocks keep their order (the last key sorts first)
     order = np.lexsort((-doc_rank[docs[taken]].astype(np.int64), -single.astype(np.float64), block))
-    return taken[order]
+    return taken[order].astype(np.int64 if len(taken) >= 2**31 - 1 else np.int32)
 
 
 # ------------------------------------------------------------------------------------------------- checksum

@@ -100,9 +100,8 @@ class TopK:
             return self._to_run_sorted(index, name)
         rows, id_offsets, id_data, scores = taken
         codes = np.repeat(np.arange(len(query_order), dtype=np.int32), counts[query_order])
-        position = rows.astype(np.int32) if len(rows) < 2**31 else rows  # as Run.from_columns keeps them
         return Run.in_evaluation_order(
-            query_ids, codes, StringColumn(id_offsets, id_data), scores, position, name=name or f"bm25-{self.scoring}"
+            query_ids, codes, StringColumn(id_offsets, id_data), scores, rows, name=name or f"bm25-{self.scoring}"
         )
 
     def _to_run_sorted(self, index: BM25Index, name: str | None = None):
