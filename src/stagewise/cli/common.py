@@ -238,6 +238,13 @@ def output_format(fmt: str | None, output: Path | None, choices: tuple[str, ...]
             str(output), f"its extension asks for {named} but --format is {fmt}",
             hint=f"name the file for {fmt}, or leave out --format",
         )  # fmt: skip
+    if fmt is None and named is None and suffixes and suffixes[-1] in (".html", ".htm"):
+        # a text table in a file a browser opens as a page: one line of garbled text
+        raise InputError(
+            str(output), "is named as a web page, but this command writes no HTML",
+            expected=f"one of {', '.join(choices)} (by --format or the file's extension)",
+            hint="stagewise report writes one HTML page of runs and their comparison",
+        )  # fmt: skip
     return fmt if fmt is not None else named if named is not None else default
 
 
