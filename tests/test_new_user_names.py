@@ -60,3 +60,21 @@ def test_trec_eval_and_ir_measures_spellings_agree_with_ir_measures() -> None:
     ours = stagewise.evaluate(QRELS, [RUN], ["ndcg_cut.10", "P.10"]).means[Path(RUN).name]
     assert ours["ndcg_cut.10"] == pytest.approx(theirs[ir_measures.parse_measure("nDCG@10")], abs=1e-9)
     assert ours["P.10"] == pytest.approx(theirs[ir_measures.parse_measure("P@10")], abs=1e-9)
+
+
+def test_an_unquoted_url_in_a_judge_says_to_quote_it(tmp_path: Path) -> None:
+    claims = tmp_path / "claims.jsonl"
+    claims.write_text('{"id": "c1", "claim": "The sky is blue.", "passages": ["The sky is blue."]}\n')
+    done = CliRunner().invoke(app, ["judge", "support", str(claims), "--judge", "llm(url=http://127.0.0.1:9/v1)"])
+    assert done.exit_code == 2
+    assert done.output.endswith("(quote a value holding ':', '/' or a space: url='http://127.0.0.1:8000/v1')\n")
+    quoted = ["judge", "support", str(claims), "--judge", "llm(url='http://127.0.0.1:9/v1',model=x)", "--dry-run"]
+    assert CliRunner().invoke(app, quoted).exit_code == 0  # as the hint says, it reads (no call is made)
+
+
+def test_a_value_with_both_quotes_and_a_backslash_reads_back() -> None:
+    # found by tests/test_spec.py's hypothesis test: the closing parenthesis was looked for past an escaped quote
+    from stagewise.spec import canonical, parse_call
+
+    for value in ["'\"", "a\\'b", 'x")y', "(')"]:
+        assert parse_call(canonical("x", None, [("v", value)]), "thing", "x").params["v"] == value

@@ -190,10 +190,14 @@ def _first_of(text: str, chars: str, start: int = 0) -> int:
 
 def _closing(text: str) -> int:
     """Index of the parenthesis that closes ``text[0]``, skipping quoted strings; -1 when none does."""
-    depth, quote = 0, ""
+    depth, quote, escaped = 0, "", False
     for i, ch in enumerate(text):
         if quote:
-            if ch == quote:
+            if escaped:  # the character after a backslash, a quote included, stays inside the string
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
                 quote = ""
         elif ch in "'\"":
             quote = ch
@@ -213,7 +217,12 @@ def _keywords(inner: str, whole: str, examples: str, error: ErrorType) -> dict[s
     try:
         call = ast.parse(f"f({inner})", mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        raise error(f"cannot read the parameters of {whole!r}; expected key=value pairs, as in {examples}") from None
+        # the usual slip: a URL or a path unquoted (url=http://host:8000/v1 is no Python expression)
+        quoting = " (quote a value holding ':', '/' or a space: url='http://127.0.0.1:8000/v1')"
+        hint = quoting if any(c in inner for c in ":/ ") else ""
+        raise error(
+            f"cannot read the parameters of {whole!r}; expected key=value pairs, as in {examples}{hint}"
+        ) from None
     if not isinstance(call, ast.Call) or call.args:
         raise error(pairs)
     source = f"f({inner})"
