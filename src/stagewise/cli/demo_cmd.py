@@ -72,6 +72,10 @@ def demo_command(
             from stagewise.cli.common import check_serving
 
             check_serving(host, port, token)  # before the work, not after it
+        if generator is not None:  # a URL typo is refused now, not after seven steps of work
+            from stagewise.rag.endpoint import EndpointOptions
+
+            EndpointOptions(url=generator, model=generator_model)
         status = _StepLines()
         result = run_demo(
             out,
