@@ -11,6 +11,7 @@ first lines of the file (at most :data:`HEAD_BYTES`), so the check costs the sam
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 from stagewise.errors import InputError
@@ -42,6 +43,16 @@ def head_of(path: Path) -> bytes:
         return b""
 
 
+# Compressed or archived files the readers do not open (gzip and LZ4 they do), told by their first bytes, so
+# the error names the format instead of "holds NUL bytes: it looks like a binary file".
+_OTHER_COMPRESSIONS = (
+    (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2-compressed", "bunzip2 -k FILE"),  # not a text starting "BZh"
+    (re.compile(rb"\xfd7zXZ\x00"), "xz-compressed", "unxz -k FILE"),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd-compressed", "unzstd FILE"),
+    (re.compile(rb"PK\x03\x04"), "a zip archive", "unzip FILE"),
+)
+
+
 def check_encoding(head: bytes, source: str) -> None:
     """Refuse UTF-16 and UTF-32 text (with or without a byte-order mark) and binary files, naming what the
     file looks like; the readers take UTF-8 only. ``head`` is the file's start, or all of it (a NUL byte
@@ -54,6 +65,15 @@ def check_encoding(head: bytes, source: str) -> None:
                 line=1,
                 expected="UTF-8 text",
                 hint=f"save it as UTF-8, e.g. iconv -f {name} -t UTF-8",
+            )
+    for magic, name, tool in _OTHER_COMPRESSIONS:
+        if magic.match(head):
+            raise InputError(
+                source,
+                f"is {name}, which stagewise does not decompress",
+                line=1,
+                expected="text, gzip (.gz) or LZ4 (.lz4)",
+                hint=f"decompress it first ({tool}), or recompress it with gzip",
             )
     nul = head.find(b"\x00")
     if nul >= 0:
