@@ -78,8 +78,9 @@ class TopK:
 
         The Run keeps rows in trec_eval's order (query id, score as a C float descending, doc id descending in
         byte order). The results already come best first, so only rows whose scores tie as floats are put in
-        doc id order, through the index's rank of each id in byte order (:func:`_kernels.run_rows`); the Run
-        is then taken as it is, not sorted and checked again. Each row's ``input_position`` is its row here."""
+        doc id order, through the index's rank of each id in byte order, and the doc ids and scores are gathered
+        in the same compiled pass (:func:`_kernels.run_columns`); the Run is then taken as it is, not sorted and
+        checked again. Each row's ``input_position`` is its row here."""
         from stagewise.data.columns import byte_order
         from stagewise.data.run import Run
         from stagewise.data.strings import StringColumn
