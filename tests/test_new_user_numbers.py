@@ -15,7 +15,7 @@ from stagewise.cli import app
 
 # whose number options are owned elsewhere today and not yet on the shared parsers (reported, not skipped
 # silently: the test lists them)
-NOT_YET = {"serve"}
+NOT_YET: set[str] = set()
 
 
 def _commands() -> list[tuple[list[str], typing.Any]]:

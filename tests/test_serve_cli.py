@@ -19,7 +19,7 @@ QRELS = str(sample_path("qrels.test"))
     [
         (["--playground", "--host", "0.0.0.0"], "add --token"),
         (["--playground", "--host", "192.168.1.4", "--token", "short"], "at least 8"),
-        (["--playground", "--port", "70000"], "1 to 65535"),
+        (["--playground", "--port", "70000"], "from 0 to 65,535"),
         ([], "--playground"),
         (["--qrels", QRELS, "--db", QRELS], "input"),
         (["--rag", "r.jsonl", "--run", "a.run"], "--run: is only shown with --qrels"),

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from stagewise.cli.common import check_output, check_serving, run_labels, serve_app, user_errors
+from stagewise.cli.common import check_output, check_serving, int_option, run_labels, serve_app, user_errors
 
 labels_app = typer.Typer(name="labels", help="Labels kept by stagewise serve.", no_args_is_help=True)
 
@@ -51,7 +51,9 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind; other than loopback needs --token.")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: a free one, printed).")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", **int_option(0, 65535), help="Port to listen on (0: a free one, printed).")
+    ] = 8765,
     token: Annotated[str | None, typer.Option("--token", help="Every request must carry this token.")] = None,
     playground: Annotated[bool, typer.Option("--playground", help="Serve the lesson's playground alone.")] = False,
 ) -> None:
