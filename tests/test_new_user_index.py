@@ -4,6 +4,7 @@ one (English) or a file without its @ used to become a stoplist of that one word
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,20 @@ def test_searching_with_a_file_of_no_queries_names_that_file(corpus: Path, conte
     assert done.exit_code == 2
     assert done.output == "stagewise: error: queries.tsv: has no queries; expected one query a line or record\n"
     assert not Path("out.run").exists()
+
+
+@pytest.mark.parametrize("k1", ["1e308", "-1"])
+def test_a_k1_whose_scores_would_overflow_or_that_is_negative_is_refused(corpus: Path, k1: str) -> None:
+    # k1 = 1e308 made tf * (k1 + 1) infinite: the run held inf scores after a numpy overflow warning
+    done = CliRunner().invoke(app, ["index", str(corpus), "-o", "ix", "--k1", k1])
+    assert done.exit_code == 2, done.output
+    assert "'k1'" in done.output and "[0, 1e9]" in done.output
+    assert not Path("ix").exists()
+
+
+def test_the_largest_k1_allowed_still_gives_finite_scores(corpus: Path) -> None:
+    from stagewise.retrieval import BM25Index
+
+    index = BM25Index.build({d["_id"]: d["text"] for d in DOCS}, k1=1e9)
+    scores = list(index.search({"q": "cat mat"}, k=3).to_dict()["q"].values())
+    assert len(scores) == 2 and all(map(math.isfinite, scores))

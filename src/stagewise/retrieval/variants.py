@@ -199,7 +199,8 @@ _REGISTRY: Registry[Variant] = Registry("BM25 variant", *VARIANTS.values())
 
 # The parameters' checks; each variant's defaults are its own (Variant.k1 ...), so these defaults say "unset".
 PARAMS: dict[str, Param] = {
-    "k1": Param(float, None, "term-frequency saturation", "a finite number >= 0", lambda v: v >= 0),
+    # bounded so tf * (k1 + 1) stays finite in the kernels (k1 = 1e308 gave inf scores); far past any tuned k1
+    "k1": Param(float, None, "term-frequency saturation", "a number in [0, 1e9]", lambda v: 0 <= v <= 1e9),
     "b": Param(float, None, "document-length normalisation", "a number in [0, 1]", lambda v: 0 <= v <= 1),
     "delta": Param(float, None, "lower bound of the tf part (bm25l, bm25+)", "a finite number >= 0", lambda v: v >= 0),
     "epsilon": Param(float, None, "floor of negative IDFs, times the mean IDF (okapi-rank_bm25)", "a finite number"),
