@@ -100,6 +100,24 @@ def _json_loads(data: bytes | str, source: str, line: int | None = None, expecte
     return parsed
 
 
+def _headerless_hint(found: list[str], wanted: tuple[str, ...]) -> str | None:
+    """A hint when the "header" read is a line of data (a number among its names): the file has no header."""
+    if not any(_is_number(name) for name in found):
+        return None
+    return (
+        f"the first line looks like data, not a header: add a header line ({' '.join(wanted)}, tab-separated) "
+        "or write the file in TREC's whitespace-separated format"
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _normalise_columns(
     frame: pl.DataFrame, wanted: tuple[str, ...], optional: tuple[str, ...], source: str
 ) -> pl.DataFrame:
@@ -118,6 +136,7 @@ def _normalise_columns(
             expected=f"columns {list(wanted)} (aliases: "
             + "; ".join(f"{c}: {', '.join(_ALIASES[c][1:4])}" for c in missing)
             + ")",
+            hint=_headerless_hint(frame.columns, wanted),
         )
     for target, column in chosen.items():
         dtype = frame[column].dtype

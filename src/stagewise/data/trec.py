@@ -12,6 +12,7 @@ a careful line-by-line reader, which either reads the file or names the first ba
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -213,6 +214,17 @@ _NATIVE_ERRORS = {
 }
 
 
+def _why(code: int, field: object) -> str | None:
+    """What a number field that did not read most likely is: a decimal comma, or an integer too large."""
+    if not isinstance(field, str):
+        return None
+    if code == 2 and re.fullmatch(r"[-+]?\d+,\d+", field):
+        return "it has a decimal comma: write the score with a point (1.5, not 1,5)"
+    if code == 3 and re.fullmatch(r"[-+]?\d+", field):
+        return "it is an integer too large for a label: labels are small integers, as 0 to 3"
+    return None
+
+
 def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup] | None:
     """The compiled parser's columns, or ``None`` without the extension."""
     out = parsing.parse(str(data) if isinstance(data, Path) else data, kind)
@@ -229,7 +241,9 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
         if isinstance(field, str):
             field = clip(field)
         problem, expected = _NATIVE_ERRORS[code]
-        raise InputError(source, problem.format(field=field), line=line, expected=expected or form)
+        raise InputError(
+            source, problem.format(field=field), line=line, expected=expected or form, hint=_why(code, field)
+        )
     if not out["values"]:
         if not load().strip():
             raise InputError(source, "is empty", expected=f"lines of {form}")
