@@ -89,3 +89,29 @@ def test_every_document_tied() -> None:
     top = index.topk([["same"]], k=700, strategy="exhaustive")
     assert top.docs.tolist() == list(range(700))
     _assert_same(top, _numpy_topk(index, [["same"]], k=700))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(8000, 16000),
+    st.sampled_from([None, 4]),
+    st.sampled_from([64, 100]),
+)
+def test_deep_top_k_of_a_few_hundred_candidates_is_the_numpy_one(seed: int, n_docs: int, length, k: int) -> None:
+    """A top k from two or more times k candidates sorts only the k best of them (a selection first), on both
+    paths: the sparse one (a query's postings under an eighth of the corpus: rare terms of a large vocabulary)
+    and the dense one (a common term: the candidates above the sample's threshold). Short documents of equal
+    length make whole buckets of tied scores, which the selection must still break by the smaller index."""
+    rng = np.random.default_rng(seed)
+    vocab = 1000
+    p = 1.0 / np.arange(1, vocab + 1)
+    p /= p.sum()
+    docs = [[f"t{i}" for i in rng.choice(vocab, size=length or int(rng.integers(2, 9)), p=p)] for _ in range(n_docs)]
+    rare = [[f"t{i}" for i in rng.choice(np.arange(10, 200), size=int(rng.integers(1, 4)))] for _ in range(5)]
+    common = [[f"t{i}" for i in rng.choice(8, size=int(rng.integers(1, 4)))] for _ in range(3)]
+    index = BM25Index.from_tokens(docs)
+    queries = rare + common
+    reference = _numpy_topk(index, queries, k=k)
+    for strategy in ("auto", "exhaustive", "maxscore"):
+        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)

@@ -917,6 +917,35 @@ static void sort_scored(Scored *a, Scored *tmp, int64_t n) {
     if (from != a) memcpy(a, from, (size_t)n * sizeof(Scored));
 }
 
+/* Rearrange a[0..n) so that a[0..m) are its m best pairs, in no particular order (0 < m < n): Hoare's
+ * selection (Wirth's form) around a median of three. `better` is a strict total order here (the documents are
+ * distinct), so the m best are one set and sorting just them gives the first m of a full sort. Used when a
+ * deep top k has at least 2k candidates (SciFact's claims at top 100: about 210): sorting k of them after a
+ * selection was 7% faster over the whole kernel; with fewer (the Zipf corpus at top 1000: 1.3-2k) selecting
+ * first was slower than sorting them all. */
+static void keep_best(Scored *a, int64_t n, int64_t m) {
+    int64_t lo = 0, hi = n - 1, t = m - 1;
+    while (lo < hi) {
+        Scored x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi], p;
+        if (better(x, y))
+            p = better(y, z) ? y : (better(x, z) ? z : x);
+        else
+            p = better(x, z) ? x : (better(y, z) ? z : y);
+        int64_t i = lo, j = hi;
+        do {
+            while (better(a[i], p)) i++;
+            while (better(p, a[j])) j--;
+            if (i <= j) {
+                Scored s = a[i];
+                a[i++] = a[j];
+                a[j--] = s;
+            }
+        } while (i <= j);
+        if (j < t) lo = i;
+        if (t < i) hi = j;
+    }
+}
+
 /* Offer (score[i], doc[i]) to the heap, testing the worst kept one before the call (most documents lose). */
 static void offer_all(Heap *h, const double *score, const int32_t *doc, int64_t n) {
     for (int64_t i = 0; i < n; i++)
@@ -975,8 +1004,9 @@ static void select_top(Heap *h, const double *v, const int32_t *doc, int64_t n, 
             c++;
         }
     }
-    sort_scored(pairs, pairs + limit, c);
     int64_t kept = c < h->cap ? c : h->cap;
+    if (c >= 2 * kept) keep_best(pairs, c, kept); /* pays when it drops half or more */
+    sort_scored(pairs, pairs + limit, c >= 2 * kept ? kept : c);
     for (int64_t i = 0; i < kept; i++) {
         h->s[i] = pairs[i].s;
         h->d[i] = pairs[i].d;
@@ -1101,7 +1131,8 @@ static void select_ordered(Heap *h, double *v, int32_t *doc, int64_t n, Scratch 
                 sorting[i].s = v[i];
                 sorting[i].d = doc[i];
             }
-            sort_scored(sorting, sorting + n, n);
+            if (n >= 2 * need) keep_best(sorting, n, need); /* pays when it drops half or more */
+            sort_scored(sorting, sorting + n, n >= 2 * need ? need : n);
             tail = sorting;
             n = 0;
             break;
