@@ -41,7 +41,7 @@ def test_playground_shows_the_lessons_numbers_and_moves_them():
             "1.0000",
         ]
         page.get_by_test_id("result").first.click()
-        page.wait_for_function("document.body.dataset.ready === '2,0,2/exp'")
+        page.locator('body[data-ready="2,0,2/exp"]').wait_for(state="attached")
         assert [r.get_attribute("data-label") for r in page.get_by_test_id("result").all()] == ["2", "0", "2"]
         # [2, 0, 2]: DCG 3 + 3/2 = 4.5; ideal [2, 2, 0]: 3 + 3/log2(3) = 4.8928; linear nDCG 3 / (2 + 2/log2 3)
         assert _texts(page, "dcg", "ideal-dcg", "ndcg-exp", "ndcg-linear", "rr") == [
@@ -52,19 +52,19 @@ def test_playground_shows_the_lessons_numbers_and_moves_them():
             "1.0000",
         ]
         page.get_by_test_id("gain-toggle").click()
-        page.wait_for_function("document.body.dataset.ready === '2,0,2/linear'")
+        page.locator('body[data-ready="2,0,2/linear"]').wait_for(state="attached")
         assert _texts(page, "dcg", "ideal-dcg") == ["3.0000", "3.2619"]
         page.get_by_test_id("gain-toggle").click()
-        page.wait_for_function("document.body.dataset.ready === '2,0,2/exp'")
+        page.locator('body[data-ready="2,0,2/exp"]').wait_for(state="attached")
         assert _texts(page, "dcg") == ["4.5000"]
         page.get_by_test_id("add-result").click()
-        page.wait_for_function("document.body.dataset.ready === '2,0,2,0/exp'")
+        page.locator('body[data-ready="2,0,2,0/exp"]').wait_for(state="attached")
         for _ in range(3):  # the new fourth result: 0 -> 3, a gain of 7 at a discount of log2(5)
             page.get_by_test_id("result").nth(3).click()
-        page.wait_for_function("document.body.dataset.ready === '2,0,2,3/exp'")
+        page.locator('body[data-ready="2,0,2,3/exp"]').wait_for(state="attached")
         assert page.get_by_test_id("ideal-dcg").inner_text() == "10.3928"
         page.get_by_test_id("remove-result").click()
-        page.wait_for_function("document.body.dataset.ready === '2,0,2/exp'")
+        page.locator('body[data-ready="2,0,2/exp"]').wait_for(state="attached")
         assert page.get_by_test_id("quiz-answer").is_hidden()
         page.get_by_test_id("quiz-yes").click()
         assert "yes, they can" in page.get_by_test_id("quiz-answer").inner_text()
@@ -91,9 +91,7 @@ def test_relabel_on_a_query_page_moves_the_numbers_persists_across_a_restart_and
         before = _metric(page, "metric", "results.test", "ndcg@10(gain=exp)")
         mean_before = _metric(page, "mean", "results.test", "ndcg@10")
         doc.get_by_test_id(f"set-{new}").click()
-        page.wait_for_function(
-            f"document.querySelector('[data-testid=doc][data-docid=\"{docid}\"]').dataset.label === '{new}'"
-        )
+        page.locator(f'[data-testid=doc][data-docid="{docid}"][data-label="{new}"]').first.wait_for()
         assert _metric(page, "metric", "results.test", "ndcg@10(gain=exp)") != before
         assert _metric(page, "mean", "results.test", "ndcg@10") != mean_before
         assert opened.console_errors == [] and opened.page_errors == [] and context.blocked == []
@@ -103,9 +101,7 @@ def test_relabel_on_a_query_page_moves_the_numbers_persists_across_a_restart_and
         assert doc.get_attribute("data-label") == new
         assert _metric(page, "metric", "results.test", "ndcg@10(gain=exp)") != before
         page.get_by_test_id("undo").click()
-        page.wait_for_function(
-            f"document.querySelector('[data-testid=doc][data-docid=\"{docid}\"]').dataset.label === '{old or ''}'"
-        )
+        page.locator(f'[data-testid=doc][data-docid="{docid}"][data-label="{old or ""}"]').first.wait_for()
         assert _metric(page, "metric", "results.test", "ndcg@10(gain=exp)") == before
         exported = tmp_path / "now.qrels"
         exported.write_bytes(urllib.request.urlopen(server.url + "/api/qrels").read())
@@ -126,8 +122,8 @@ def test_marking_evidence_on_a_rag_page_changes_the_stage_label(tmp_path):
         page = opened.page
         assert page.get_by_test_id("rag-label").inner_text() == "ok"
         page.locator('[data-testid=passage][data-pid="p9"]').get_by_test_id("toggle-gold").click()
-        page.wait_for_function("document.querySelector('[data-pid=p9]').dataset.gold === '0'")
+        page.locator('[data-pid=p9][data-gold="0"]').wait_for()
         page.locator('[data-testid=passage][data-pid="p1"]').get_by_test_id("toggle-gold").click()
-        page.wait_for_function("document.querySelector('[data-pid=p1]').dataset.gold === '1'")
+        page.locator('[data-pid=p1][data-gold="1"]').wait_for()
         assert page.get_by_test_id("rag-label").inner_text() == "lucky"
         assert opened.console_errors == [] and opened.page_errors == [] and context.blocked == []

@@ -214,11 +214,7 @@ def test_in_chromium_a_label_on_a_doc_whose_id_holds_slashes_and_dots_is_set_and
         doc = page.locator(f'[data-testid=doc][data-docid="{docid}"]').first
         assert doc.get_attribute("data-docid") == docid and doc.get_attribute("data-label") == "1"
         doc.get_by_test_id("set-3").click()
-        page.wait_for_function(
-            "id => [...document.querySelectorAll('[data-testid=doc]')].some(d => d.dataset.docid === id && "
-            "d.dataset.label === '3')",
-            arg=docid,
-        )
+        page.locator(f'[data-testid=doc][data-docid="{docid}"][data-label="3"]').first.wait_for()
         assert page.locator("#status").inner_text() == f"{docid}: 1 → 3"
         page.reload()  # the page as the server now serves it
         assert page.locator(f'[data-testid=doc][data-docid="{docid}"]').first.get_attribute("data-label") == "3"
@@ -227,7 +223,7 @@ def test_in_chromium_a_label_on_a_doc_whose_id_holds_slashes_and_dots_is_set_and
         proto = page.locator('[data-testid=doc][data-docid="constructor"]').first
         assert proto.get_attribute("data-label") == "1"
         proto.get_by_test_id("set-2").click()
-        page.wait_for_function("document.querySelector('[data-docid=constructor]').dataset.label === '2'")
+        page.locator('[data-docid=constructor][data-label="2"]').first.wait_for()
         other = page.locator('[data-testid=doc][data-docid="constructor/other"]').first
         assert other.get_attribute("data-label") == ""
         assert opened.console_errors == [] and opened.page_errors == [] and context.blocked == []

@@ -94,7 +94,9 @@ def test_every_passage_shows_its_text_and_where_it_stands(tmp_path):
     assert third["from-corpus"]["where"] == "not retrieved"
     assert (third["from-corpus"]["text"], third["from-corpus"]["text_from"]) == ("Emma is by Austen.", "the corpus")
     page = client.get(f"/rag/{to_segment('s3')}").text
-    assert "no text: neither the records nor a corpus hold this passage" in page  # the page's words for it
+    assert "<script src='/static/rag.js'>" in page  # the page's script, served from the package
+    script = client.get("/static/rag.js").text
+    assert "no text: neither the records nor a corpus hold this passage" in script  # the page's words for it
 
 
 def test_passages_with_path_like_ids_are_marked_and_the_label_recomputed(tmp_path):
@@ -148,6 +150,6 @@ def test_serve_with_rag_and_a_corpus_shows_the_corpus_text_in_chromium(tmp_path)
         dots = page.locator('[data-testid=passage][data-pid=".."]')
         assert dots.get_attribute("data-gold") == "0"
         dots.get_by_test_id("toggle-gold").click()
-        page.wait_for_function("document.querySelector('[data-pid=\"..\"]').dataset.gold === '1'")
+        page.locator('[data-pid=".."][data-gold="1"]').wait_for()
         assert "..: stage label" in page.locator("#status").inner_text()
         assert opened.console_errors == [] and opened.page_errors == [] and context.blocked == []

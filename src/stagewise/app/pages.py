@@ -1,5 +1,6 @@
-# ruff: noqa: E501  (the inline CSS and JavaScript keep their natural line lengths)
-"""Server-rendered pages with a little inline JavaScript (no build step); every number comes from the API."""
+# ruff: noqa: E501  (the CSS keeps its natural line lengths)
+"""Server-rendered pages; their scripts are served from /static/ (:mod:`stagewise.app.page_scripts`), never
+inline, under a Content-Security-Policy (:data:`APP_HEADERS`); a page's data travels in a JSON blob."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from stagewise.app.audits import AUDITED_FIELDS, JudgeAudits, no_audit_sentence,
 from stagewise.report.judge_audit import as_json, html_block
 
 __all__ = [
+    "APP_HEADERS",
     "CSS",
     "STRICT_HEADERS",
     "audit_page",
@@ -21,6 +23,7 @@ __all__ = [
     "query_page",
     "rag_list_page",
     "rag_page",
+    "report_headers",
 ]
 
 _CSS = """
@@ -36,19 +39,29 @@ button{font:inherit;cursor:pointer} .result{display:inline-block;width:5.5rem;ma
 """
 
 
-def _page(title: str, body: str, script: str = "", data: Any = None) -> str:
-    blob = ""
-    if data is not None:
-        # "</" cannot close the script element inside JSON once "<" is escaped
-        text = json.dumps(data).replace("<", "\\u003c")
-        blob = f'<script type="application/json" id="data">{text}</script>'
+def _page(title: str, body: str, script: str = "", data: Any = None, extra: dict[str, Any] | None = None) -> str:
+    """A page whose script is ``/static/common.js`` then ``/static/<script>`` (:mod:`stagewise.app.page_scripts`),
+    served with :data:`APP_HEADERS`; ``data`` (and each of ``extra``, by id) travels as a JSON blob the script
+    parses, never as script."""
+    blobs = "".join(_blob(name, value) for name, value in [("data", data), *(extra or {}).items()] if value is not None)
+    scripts = f"<script src='/static/common.js'></script><script src='/static/{script}'></script>" if script else ""
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)} · stagewise</title>"
-        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{_CSS}</style></head><body>"
-        "<nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG samples</a><a href='/report'>Report (current labels)</a></nav>"
-        f"<h1>{escape(title)}</h1>{body}{blob}<script>{_JS_COMMON}{script}</script></body></html>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'><link rel=stylesheet href='/static/app.css'>"
+        f"</head><body>{_NAV}<h1>{escape(title)}</h1>{body}{blobs}{scripts}</body></html>"
     )
 
+
+def _blob(name: str, value: Any) -> str:
+    # "</" cannot close the script element inside JSON once "<" is escaped
+    text = json.dumps(value).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{name}">{text}</script>'
+
+
+_NAV = (
+    "<nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG samples</a>"
+    "<a href='/report'>Report (current labels)</a></nav>"
+)
 
 #: the headers of a page that runs no script: its style comes from /static/app.css (:data:`CSS`), so the
 #: Content-Security-Policy allows no inline script or style, and nothing from any other origin
@@ -57,7 +70,33 @@ STRICT_HEADERS = {
     "frame-ancestors 'none'; base-uri 'none'",
     "referrer-policy": "no-referrer",
 }
+#: the headers of every other answer of the app (the server adds them where a route set no policy of its own):
+#: scripts and style from this server only (``/static/...``), none inline; requests to this server only
+APP_HEADERS = {
+    "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "referrer-policy": "no-referrer",
+}
 CSS = _CSS
+
+
+def report_headers() -> dict[str, str]:
+    """The policy of ``/report``, the HTML report as ``stagewise report`` writes it: a self-contained page with
+    its style inline and one inline script (sorting and filtering its tables). That script alone may run (by its
+    SHA-256); inline style and ``data:`` images are allowed, nothing may be fetched, and the page is sandboxed
+    (``sandbox allow-scripts``: an opaque origin, so even a script that got in could not call this server's API
+    with the user's cookie)."""
+    import base64
+    import hashlib
+
+    from stagewise.report.html.page import JS
+
+    digest = base64.b64encode(hashlib.sha256(JS.encode()).digest()).decode()
+    policy = (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
+        "connect-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox allow-scripts"
+    )
+    return {"content-security-policy": policy, "referrer-policy": "no-referrer"}
 
 
 def _strict_page(title: str, body: str) -> str:
@@ -65,30 +104,14 @@ def _strict_page(title: str, body: str) -> str:
     return (
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{escape(title)} · stagewise</title>"
         "<meta name=viewport content='width=device-width,initial-scale=1'><link rel=stylesheet href='/static/app.css'>"
-        "</head><body><nav><a href='/playground'>Playground</a><a href='/queries'>Queries</a><a href='/rag'>RAG "
-        "samples</a><a href='/report'>Report (current labels)</a></nav>"
-        f"<h1>{escape(title)}</h1>{body}</body></html>"
+        f"</head><body>{_NAV}<h1>{escape(title)}</h1>{body}</body></html>"
     )
 
 
 def error_page(status: int, message: str) -> str:
     """What a person sees following a link to a page this server cannot show (the API answers JSON)."""
     body = f'<p data-testid="error">{escape(message)}</p><p class=muted>HTTP {status}</p>'
-    return _page("Not available", body)
-
-
-_JS_COMMON = """
-const f4 = x => (x === null || x === undefined) ? '–' : Number(x).toFixed(4);
-const esc = s => String(s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-async function api(method, url, body) {
-  const opts = {method, headers: {'Content-Type': 'application/json'}};
-  if (body !== undefined) opts.body = JSON.stringify(body);
-  const r = await fetch(url, opts);
-  const data = await r.json();
-  if (!r.ok) { const s = document.getElementById('status'); if (s) s.textContent = data.error; throw new Error(data.error); }
-  return data;
-}
-"""
+    return _strict_page("Not available", body)
 
 
 def playground_page(initial: dict[str, Any]) -> str:
@@ -113,50 +136,7 @@ other exponential gain?</p>
 <p><button data-testid="quiz-yes" class="quiz">yes</button> <button data-testid="quiz-no" class="quiz">no</button></p>
 <p id="answer" data-testid="quiz-answer" hidden></p>
 """
-    script = """
-let state = JSON.parse(document.getElementById('data').textContent);
-function rows(terms) {
-  return '<tr><th>rank</th><th>label</th><th>gain</th><th>discount log2(rank+1)</th><th>gain / discount</th></tr>' +
-    terms.map(t => `<tr><td>${t.rank}</td><td>${t.label}</td><td>${f4(t.gain)}</td><td>${f4(t.discount)}</td>` +
-                   `<td>${f4(t.term)}</td></tr>`).join('');
-}
-function render() {
-  const res = document.getElementById('results');
-  res.innerHTML = state.labels.map((l, i) =>
-    `<div class="result l${l}" data-testid="result" data-label="${l}" data-index="${i}">result ${i + 1}<br>label ${l}</div>`).join('');
-  res.querySelectorAll('.result').forEach(el => el.onclick = () => {
-    const labels = state.labels.slice(); const i = Number(el.dataset.index);
-    labels[i] = (labels[i] + 1) % 4; load(labels, state.gain);
-  });
-  document.getElementById('terms').innerHTML = rows(state.terms);
-  document.getElementById('ideal-terms').innerHTML = rows(state.ideal_terms);
-  document.getElementById('ideal').textContent = 'labels sorted best first: [' + state.ideal.join(', ') + ']';
-  document.getElementById('dcg').textContent = f4(state.dcg);
-  document.getElementById('idcg').textContent = f4(state.ideal_dcg);
-  document.getElementById('nexp').textContent = f4(state.ndcg_exp);
-  document.getElementById('nlin').textContent = f4(state.ndcg_linear);
-  document.getElementById('rr').textContent = f4(state.rr);
-  const g = document.getElementById('gain');
-  g.textContent = state.gain === 'exp' ? 'gain: exponential (2^label − 1)' : 'gain: linear (label)';
-  g.dataset.gain = state.gain;
-  document.body.dataset.ready = state.labels.join(',') + '/' + state.gain;
-}
-async function load(labels, gain) {
-  state = await api('GET', '/api/playground?labels=' + labels.join(',') + '&gain=' + gain);
-  render();
-}
-document.getElementById('gain').onclick = () => load(state.labels, state.gain === 'exp' ? 'linear' : 'exp');
-document.getElementById('add').onclick = () => { if (state.labels.length < 20) load(state.labels.concat([0]), state.gain); };
-document.getElementById('remove').onclick = () => { if (state.labels.length > 1) load(state.labels.slice(0, -1), state.gain); };
-document.querySelectorAll('.quiz').forEach(b => b.onclick = () => {
-  const a = document.getElementById('answer'); a.hidden = false;
-  a.textContent = (b.textContent === 'yes' ? 'Right: ' : 'Not so: ') + 'yes, they can. On [1, 0, 2] exponential gain ' +
-    'gives nDCG ' + f4(state.ndcg_exp) + ' and linear gain ' + f4(state.ndcg_linear) + ' (for these labels). ' +
-    'Always state the gain convention with an nDCG figure.';
-});
-render();
-"""
-    return _page("nDCG playground", body, script, initial)
+    return _page("nDCG playground", body, "playground.js", initial)
 
 
 def queries_page(runs: Sequence[str], metrics: Sequence[str]) -> str:
@@ -171,29 +151,7 @@ sort <select id="sort" data-testid="sort"><option value="worst">worst first (run
 <p id="status" class="muted"></p><table id="means"></table><ul id="conventions" class="muted"></ul>
 <table id="list"></table>
 """
-    script = """
-let data = null;
-const $ = id => document.getElementById(id);
-if ($('b').options.length > 1) $('b').selectedIndex = 1;
-function render() {
-  const m = $('metric').value, a = $('a').value, b = $('b').value, q = $('q').value.trim().toLowerCase();
-  $('means').innerHTML = '<tr><th class=l>run</th>' + data.metrics.map(x => `<th>${esc(x)}</th>`).join('') + '</tr>' +
-    data.runs.map(r => `<tr><td class=l>${esc(r)}</td>` + data.metrics.map(x => `<td>${f4(data.means[r][x])}</td>`).join('') + '</tr>').join('');
-  $('conventions').innerHTML = data.conventions.map(c => `<li>${esc(c)}</li>`).join('');
-  let rows = data.queries.filter(r => !q || r.qid.toLowerCase().includes(q) || r.text.toLowerCase().includes(q));
-  const key = {worst: r => r.runs[a][m], diff: r => -Math.abs(r.runs[a][m] - r.runs[b][m]),
-               unjudged: r => -r.runs[a]['unjudged@10'], id: null}[$('sort').value];
-  if (key) rows.sort((x, y) => key(x) - key(y));
-  $('list').innerHTML = '<tr><th class=l>query</th><th>judged</th>' + data.runs.map(r => `<th>${esc(r)}<br>${esc(m)}</th>`).join('') +
-    `<th>unjudged@10 (${esc(a)})</th></tr>` + rows.slice(0, 500).map(r => `<tr data-testid="query-row"><td class=l>` +
-    `<a href="/queries/${esc(r.key)}">${esc(r.qid)}</a> <span class=muted>${esc(r.text.slice(0, 80))}</span></td><td>${r.judged}</td>` +
-    data.runs.map(x => `<td>${f4(r.runs[x][m])}</td>`).join('') + `<td>${f4(r.runs[a]['unjudged@10'])}</td></tr>`).join('');
-  $('status').textContent = rows.length + ' queries' + (rows.length > 500 ? ' (first 500 shown)' : '');
-}
-['q', 'metric', 'a', 'b', 'sort'].forEach(id => $(id).oninput = render);
-api('GET', '/api/queries').then(d => { data = d; render(); });
-"""
-    return _page("Queries", body, script)
+    return _page("Queries", body, "queries.js")
 
 
 def query_page(qid: str, data: dict[str, Any], metrics: Sequence[str]) -> str:
@@ -205,52 +163,7 @@ def query_page(qid: str, data: dict[str, Any], metrics: Sequence[str]) -> str:
 <h2>Every run's mean</h2><table id="means" data-testid="means"></table><ul id="conventions" class="muted"></ul>
 <h2>Ranked lists</h2><div class="cols" id="cols"></div>
 """
-    script = """
-let data = JSON.parse(document.getElementById('data').textContent);
-// a Map: an id such as __proto__ or constructor is a key like any other, not an object's property
-let labels = new Map(Object.entries(data.labels));
-const $ = id => document.getElementById(id);
-const runs = Object.keys(data.runs), metrics = METRICS;
-function table(vals, testid) {
-  return '<tr><th class=l>run</th>' + metrics.map(x => `<th>${esc(x)}</th>`).join('') + '</tr>' + runs.map(r =>
-    `<tr><td class=l>${esc(r)}</td>` + metrics.map(x => `<td class=num data-testid="${testid}" data-run="${esc(r)}" ` +
-    `data-metric="${esc(x)}">${f4(vals[r][x])}</td>`).join('') + '</tr>').join('');
-}
-function renderMetrics() {
-  $('metrics').innerHTML = table(data.metrics, 'metric'); $('means').innerHTML = table(data.means, 'mean');
-  $('conventions').innerHTML = data.conventions.map(c => `<li>${esc(c)}</li>`).join('');
-}
-function renderLists() {
-  $('cols').innerHTML = runs.map(r => `<div class=col><h3>${esc(r)}</h3>` + data.runs[r].map(d => {
-    const l = labels.get(d.docid); const lab = (l === undefined || l === null) ? '' : l;
-    return `<div class="doc" data-testid="doc" data-docid="${esc(d.docid)}" data-key="${esc(d.key)}" data-label="${lab}">${d.rank}. ` +
-      `<b>${esc(d.docid)}</b> <span class=muted>${Number(d.score).toPrecision(4)}</span> ` +
-      [0, 1, 2, 3].map(v => `<button data-testid="set-${v}" data-v="${v}" class="${l === v ? 'on' : ''}">${v}</button>`).join('') +
-      `<button data-testid="clear" data-v="">×</button>` + (d.text ? `<div class="muted" data-testid="doc-text">${esc(d.text)}</div>` : '') + '</div>';
-  }).join('') + '</div>').join('');
-  document.querySelectorAll('.doc button').forEach(b => b.onclick = () => {
-    const doc = b.closest('.doc'); setLabel(doc.dataset.docid, doc.dataset.key, b.dataset.v);
-  });
-}
-async function setLabel(docid, key, v) {
-  // ids travel as the segments the server made (stagewise.app.ids), never as paths
-  const url = '/api/labels/' + data.key + '/' + key;
-  const res = v === '' ? await api('DELETE', url) : await api('PUT', url, {label: Number(v)});
-  if (res.label === null) labels.delete(docid); else labels.set(docid, res.label);
-  data.metrics = res.metrics; data.means = res.means;
-  $('status').textContent = `${docid}: ${res.old === null ? 'unjudged' : res.old} → ${res.label === null ? 'unjudged' : res.label}`;
-  renderMetrics(); renderLists();
-}
-$('undo').onclick = async () => {
-  const res = await api('POST', '/api/undo', {});
-  data = await api('GET', '/api/queries/' + data.key); labels = new Map(Object.entries(data.labels));
-  $('status').textContent = `undone: ${res.docid} (query ${res.qid}) back to ${res.label === null ? 'unjudged' : res.label}`;
-  renderMetrics(); renderLists();
-};
-$('qtext').textContent = data.text;
-renderMetrics(); renderLists();
-"""
-    return _page(f"Query {qid}", body, f"const METRICS = {json.dumps(list(metrics))};" + script, data)
+    return _page(f"Query {qid}", body, "query.js", data, {"metric-names": list(metrics)})
 
 
 def rag_list_page(records: list[dict[str, Any]], audits: JudgeAudits | None = None) -> str:
@@ -355,37 +268,7 @@ passage wherever it stands; each says where it is.</p><ol id="passages"></ol>
 <h2>Answer</h2><p id="answer"></p><p><b>Citations:</b> <span id="cited"></span></p>
 """
     )
-    script = """
-let data = JSON.parse(document.getElementById('data').textContent);
-const $ = id => document.getElementById(id);
-const judged = v => (v === null || v === undefined) ? 'not computed (no answer sentence to check)' :
-  (v === true ? 'yes' : v === false ? 'no' : f4(v));
-function render() {
-  $('label').textContent = data.label; $('reason').textContent = data.reason;
-  document.querySelectorAll('[data-testid=judged-value]').forEach(el => { el.textContent = judged(data.judged[el.dataset.field]); });
-  $('question').textContent = data.question; $('answer').textContent = data.answer;
-  $('cited').textContent = data.cited.length ? data.cited.join(', ') : 'none';
-  $('passages').innerHTML = data.context.map(p => {
-    const gold = data.gold.includes(p.id), cited = data.cited.includes(p.id);
-    const text = p.text ? `<span data-testid="passage-text">${esc(p.text)}</span>` +
-      (p.text_from === 'this sample' ? '' : ` <span class=muted>(text from ${esc(p.text_from)})</span>`) :
-      '<span class=muted data-testid="passage-text">no text: neither the records nor a corpus hold this passage (stagewise serve --rag R --corpus C)</span>';
-    return `<li class="${gold ? 'gold' : ''}" data-testid="passage" data-pid="${esc(p.id)}" data-key="${esc(p.key)}" data-gold="${gold ? 1 : 0}">` +
-      `<b>${esc(p.id)}</b> <span data-testid="passage-where">${esc(p.where)}${gold ? ', gold evidence' : ''}${cited ? ', cited' : ''}</span> ` +
-      `<button data-testid="toggle-gold">${gold ? 'unmark gold' : 'mark gold'}</button>: ${text}</li>`;
-  }).join('');
-  document.querySelectorAll('#passages button').forEach(b => b.onclick = async () => {
-    const li = b.closest('li');
-    const url = '/api/rag/' + data.key + '/evidence/' + li.dataset.key;
-    const before = data.label;
-    data = await api('PUT', url, {gold: li.dataset.gold !== '1'});
-    $('status').textContent = `${li.dataset.pid}: stage label ${before} → ${data.label}`;
-    render();
-  });
-}
-render();
-"""
-    return _page(f"RAG sample {record['id']}", body, script, record)
+    return _page(f"RAG sample {record['id']}", body, "rag.js", record)
 
 
 _FIGURES = {

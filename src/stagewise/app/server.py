@@ -4,6 +4,8 @@ Safety rules, all here: requests are routed by ids looked up in memory, never by
 request must carry it (header ``X-Stagewise-Token``, or ``?token=`` once, which sets a same-site cookie);
 state-changing requests must come from the app's own origin and send JSON (a cross-site form cannot);
 bodies over 4 KiB, malformed JSON, labels outside 0..3 and unknown ids get a 4xx and change nothing.
+Every answer carries a Content-Security-Policy (``pages.APP_HEADERS`` unless the route set a stricter one): no
+page runs an inline script; the scripts are strings of the package served as ``/static/<name>``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from stagewise.app.bodies import MAX_BODY, Rejected, read_json_body
 from stagewise.app.hosts import is_loopback
 from stagewise.app.ids import from_segment
 from stagewise.app.model import METRICS, Workspace, playground
+from stagewise.app.page_scripts import SCRIPTS
 from stagewise.app.rag import RagSamples
 from stagewise.errors import StagewiseError
 from stagewise.store.labels import LABELS
@@ -164,10 +167,16 @@ class _Safety:
 
         async def send_with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
+                headers = [*message.get("headers", []), *extra]
+                if not any(name.lower() == b"content-security-policy" for name, _ in headers):
+                    headers += _APP_HEADERS  # a route that set no policy of its own (pages.APP_HEADERS)
+                message = {**message, "headers": headers}
             await send(message)
 
         await self.inner(scope, receive, send_with_headers)
+
+
+_APP_HEADERS = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in pages.APP_HEADERS.items()]
 
 
 async def _rejected(request: Request, exc: Exception) -> Response:
@@ -266,8 +275,14 @@ async def _audit_page(request: Request) -> Response:
     return HTMLResponse(pages.audit_page(number, *given), headers=pages.STRICT_HEADERS)
 
 
-async def _app_css(request: Request) -> Response:
-    return Response(pages.CSS, media_type="text/css")
+async def _static(request: Request) -> Response:
+    """The pages' style and scripts, strings of this package looked up by name (no path on disk is read)."""
+    name = request.path_params["file"]
+    if name == "app.css":
+        return Response(pages.CSS, media_type="text/css")
+    if name in SCRIPTS:
+        return Response(SCRIPTS[name], media_type="text/javascript")
+    raise _Reject(404, f"no such file: /static/{name[:80]}")
 
 
 async def _report_page(request: Request) -> Response:
@@ -291,7 +306,8 @@ async def _report_page(request: Request) -> Response:
         return render(study(labels, ws.runs, trust=trusted), title="stagewise report (current labels)")
 
     # the HTML report's own sections (plots and tables), over the labels as they are now
-    return HTMLResponse(await run_in_threadpool(built))
+    # its own policy: the report's one inline script, inline style, sandboxed (pages.report_headers)
+    return HTMLResponse(await run_in_threadpool(built), headers=pages.report_headers())
 
 
 # API
@@ -400,7 +416,7 @@ _ROUTES = [
     Route("/rag", _rag_list),
     Route("/rag/{sid:str}", _rag_page),
     Route("/audits/{number:int}", _audit_page),
-    Route("/static/app.css", _app_css),
+    Route("/static/{file:str}", _static),
     Route("/api/playground", _api_playground),
     Route("/api/queries", _api_queries),
     Route("/api/queries/{qid:str}", _api_query),
