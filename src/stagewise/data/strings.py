@@ -136,6 +136,55 @@ class StringColumn:
         return self._series
 
 
+class DeferredTake(StringColumn):
+    """``source.take(rows, through)``, gathered only when its strings are first read.
+
+    A search's Run names each result by the index's document id; a run written to a file or evaluated needs them,
+    but one that is only scored, fused by rank or thrown away need not gather them (one million ids: about half
+    the time it takes to build that Run). Reading ``offsets`` or ``data`` (every method reads them) gathers the
+    strings once, through the same compiled helper as :meth:`StringColumn.take`, so every reader sees the bytes
+    an eager ``take`` would have given; the length is known without gathering. Pickling gathers too and sends a
+    plain :class:`StringColumn`, not the source column (a whole index's ids) with the row numbers. ``source``,
+    ``rows`` and ``through`` must not change until then (a search's arrays are its own)."""
+
+    __slots__ = ("_pending", "_taken")
+
+    def __init__(self, source: StringColumn, rows: np.ndarray, through: np.ndarray | None = None) -> None:
+        self._pending: tuple[StringColumn, np.ndarray, np.ndarray | None] | None = (source, rows, through)
+        self._taken: StringColumn | None = None
+        self._series = None
+
+    def _column(self) -> StringColumn:
+        if self._taken is None:
+            assert self._pending is not None
+            source, rows, through = self._pending
+            self._taken, self._pending = source.take(rows, through), None
+        return self._taken
+
+    @property  # type: ignore[override]  # the base class's slot, read through the gathered column
+    def offsets(self) -> np.ndarray:
+        return self._column().offsets
+
+    @property  # type: ignore[override]
+    def data(self) -> bytes | bytearray:
+        return self._column().data
+
+    @property
+    def gathered(self) -> bool:
+        """Whether the strings have been gathered yet (for tests and timing)."""
+        return self._taken is not None
+
+    def __len__(self) -> int:
+        if self._taken is not None:
+            return len(self._taken)
+        assert self._pending is not None
+        _, rows, through = self._pending
+        return len(rows if through is None else through)
+
+    def __reduce__(self) -> tuple[type, tuple[np.ndarray, bytes | bytearray]]:
+        return StringColumn, (self.offsets, self.data)
+
+
 class StringSources:
     """Several string columns read as one, without copying them: column k's row i is row ``bases[k] + i``.
 
@@ -183,4 +232,3 @@ class StringSources:
                 data = b"".join(bytes(c.data[c.offsets[0] : c.offsets[-1]]) for c in self.columns)
                 self._joined = StringColumn(offsets, data)
         return self._joined
-

@@ -78,12 +78,14 @@ class TopK:
 
         The Run keeps rows in trec_eval's order (query id, score as a C float descending, doc id descending in
         byte order). The results already come best first, so only rows whose scores tie as floats are put in
-        doc id order, through the index's rank of each id in byte order, and the doc ids and scores are gathered
-        in the same compiled pass (:func:`_kernels.run_columns`); the Run is then taken as it is, not sorted and
-        checked again. Each row's ``input_position`` is its row here."""
+        doc id order, through the index's rank of each id in byte order (:func:`_kernels.run_rows`); the Run is
+        then taken as it is, not sorted and checked again. Its doc ids are gathered from the index when first
+        read (:class:`~stagewise.data.strings.DeferredTake`: a million ids are about half the cost of the Run,
+        and a run that is only scored never reads them); pickling the Run gathers them. Each row's
+        ``input_position`` is its row here."""
         from stagewise.data.columns import byte_order
         from stagewise.data.run import Run
-        from stagewise.data.strings import StringColumn
+        from stagewise.data.strings import DeferredTake, StringColumn
 
         if len(self.docs) == 0:
             raise StagewiseError(
@@ -94,16 +96,16 @@ class TopK:
         with_results = np.flatnonzero(counts)
         query_ids, by_bytes = byte_order([self.query_ids[i] for i in with_results.tolist()])
         query_order = with_results if by_bytes is None else with_results[by_bytes]
-        doc_ids, rank = (index.doc_ids_offsets, index.doc_ids_data), index.doc_id_rank()
         with index._damage_is_input_error():
-            taken = _kernels.run_columns(self.offsets, self.docs, self.scores, rank, query_order, doc_ids)
-        if taken is None:  # not best first (not the kernel's results): let the Run sort and check them
+            rows = _kernels.run_rows(self.offsets, self.docs, self.scores, index.doc_id_rank(), query_order)
+        if rows is None:  # not best first (not the kernel's results): let the Run sort and check them
             return self._to_run_sorted(index, name)
-        rows, id_offsets, id_data, scores = taken
+        ids = StringColumn(np.asarray(index.doc_ids_offsets, dtype=np.int64), index.doc_ids_data)
         codes = np.repeat(np.arange(len(query_order), dtype=np.int32), counts[query_order])
         return Run.in_evaluation_order(
-            query_ids, codes, StringColumn(id_offsets, id_data), scores, rows, name=name or f"bm25-{self.scoring}"
-        )
+            query_ids, codes, DeferredTake(ids, self.docs, rows), self.scores[rows], rows,
+            name=name or f"bm25-{self.scoring}",
+        )  # fmt: skip
 
     def _to_run_sorted(self, index: BM25Index, name: str | None = None):
         """:meth:`to_run` through :meth:`Run.from_columns`, which sorts the rows and checks them (the reference
@@ -524,7 +526,9 @@ class BM25Index:
         if progress is not None and not bounds:
             progress(0, 0)
         res_offsets = np.zeros(n_queries + 1, dtype=np.int64)
-        if parts:
+        if len(parts) == 1:  # one call (one thread, no progress): its arrays as they are, not copied
+            res_offsets, docs, scores = parts[0]
+        elif parts:
             res_offsets[1:] = np.cumsum(np.concatenate([np.diff(p[0]) for p in parts]))
             docs = np.concatenate([p[1] for p in parts])
             scores = np.concatenate([p[2] for p in parts])
