@@ -575,7 +575,8 @@ static int blockset_add(BlockSet *s, uint64_t k, const uint64_t *keys, Py_ssize_
     return 0;
 }
 
-static int blockset_grow(BlockSet *s, size_t cap, const uint64_t *keys, Py_ssize_t from, Py_ssize_t to) {
+/* The table emptied at cap slots (every stamp 0, block 1: no slot belongs to the block until re-inserted). */
+static int blockset_realloc(BlockSet *s, size_t cap) {
     free(s->key);
     free(s->stamp);
     s->key = malloc(cap * sizeof *s->key);
@@ -583,7 +584,12 @@ static int blockset_grow(BlockSet *s, size_t cap, const uint64_t *keys, Py_ssize
     if (!s->key || !s->stamp) return -1;
     s->cap = cap;
     s->used = 0;
-    s->block = 1; /* every stamp is 0 now: no slot belongs to the block until re-inserted */
+    s->block = 1;
+    return 0;
+}
+
+static int blockset_grow(BlockSet *s, size_t cap, const uint64_t *keys, Py_ssize_t from, Py_ssize_t to) {
+    if (blockset_realloc(s, cap)) return -1;
     for (Py_ssize_t r = from; r < to; r++) blockset_add(s, keys[r], keys, from, r); /* no repeats: checked */
     return 0;
 }
@@ -1066,13 +1072,7 @@ static inline int split_window(const char *p, const char *end, const char **eol,
 static int joiner_rehash(Joiner *j) {
     BlockSet *s = &j->set;
     size_t cap = s->cap ? s->cap * 2 : 1024;
-    free(s->key);
-    free(s->stamp);
-    s->key = malloc(cap * sizeof *s->key);
-    s->stamp = calloc(cap, sizeof *s->stamp);
-    if (!s->key || !s->stamp) return -1;
-    s->cap = cap;
-    s->block = 1; /* every stamp is 0 now */
+    if (blockset_realloc(s, cap)) return -1;
     for (size_t i = 0; i < j->block_n; i++) {
         size_t slot = (size_t)j->block_keys[i] & (cap - 1);
         while (s->stamp[slot] == s->block) slot = (slot + 1) & (cap - 1);
