@@ -43,3 +43,13 @@ def test_a_tsv_run_without_a_header_says_so(tmp_path: Path) -> None:
 def test_a_tsv_run_with_a_wrong_header_gets_no_such_hint(tmp_path: Path) -> None:
     code, out = _eval(tmp_path, "301 0 docA 1\n", "topic\tdocument\tvalue\n301\tdocA\t2.5\n", run_name="run.tsv")
     assert code == 2 and "missing column" in out and "looks like data" not in out
+
+
+def test_the_frame_readers_give_the_same_hints(tmp_path: Path) -> None:
+    # TSV files go through the polars readers, not the compiled TREC parser: the hint comes from one place
+    code, out = _eval(tmp_path, "1 0 d1 1\n", "query_id\tdoc_id\tscore\n1\td1\t1,5\n", run_name="run.tsv")
+    assert code == 2 and "run.tsv:2" in out and "decimal comma" in out
+    (tmp_path / "qrels.tsv").write_text("query_id\tdoc_id\trelevance\n1\td1\t99999999999999999999\n")
+    (tmp_path / "run.txt").write_text("1 Q0 d1 1 1.5 r\n")
+    done = CliRunner().invoke(app, ["eval", str(tmp_path / "qrels.tsv"), str(tmp_path / "run.txt"), "-m", "map"])
+    assert done.exit_code == 2 and "qrels.tsv:2" in done.output and "too large for a label" in done.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -165,6 +166,22 @@ def require_values(columns: tuple[tuple[str, pl.Series], ...], source: str, line
             raise InputError(source, f"missing {column}", line=line_of(row), expected=f"a {column} on every row")
 
 
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+")
+_INTEGER = re.compile(r"[-+]?\d+")
+
+
+def number_hint(kind: str, field: object) -> str | None:
+    """What a ``kind`` ("score" or "label") field that did not read most likely is, for the error's hint: a
+    decimal comma, or an integer too large for a label; None when it looks like neither. Every reader's number
+    errors (the compiled parser's and the frame readers') ask here."""
+    text = str(field).strip()
+    if kind == "score" and _DECIMAL_COMMA.fullmatch(text):
+        return "it has a decimal comma: write the score with a point (1.5, not 1,5)"
+    if kind == "label" and _INTEGER.fullmatch(text):
+        return "it is an integer too large for a label: labels are small integers, as 0 to 3"
+    return None
+
+
 def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarray:
     """Labels as int32: integers, or numbers whose value is an integer (1.0); anything else is an error."""
     if raw.dtype.is_integer():
@@ -179,8 +196,9 @@ def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarra
                 f"relevance label {clip(raw[row])!r} is not an integer",
                 line=line_of(row),
                 expected="an integer label such as 0, 1, 2 or -1 (1.0 also reads as 1)",
+                hint=number_hint("label", raw[row]),
             )
-        values = as_float.cast(pl.Int64).to_numpy()
+        values = as_float.to_numpy()  # checked against int32's range below, before any cast can fail
     if values.size and (values.max() > np.iinfo(np.int32).max or values.min() < np.iinfo(np.int32).min):
         row = int(np.flatnonzero((values > np.iinfo(np.int32).max) | (values < np.iinfo(np.int32).min))[0])
         raise InputError(
@@ -188,6 +206,7 @@ def integer_labels(raw: pl.Series, where: str, line_of: LineLookup) -> np.ndarra
             f"relevance label {clip(raw[row])!r} is out of range",
             line=line_of(row),
             expected="a label that fits in 32 bits",
+            hint=number_hint("label", raw[row]),
         )
     return values.astype(np.int32)
 

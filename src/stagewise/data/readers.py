@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from stagewise._io import PathLike, compression_of, decompressed, display_name, read_bytes
 from stagewise._lazy import LazyModule
 from stagewise.data import classic, shape, trec
-from stagewise.data.columns import LineLookup, clip, lines_from, no_lines
+from stagewise.data.columns import LineLookup, clip, lines_from, no_lines, number_hint
 from stagewise.data.formats import QRELS_FORMATS as _QRELS_REGISTRY
 from stagewise.data.formats import RUN_FORMATS, format_of_extension
 from stagewise.data.qrels import Qrels
@@ -660,6 +660,7 @@ def _strict_numeric(frame: pl.DataFrame, column: str, where: str, line_of: LineL
             f"{column} {frame[column][row]!r} is not a finite number",
             line=line_of(row),
             expected="a decimal number",
+            hint=number_hint("score", frame[column][row]),
         )
     return frame.with_columns(values.alias(column))
 

@@ -12,7 +12,6 @@ a careful line-by-line reader, which either reads the file or names the first ba
 from __future__ import annotations
 
 import io
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +21,7 @@ import numpy as np
 from stagewise._lazy import LazyModule
 from stagewise._native import parsing
 from stagewise.data import shape
-from stagewise.data.columns import LineLookup, clip, integer_labels, lines_from
+from stagewise.data.columns import LineLookup, clip, integer_labels, lines_from, number_hint
 from stagewise.data.strings import StringColumn
 from stagewise.errors import InputError
 
@@ -208,21 +207,14 @@ class Parsed:
 
 
 _NATIVE_ERRORS = {
-    1: ("found {field} field(s)", None),
-    2: ("score {field!r} is not a finite number", "a decimal number such as 12.5 or -0.031"),
-    3: ("relevance label {field!r} is not an integer", "an integer label such as 0, 1, 2 or -1 (1.0 also reads as 1)"),
+    1: ("found {field} field(s)", None, None),
+    2: ("score {field!r} is not a finite number", "a decimal number such as 12.5 or -0.031", "score"),
+    3: (
+        "relevance label {field!r} is not an integer",
+        "an integer label such as 0, 1, 2 or -1 (1.0 also reads as 1)",
+        "label",
+    ),
 }
-
-
-def _why(code: int, field: object) -> str | None:
-    """What a number field that did not read most likely is: a decimal comma, or an integer too large."""
-    if not isinstance(field, str):
-        return None
-    if code == 2 and re.fullmatch(r"[-+]?\d+,\d+", field):
-        return "it has a decimal comma: write the score with a point (1.5, not 1,5)"
-    if code == 3 and re.fullmatch(r"[-+]?\d+", field):
-        return "it is an integer too large for a label: labels are small integers, as 0 to 3"
-    return None
 
 
 def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tuple[Parsed, LineLookup] | None:
@@ -240,10 +232,9 @@ def _parse_native(data: bytes | Path, source: str, kind: int, form: str) -> tupl
             field = field.decode("utf-8", errors="replace")
         if isinstance(field, str):
             field = clip(field)
-        problem, expected = _NATIVE_ERRORS[code]
-        raise InputError(
-            source, problem.format(field=field), line=line, expected=expected or form, hint=_why(code, field)
-        )
+        problem, expected, number = _NATIVE_ERRORS[code]
+        hint = number_hint(number, field) if number else None
+        raise InputError(source, problem.format(field=field), line=line, expected=expected or form, hint=hint)
     if not out["values"]:
         if not load().strip():
             raise InputError(source, "is empty", expected=f"lines of {form}")
