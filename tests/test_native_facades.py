@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from stagewise import read_qrels, read_run
 from stagewise._native import parsing, rowops
@@ -48,3 +50,26 @@ def test_switched_on_the_answers_agree_with_the_fallbacks(monkeypatch: pytest.Mo
         assert column.take(np.array([4, 0, 6])).values() == compiled_take
     every = [*run.docs.values(), *qrels.docs.values()]
     assert len(compiled_join) == 2 and compiled_take == [every[4], every[0], every[6]]
+
+
+# A score as runs write it: a sign or none, digits with a point anywhere or none, leading zeros, and lengths on
+# both sides of the parser's short-decimal path (at most 15 digits) and of its exact range (17 and more).
+_digits = st.text(alphabet="0123456789", min_size=1, max_size=19)
+_scores = st.builds(
+    lambda sign, digits, point: sign + (digits[:point] + "." + digits[point:] if point is not None else digits),
+    st.sampled_from(["", "-", "+"]),
+    _digits,
+    st.one_of(st.none(), st.integers(min_value=0, max_value=19)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_scores, min_size=1, max_size=20))
+@example(["999999999999999", "9999999999999999", "0.000000000000000000001", "-0.0", "+.5", "7.", "123456789.012345"])
+def test_the_compiled_parser_reads_every_decimal_score_as_python_does(scores: list[str]) -> None:
+    if not parsing.available():
+        pytest.skip("the compiled parser is not built")
+    lines = "".join(f"q Q0 d{i} {i + 1} {score} t\n" for i, score in enumerate(scores))
+    out = parsing.parse(lines.encode(), 0)
+    values = np.frombuffer(out["values"], dtype=np.float64)
+    assert [v.hex() for v in values.tolist()] == [float(s).hex() for s in scores]

@@ -67,6 +67,28 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1
  * double as strtod (Clinger's fast path); anything else goes to strtod on a NUL-terminated copy. */
 static int parse_double(const char *s, size_t n, double *out) {
     if (n == 0) return -1;
+    /* the usual score first: a sign, then at most 15 digits and a point (so at most 15 significant digits),
+     * read without the general loop's bookkeeping; the same value as below, which takes anything else */
+    size_t i0 = s[0] == '-' || s[0] == '+';
+    if (n - i0 <= 16 && n > i0) {
+        uint64_t v = 0;
+        size_t dot = 0, k = i0;
+        for (; k < n; k++) {
+            unsigned d = (unsigned)(unsigned char)s[k] - '0';
+            if (d < 10)
+                v = v * 10 + d;
+            else if (s[k] == '.' && !dot)
+                dot = k + 1;
+            else
+                break;
+        }
+        size_t digits = n - i0 - (dot != 0);
+        if (k == n && digits > 0 && digits <= 15) {
+            double x = (double)v / POW10[dot ? n - dot : 0];
+            *out = s[0] == '-' ? -x : x;
+            return 0;
+        }
+    }
     size_t i = 0;
     int negative = 0;
     if (s[0] == '-' || s[0] == '+') {
@@ -1046,16 +1068,19 @@ static inline int split_window(const char *p, const char *end, const char **eol,
     else
         return 0;
     blank |= ~((1ULL << n) - 1); /* n < 64: every byte past the line separates */
-    uint64_t rest = ~blank, in_fields = 0;
+    /* a field starts at a byte that is not blank after one that is (or at the line's start) and ends at the
+     * first blank after it: each bit popped on its own, no chain from one field to the next */
+    uint64_t filled = ~blank, starts = filled & ~(filled << 1), ends = blank & (filled << 1);
     int nf = 0;
-    while (rest && nf < MAX_FIELDS) {
-        int s0 = __builtin_ctzll(rest), e0 = __builtin_ctzll(blank & (~0ULL << s0)); /* e0 <= 63: n < 64 */
+    for (; starts && nf < MAX_FIELDS; nf++) {
+        int s0 = __builtin_ctzll(starts), e0 = __builtin_ctzll(ends); /* e0 <= 63: n < 64 */
         start[nf] = p + s0;
         len[nf] = (size_t)(e0 - s0);
-        nf++;
-        in_fields |= (1ULL << e0) - (1ULL << s0);
-        rest &= ~0ULL << e0;
+        starts &= starts - 1;
+        ends &= ends - 1;
     }
+    /* the bytes of the fields kept (those after the last kept field are not looked at, as split_fields) */
+    uint64_t in_fields = starts ? filled & ((1ULL << (start[nf - 1] - p + len[nf - 1])) - 1) : filled;
     *eol = p + n;
     *nf_out = nf;
     *odd = (bad & in_fields) != 0;
