@@ -4,6 +4,9 @@ What is timed: a whole process, from start to exit, that reads a qrels file and 
 prints the means of map, ndcg@10, recall@1000 and RR@10 (trec_eval's order of ties; queries without results
 skipped, trec_eval's default). CPU time (user + system, from ``wait4``) is the figure that counts, so the
 load of a shared machine matters less; wall time and peak resident memory are printed beside it.
+stagewise's modules are byte-compiled first (``compileall``), as an installed wheel's are, so a checkout run
+with ``PYTHONDONTWRITEBYTECODE`` does not compile them at every start; the pairs are derived in a child process,
+so this process stays small (a child's peak memory, ``ru_maxrss``, counts its parent's at fork).
 
 The tools: ``stagewise eval`` (the CLI, in a fresh process), pytrec_eval, ranx and ir_measures (each reading the
 same files its own way), trec_eval's C binary (built here with -O3 from its source when ``--trec-eval-src``
@@ -179,6 +182,22 @@ def query_blocks(data: bytes) -> list[tuple[bytes, bytes]]:
 
 
 # --------------------------------------------------------------------------------------------- the tools
+def byte_compile() -> str:
+    """stagewise's modules compiled to bytecode, as pip does when it installs a wheel: a source checkout run
+    with PYTHONDONTWRITEBYTECODE set (as some machines are) would compile ~50 modules again at every start."""
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("stagewise")
+    if spec is None or spec.origin is None:
+        return "not found"
+    folder = Path(spec.origin).parent
+    if not os.access(folder, os.W_OK):
+        return f"{folder} (read-only, left as installed)"
+    compileall.compile_dir(str(folder), quiet=1)
+    return str(folder)
+
+
 def build(data: Path, trec_eval_src: Path | None) -> dict[str, Path | None]:
     """The C floor and trec_eval, compiled with -O3 (``None`` when there is no compiler or no source)."""
     cc = shutil.which(os.environ.get("CC", "cc"))
@@ -390,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         "--peers", default=",".join(PEERS), help=f"the peers to run, comma-separated (default {','.join(PEERS)})"
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a tool's run is killed")
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "QRELS", "RUN"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -397,7 +417,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.data.mkdir(parents=True, exist_ok=True)
     scales = sorted({int(s) for s in args.scales.split(",")} | {1})
+    if args.prepare:
+        ensure_pairs(args.data, scales)
+        return 0
+    # Deriving a pair holds it in memory; done here it would make this process large, and a child's peak
+    # (ru_maxrss) counts the parent's resident memory at fork. So a child process derives them.
+    subprocess.run(
+        [sys.executable, __file__, "--prepare", "--data", str(args.data), "--scales", args.scales], check=True
+    )
     pairs = ensure_pairs(args.data, scales)
+    print(f"byte-compiled stagewise: {byte_compile()}")
     built = build(args.data, args.trec_eval_src)
     print(f"built: floor {built['floor'] or 'no compiler'}; trec_eval {built['trec_eval'] or 'no source given'}")
     all_results = {}

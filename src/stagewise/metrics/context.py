@@ -283,9 +283,9 @@ class _QueryMap:
     @classmethod
     def of(cls, qrels: Qrels, run_query_ids: np.ndarray, run_name: str, conv: Conventions) -> _QueryMap:
         judged_ids = qrels.query_ids
-        run_has = np.isin(judged_ids, run_query_ids)
+        run_has = _members(judged_ids, np.sort(run_query_ids))
         missing = [str(q) for q in judged_ids[~run_has]]
-        run_only = [str(q) for q in run_query_ids[~np.isin(run_query_ids, judged_ids)]]
+        run_only = [str(q) for q in run_query_ids[~_members(run_query_ids, judged_ids)]]
         if conv.missing == "error" and missing:
             shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
             raise StagewiseError(
@@ -305,6 +305,15 @@ class _QueryMap:
         found = query_ids[pos_clipped] == run_query_ids
         run_to_eval[found] = pos_clipped[found]
         return cls(query_ids, keep, run_has, run_to_eval, found, missing, run_only)
+
+
+def _members(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is in the sorted ``pool``: a binary search, where ``np.isin`` would sort both
+    (and import numpy.ma, 5 ms of every evaluation's start)."""
+    if len(pool) == 0:
+        return np.zeros(len(values), dtype=bool)
+    pos = np.minimum(np.searchsorted(pool, values), len(pool) - 1)
+    return pool[pos] == values
 
 
 def _joined_context(
