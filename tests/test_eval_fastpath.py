@@ -262,3 +262,42 @@ def test_lines_near_and_past_the_64_byte_window_are_split_alike(tmp_path: Path, 
     assert {qrels.docs.value(row): rank for row, rank in ranks.items()} == {long[1]: 1, long[2]: 2, long[0]: 3, "z": 4}
     qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.trec"
     assert same(outcome(qrels_path, run_path, True), outcome(qrels_path, run_path, False))
+
+
+def test_a_run_large_enough_to_be_mapped_reads_as_the_same_run_held_in_memory(tmp_path: Path) -> None:
+    # files of 4 MB and more are mapped and read 16 MB at a time, their last lines copied into a padded buffer:
+    # this one (~17 MB, no final newline) crosses a piece's end, inside a tie, and ends in a long line
+    rng = random.Random(7)
+    lines, run_dict = [], {}
+    for q in range(1200):
+        query = f"query-{q}"
+        docs = rng.sample(range(10**6), 400)
+        scores = sorted((round(rng.random() * 20, 2) for _ in docs), reverse=True)  # many ties
+        run_dict[query] = {f"doc-{d:07d}": s for d, s in zip(docs, scores, strict=True)}
+        lines += [f"{query} Q0 doc-{d:07d} {r} {s} tag" for r, (d, s) in enumerate(zip(docs, scores, strict=True), 1)]
+        if q % 250 == 0:
+            lines.append("# a comment line")
+    last = lines.pop()
+    long_doc = "x" * 90
+    lines.append(last.replace("Q0 doc-", f"Q0 {long_doc}-"))
+    run_dict["query-1199"] = {d.replace("doc-", f"{long_doc}-") if d == last.split()[2] else d: s
+                              for d, s in run_dict["query-1199"].items()}  # fmt: skip
+    text = "\n".join(lines)
+    run = tmp_path / "run.trec"
+    run.write_text(text)
+    assert run.stat().st_size > 16 << 20
+    qrels = tmp_path / "qrels.txt"
+    judged = [(q, d) for q in rng.sample(sorted(run_dict), 300) for d in rng.sample(sorted(run_dict[q]), 5)]
+    qrels.write_text("".join(f"{q} 0 {d} {rng.randint(0, 2)}\n" for q, d in judged) + f"query-1199 0 {long_doc}-x 1\n")
+
+    # the compiled general parse, of the mapped file and of the same bytes in memory
+    mapped, held = parsing.parse(str(run), 0), parsing.parse(text.encode(), 0)
+    assert isinstance(mapped, dict) and mapped.keys() == held.keys()
+    assert all(mapped[key] == held[key] for key in held)
+    # the joined parse of the mapped file against the run given as a dict (no file read at all)
+    assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun)
+    metrics = ["map", "ndcg@10", "P@5", "recall@100", "mrr"]
+    from_file = stagewise.evaluate(str(qrels), {"run": str(run)}, metrics)
+    from_dict = stagewise.evaluate(str(qrels), {"run": run_dict}, metrics)
+    for metric in metrics:
+        assert from_file.runs[0].values[metric].tolist() == from_dict.runs[0].values[metric].tolist(), metric

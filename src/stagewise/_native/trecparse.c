@@ -15,6 +15,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define HAVE_MMAP 1
+#endif
 
 #define KIND_RUN 0
 #define KIND_QRELS 1
@@ -400,10 +406,67 @@ typedef int (*LinesFn)(void *state, const char *p, const char *end);
  * with vector compares (split_window) wherever it starts. */
 #define PAD 64
 
+#define PIECE ((size_t)16 << 20)
+
+#ifdef HAVE_MMAP
+/* A regular file's lines handed to fn from a read-only mapping, 16 MB at a time, without copying them: the
+ * pages read are dropped from the mapping as it goes, so resident memory stays one piece (as the buffer's),
+ * and the last lines (those less than PAD bytes before the end) are copied into a padded buffer, since the
+ * vector splitting reads past a line. 2: the file could not be mapped (the caller reads it instead). A file
+ * cut short while it is read ends the process (SIGBUS), as with every reader that maps files. */
+static int map_pieces(int fd, size_t size, LinesFn fn, void *state) {
+    char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) return 2;
+    madvise(map, size, MADV_SEQUENTIAL);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), at = 0, dropped = 0;
+    const char *stop = map; /* lines before stop: read from the mapping */
+    for (size_t i = size - PAD; i-- > 0;) /* size >= PIECE / 4 > PAD */
+        if (map[i] == '\n') {
+            stop = map + i + 1;
+            break;
+        }
+    int status = 0;
+    while (status == 0 && map + at < stop) {
+        size_t want = at + PIECE < (size_t)(stop - map) ? at + PIECE : (size_t)(stop - map);
+        const char *end = map + want;
+        while (end > map + at && end[-1] != '\n') end--; /* stop is a line's start: the loop ends before at */
+        if (end == map + at) end = stop;                   /* one line longer than a piece */
+        status = fn(state, map + at, end);
+        at = (size_t)(end - map);
+        size_t done = at / page * page;
+        if (done > dropped) {
+            madvise(map + dropped, done - dropped, MADV_DONTNEED);
+            dropped = done;
+        }
+    }
+    if (status == 0 && at < size) {
+        char *tail = calloc(size - at + PAD, 1);
+        if (!tail) {
+            PyErr_NoMemory();
+            status = -1;
+        } else {
+            memcpy(tail, map + at, size - at);
+            status = fn(state, tail, tail + (size - at));
+            free(tail);
+        }
+    }
+    munmap(map, size);
+    return status;
+}
+#endif
+
 /* Hand a file's complete lines to fn, 16 MB at a time (a line longer than the buffer grows it), so the whole
- * file is never held: fn's first non-zero status (1: bad input), or -1 with a Python error set. */
+ * file is never held: fn's first non-zero status (1: bad input), or -1 with a Python error set. A regular file
+ * large enough is mapped (map_pieces: no copy through a buffer); anything else is read. */
 static int read_pieces(FILE *f, PyObject *path_bytes, LinesFn fn, void *state) {
-    size_t cap = (size_t)16 << 20, held = 0;
+#ifdef HAVE_MMAP
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= PIECE / 4) {
+        int mapped = map_pieces(fileno(f), (size_t)st.st_size, fn, state);
+        if (mapped != 2) return mapped;
+    }
+#endif
+    size_t cap = PIECE, held = 0;
     char *buf = malloc(cap + PAD);
     if (!buf) {
         PyErr_NoMemory();
