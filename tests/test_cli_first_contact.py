@@ -36,6 +36,19 @@ def test_version_is_the_package_metadata() -> None:
         assert result.stdout == f"stagewise {expected}\n"
 
 
+def test_version_by_the_entry_point_builds_no_command(capsys: pytest.CaptureFixture[str]) -> None:
+    # the console script builds only what a line names: --version needs the root alone, and still wins over
+    # what follows it
+    from stagewise.cli import application, main
+
+    for argv in (["--version"], ["-V", "eval"], ["--version", "--help"]):
+        assert application.app_for(argv).registered_commands == []
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == 0
+        assert capsys.readouterr().out == f"stagewise {application.package_version()}\n"
+
+
 def _rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.splitlines() if line and not line.startswith(("#", "-", "stagewise"))]
 

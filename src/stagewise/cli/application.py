@@ -116,6 +116,8 @@ def app_for(argv: Sequence[str]) -> typer.Typer:
     errors are the same in an app of one command), every command otherwise (``stagewise --help``, a typo that
     needs the list of names, an option before the command)."""
     first = argv[0] if argv else ""
+    if first in ("--version", "-V"):  # the root's eager option: it exits before any command is looked at
+        return build([])
     return build([first]) if first in COMMANDS or first in GROUPS else full_app()
 
 
