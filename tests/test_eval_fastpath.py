@@ -301,3 +301,19 @@ def test_a_run_large_enough_to_be_mapped_reads_as_the_same_run_held_in_memory(tm
     from_dict = stagewise.evaluate(str(qrels), {"run": run_dict}, metrics)
     for metric in metrics:
         assert from_file.runs[0].values[metric].tolist() == from_dict.runs[0].values[metric].tolist(), metric
+
+
+@pytest.mark.parametrize("repeat", [None, 3, 19_998])
+def test_a_repeated_document_is_found_in_a_query_of_many_rows(tmp_path: Path, repeat: int | None) -> None:
+    # the query's key table grows (an eighth full while small, half full past 65,536 slots) and is re-filled:
+    # a repeat is still found wherever it falls, and a run without one is still joined
+    docs = [f"d{i}" for i in range(20_000)]
+    if repeat is not None:
+        docs[-1] = docs[repeat]
+    run = "".join(f"1 Q0 {doc} {rank} {20_000 - rank} t\n" for rank, doc in enumerate(docs, 1))
+    got = joined(tmp_path, run, "1 0 d5 1\n1 0 d19998 1\n")
+    if repeat is None:
+        assert isinstance(got, JoinedRun) and len(got) == 20_000
+        assert sorted(got.judged[1].tolist()) == [6, 19_999]
+    else:
+        assert isinstance(got, str) and "repeats" in got, got

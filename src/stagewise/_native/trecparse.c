@@ -937,6 +937,7 @@ typedef struct {
     struct { uint64_t key; int64_t row; } *table;
     size_t mask;
     int64_t lo, hi; /* the current query's judgements: qrels rows [lo, hi) */
+    uint64_t judged_bits; /* bit (key >> 58) of each of them: a row whose bit is clear is not judged */
     Py_ssize_t n_qrels_queries;
     PyObject *judged_queries, *seen, *qids;
     Column lengths, judged_query, judged_rank, judged_row;
@@ -1048,6 +1049,8 @@ static int joiner_start_query(Joiner *j, const char *q, size_t n) {
     j->qrels_code = (int32_t)found;
     j->lo = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code];
     j->hi = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code + 1];
+    j->judged_bits = 0;
+    for (int64_t r = j->lo; r < j->hi; r++) j->judged_bits |= 1ULL << (j->qkey[r] >> 58);
     j->stored = 0;
     j->have_prev = 0;
     j->block_n = 0;
@@ -1063,6 +1066,7 @@ static inline int same_doc(const Joiner *j, int64_t r, const char *doc, size_t n
 /* The qrels row of (the current query, doc), or -1: keys matched, then confirmed on the bytes. A query's few
  * judgements are scanned (their keys sit together, in cache); a query with many is looked up in the table. */
 static int64_t joiner_lookup(const Joiner *j, uint64_t key, const char *doc, size_t n) {
+    if (!(j->judged_bits & (1ULL << (key >> 58)))) return -1; /* most rows: no judgement has the key's bit */
     if (j->hi - j->lo <= 16) {
         for (int64_t r = j->lo; r < j->hi; r++)
             if (j->qkey[r] == key && same_doc(j, r, doc, n)) return r;
@@ -1174,7 +1178,10 @@ static int joiner_rehash(Joiner *j) {
  * pair_hash's final mix, so their low bits index the table as they are. */
 static inline int joiner_key_seen(Joiner *j, uint64_t key) {
     BlockSet *s = &j->set;
-    if ((j->block_n + 1) * 2 > s->cap && joiner_rehash(j)) return -1;
+    /* an eighth full at most while the table is small (fewer collisions: a probe is then one slot, its branch
+     * predicted), half full beyond 65,536 slots, so a query of millions of rows costs 24 bytes a row */
+    size_t most = s->cap <= ((size_t)1 << 16) ? s->cap / 8 : s->cap / 2;
+    if (j->block_n + 1 > most && joiner_rehash(j)) return -1;
     size_t mask = s->cap - 1, slot = (size_t)key & mask;
     while (s->stamp[slot] == s->block) {
         if (s->key[slot] == key) return 1;
