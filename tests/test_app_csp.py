@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from stagewise.app.audits import JudgeAudits
 from stagewise.app.ids import to_segment
 from stagewise.app.open import open_rag, open_workspace
+from stagewise.app.page_scripts import SCRIPTS
 from stagewise.app.server import create_app
 from stagewise.cli import app as cli
 from tests import browser_helpers
@@ -252,3 +253,16 @@ def test_the_report_page_sorts_its_tables_in_chromium_under_its_policy(tmp_path)
         page.locator("table.sortable thead th[aria-sort=ascending]").first.wait_for()
         assert page.locator("script:not([src])").count() == 1
         assert opened.console_errors == [] and opened.page_errors == [] and opened.blocked == []
+
+
+def test_static_files_are_revalidated_by_etag(client):
+    # a browser keeps the file and asks again with If-None-Match: the same bytes come back as 304 without a body
+    first = client.get("/static/app.css")
+    etag = first.headers["etag"]
+    assert first.status_code == 200 and first.headers["cache-control"] == "no-cache" and first.text
+    again = client.get("/static/app.css", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    assert client.get("/static/app.css", headers={"If-None-Match": f'"stale", W/{etag}'}).status_code == 304
+    assert client.get("/static/app.css", headers={"If-None-Match": '"stale"'}).status_code == 200
+    scripts = {client.get(f"/static/{name}").headers["etag"] for name in SCRIPTS}
+    assert len(scripts) == len(SCRIPTS) and etag not in scripts  # one tag a file

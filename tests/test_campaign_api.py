@@ -60,6 +60,9 @@ def test_tokens_decide_who_sees_what(served):
     assert shown.status_code == 200 and ">bob</b>" in shown.text
     assert "script-src 'self'" in shown.headers["content-security-policy"]
     assert "<script src='/static/campaign.js'>" in shown.text and "<script>" not in shown.text  # no inline script
+    script = client.get("/static/campaign.js")
+    assert script.status_code == 200 and script.headers["cache-control"] == "no-cache"
+    assert client.get("/static/campaign.js", headers={"If-None-Match": script.headers["etag"]}).status_code == 304
 
 
 def test_the_view_is_blind_and_the_text_comes_as_segments(served):

@@ -31,6 +31,7 @@ from starlette.routing import Route
 from stagewise.app import campaign_pages as pages
 from stagewise.app.bodies import Rejected, read_json_body
 from stagewise.app.ids import from_segment, to_segment
+from stagewise.app.static import static_response
 from stagewise.assess.campaign import next_item
 from stagewise.errors import StagewiseError
 from stagewise.store.campaigns import SKIP, CampaignStore
@@ -178,7 +179,7 @@ async def _static(request: Request) -> Response:
     found = files.get(request.path_params["file"])
     if found is None:
         raise _Reject(404, "no such file")
-    return Response(found[0], media_type=found[1])
+    return static_response(request, *found)
 
 
 async def _assess_page(request: Request) -> Response:

@@ -31,6 +31,7 @@ from stagewise.app.ids import from_segment
 from stagewise.app.model import METRICS, Workspace, playground
 from stagewise.app.page_scripts import SCRIPTS
 from stagewise.app.rag import RagSamples
+from stagewise.app.static import static_response
 from stagewise.errors import StagewiseError
 from stagewise.store.labels import LABELS
 
@@ -279,9 +280,9 @@ async def _static(request: Request) -> Response:
     """The pages' style and scripts, strings of this package looked up by name (no path on disk is read)."""
     name = request.path_params["file"]
     if name == "app.css":
-        return Response(pages.CSS, media_type="text/css")
+        return static_response(request, pages.CSS, "text/css")
     if name in SCRIPTS:
-        return Response(SCRIPTS[name], media_type="text/javascript")
+        return static_response(request, SCRIPTS[name], "text/javascript")
     raise _Reject(404, f"no such file: /static/{name[:80]}")
 
 
