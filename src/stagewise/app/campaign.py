@@ -86,8 +86,10 @@ class _Headers:
                 return
 
         async def send_with_headers(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *_HEADERS]}
+            if message["type"] == "http.response.start":  # a header the response set itself stays (static files)
+                own = message.get("headers", [])
+                named = {name.lower() for name, _ in own}
+                message = {**message, "headers": [*own, *(h for h in _HEADERS if h[0] not in named)]}
             await send(message)
 
         await self.inner(scope, receive, send_with_headers)
