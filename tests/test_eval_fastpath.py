@@ -315,5 +315,8 @@ def test_a_repeated_document_is_found_in_a_query_of_many_rows(tmp_path: Path, re
     if repeat is None:
         assert isinstance(got, JoinedRun) and len(got) == 20_000
         assert sorted(got.judged[1].tolist()) == [6, 19_999]
+        assert len(stagewise.read_run(str(tmp_path / "run.trec"))) == 20_000  # the general reader's table too
     else:
         assert isinstance(got, str) and "repeats" in got, got
+        with pytest.raises(stagewise.InputError, match=f"run.trec:20000: document 'd{repeat}' appears more than once"):
+            stagewise.read_run(str(tmp_path / "run.trec"))

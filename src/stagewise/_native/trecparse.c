@@ -206,6 +206,7 @@ static PyObject *column_close(Column *c) {
 /* Parser state, kept across the chunks of a file read piece by piece. */
 typedef struct {
     int kind, need, value_field;
+    int padded; /* PAD readable bytes follow every piece (a file read by read_pieces): lines split by vector */
     Column qcode, offsets, docs, values, ranks, keys;
     PyObject *qid_codes, *qids, *error;
     char *last_q, *tag;
@@ -288,25 +289,30 @@ static int query_code(Parser *ps, const char *q, size_t n, int32_t *code) {
     return keep_copy(&ps->last_q, &ps->last_q_cap, &ps->last_q_len, q, n);
 }
 
+static inline int split_window(const char *p, const char *end, const char **eol, const char **start, size_t *len,
+                               int *nf_out, int *odd);
+
 /* Parse the complete lines in [p, end). Returns 0, 1 when the input is bad (ps->error set), -1 on a
  * Python error. */
 static int parse_lines_into(Parser *ps, const char *p, const char *end, const char **last_tag, size_t *last_tag_len) {
     const int doc_field = 2;
     while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol) eol = end;
-        ps->line++;
-        const char *start[MAX_FIELDS];
+        const char *eol, *start[MAX_FIELDS];
         size_t len[MAX_FIELDS];
-        int nf = 0;
-        const char *c = p;
-        while (nf < MAX_FIELDS) {
-            while (c < eol && is_blank(*c)) c++;
-            if (c >= eol) break;
-            start[nf] = c;
-            while (c < eol && !is_blank(*c)) c++;
-            len[nf] = (size_t)(c - start[nf]);
-            nf++;
+        int nf = 0, odd; /* odd: not looked at here (the reader checks the ids' encoding) */
+        ps->line++;
+        if (!ps->padded || !split_window(p, end, &eol, start, len, &nf, &odd)) {
+            eol = memchr(p, '\n', (size_t)(end - p));
+            if (!eol) eol = end;
+            const char *c = p;
+            while (nf < MAX_FIELDS) {
+                while (c < eol && is_blank(*c)) c++;
+                if (c >= eol) break;
+                start[nf] = c;
+                while (c < eol && !is_blank(*c)) c++;
+                len[nf] = (size_t)(c - start[nf]);
+                nf++;
+            }
         }
         p = eol + 1;
         if (nf == 0 || start[0][0] == '#') continue;
@@ -530,6 +536,7 @@ static PyObject *parse_file(PyObject *self, PyObject *args) {
     fseek(f, 0, SEEK_SET);
     Parser ps;
     int status = parser_open(&ps, kind, size > 0 ? size / 32 : 1024, size > 0 ? size / 4 : 1 << 16);
+    ps.padded = 1;
     if (status == 0) status = read_pieces(f, path_bytes, parser_lines, &ps);
     if (status == 1) {
         result = ps.error;
@@ -646,9 +653,14 @@ typedef struct {
 
 static int blockset_grow(BlockSet *s, size_t cap, const uint64_t *keys, Py_ssize_t from, Py_ssize_t to);
 
+/* The keys a table holds before it doubles: an eighth of its slots while it is small (fewer collisions: a probe
+ * is then one slot, its branch predicted), half beyond 65,536 slots, so a block of millions of rows costs 24
+ * bytes a row. */
+static inline size_t blockset_most(const BlockSet *s) { return s->cap <= ((size_t)1 << 16) ? s->cap / 8 : s->cap / 2; }
+
 /* 1: key was already in the block; 0: added; -1: out of memory. */
 static int blockset_add(BlockSet *s, uint64_t k, const uint64_t *keys, Py_ssize_t from, Py_ssize_t row) {
-    if ((s->used + 1) * 2 > s->cap && blockset_grow(s, s->cap ? s->cap * 2 : 1024, keys, from, row)) return -1;
+    if (s->used + 1 > blockset_most(s) && blockset_grow(s, s->cap ? s->cap * 2 : 1024, keys, from, row)) return -1;
     size_t mask = s->cap - 1, slot = (size_t)mix(k) & mask;
     while (s->stamp[slot] == s->block) {
         if (s->key[slot] == k) return 1;
@@ -1178,10 +1190,7 @@ static int joiner_rehash(Joiner *j) {
  * pair_hash's final mix, so their low bits index the table as they are. */
 static inline int joiner_key_seen(Joiner *j, uint64_t key) {
     BlockSet *s = &j->set;
-    /* an eighth full at most while the table is small (fewer collisions: a probe is then one slot, its branch
-     * predicted), half full beyond 65,536 slots, so a query of millions of rows costs 24 bytes a row */
-    size_t most = s->cap <= ((size_t)1 << 16) ? s->cap / 8 : s->cap / 2;
-    if (j->block_n + 1 > most && joiner_rehash(j)) return -1;
+    if (j->block_n + 1 > blockset_most(s) && joiner_rehash(j)) return -1;
     size_t mask = s->cap - 1, slot = (size_t)key & mask;
     while (s->stamp[slot] == s->block) {
         if (s->key[slot] == key) return 1;
