@@ -45,7 +45,7 @@ def test_the_full_app_for_help_and_mistakes_has_every_command() -> None:
     full = build()
     assert [c.name for c in full.registered_commands] == list(COMMANDS)
     assert [g.typer_instance.info.name for g in full.registered_groups] == list(GROUPS)
-    for argv in ([], ["--help"], ["evl"], ["-V"]):
+    for argv in ([], ["--help"], ["evl"], ["--verbose", "eval"]):  # -V alone: the root only (test_cli_first_contact)
         assert app_for(argv) is app_for([])  # one app of every command, built once
 
 
