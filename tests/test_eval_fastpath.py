@@ -111,6 +111,38 @@ def test_the_joined_parse_gives_the_general_paths_outcome(world: dict, tmp_path:
         assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(world=worlds(), parts=st.integers(2, 8))
+def test_a_run_read_in_parts_by_threads_gives_the_general_paths_outcome(
+    world: dict, parts: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # large files are mapped and read in parts cut where a query ends, each by its own thread; here even these
+    # small ones are, in 2 to 8 parts (some empty), whatever the machine's cores
+    monkeypatch.setattr(parsing, "JOINED_PART_BYTES", -parts)
+    run, qrels = tmp_path / "run.trec", tmp_path / "qrels.txt"
+    run.write_text("\n".join(world["run"]) + "\n")
+    qrels.write_text("\n".join(world["qrels"]) + "\n")
+    fast = outcome(qrels, run, True, **world["conventions"])
+    assert same(fast, outcome(qrels, run, False, **world["conventions"])), (fast, world)
+    if world["clean"]:
+        assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 8])
+def test_a_query_found_again_in_a_later_part_is_declined_at_its_line(
+    tmp_path: Path, parts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parsing, "JOINED_PART_BYTES", -parts)
+    lines = [f"{q} Q0 d{i} {i} {100 - i} t" for q in ("1", "2", "3", "4") for i in range(1, 30)]
+    lines.append("2 Q0 late 99 0.5 t")  # query 2 again, after 3 and 4: the rows of a query are not contiguous
+    got = joined(tmp_path, "\n".join(lines) + "\n")
+    assert got == f"the run's rows of a query are not contiguous (line {len(lines)})", got
+    # comment lines inside a query do not cut it in two, wherever the parts fall
+    commented = [line for k, line in enumerate(lines[:-1]) for line in ([line, "# note"] if k % 7 == 3 else [line])]
+    got = joined(tmp_path, "\n".join(commented) + "\n")
+    assert isinstance(got, JoinedRun) and got.lengths.tolist() == [29, 29, 29, 29]
+
+
 def joined(tmp_path: Path, run_text: str, qrels_text: str = "1 0 a 1\n1 0 b 2\n2 0 c 1\n") -> JoinedRun | str:
     (tmp_path / "run.trec").write_text(run_text)
     (tmp_path / "qrels.txt").write_text(qrels_text)
@@ -264,7 +296,9 @@ def test_lines_near_and_past_the_64_byte_window_are_split_alike(tmp_path: Path, 
     assert same(outcome(qrels_path, run_path, True), outcome(qrels_path, run_path, False))
 
 
-def test_a_run_large_enough_to_be_mapped_reads_as_the_same_run_held_in_memory(tmp_path: Path) -> None:
+def test_a_run_large_enough_to_be_mapped_reads_as_the_same_run_held_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # files of 4 MB and more are mapped and read 16 MB at a time, their last lines copied into a padded buffer:
     # this one (~17 MB, no final newline) crosses a piece's end, inside a tie, and ends in a long line
     rng = random.Random(7)
@@ -294,13 +328,15 @@ def test_a_run_large_enough_to_be_mapped_reads_as_the_same_run_held_in_memory(tm
     mapped, held = parsing.parse(str(run), 0), parsing.parse(text.encode(), 0)
     assert isinstance(mapped, dict) and mapped.keys() == held.keys()
     assert all(mapped[key] == held[key] for key in held)
-    # the joined parse of the mapped file against the run given as a dict (no file read at all)
-    assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun)
+    # the joined parse of the mapped file, in one part and in three (threads), against the run given as a dict
     metrics = ["map", "ndcg@10", "P@5", "recall@100", "mrr"]
-    from_file = stagewise.evaluate(str(qrels), {"run": str(run)}, metrics)
     from_dict = stagewise.evaluate(str(qrels), {"run": run_dict}, metrics)
-    for metric in metrics:
-        assert from_file.runs[0].values[metric].tolist() == from_dict.runs[0].values[metric].tolist(), metric
+    for parts in (1, 3):
+        monkeypatch.setattr(parsing, "JOINED_PART_BYTES", -parts)
+        assert isinstance(read_joined(read_qrels(str(qrels)), run, "run"), JoinedRun)
+        from_file = stagewise.evaluate(str(qrels), {"run": str(run)}, metrics)
+        for metric in metrics:
+            assert from_file.runs[0].values[metric].tolist() == from_dict.runs[0].values[metric].tolist(), metric
 
 
 @pytest.mark.parametrize("repeat", [None, 3, 19_998])

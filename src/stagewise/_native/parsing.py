@@ -40,6 +40,11 @@ def parse(data: bytes | str, kind: int) -> dict[str, Any] | tuple | None:
     return native.parse_file(data, kind) if isinstance(data, str) else native.parse(data, kind)
 
 
+#: The least bytes of each part a large run file is read in by ``parse_joined`` (one part a core, each in a
+#: thread of its own); tests set it lower to read small files in parts too.
+JOINED_PART_BYTES = 32 << 20
+
+
 def parse_joined(
     path: str,
     keys: np.ndarray,
@@ -54,7 +59,8 @@ def parse_joined(
     code), keeping no document id: a dict of per-query lengths and
     the judged rows' (query, rank, qrels row), or ``("decline", reason, line)`` for a run the general reader must
     take (not grouped or not in score order, a repeated key, a bad line, an id that is not ASCII); ``None``
-    without the extension."""
+    without the extension. A file of more than :data:`JOINED_PART_BYTES` is read in parts on the machine's
+    cores, with the same result."""
     if native is None:
         return None
     return native.parse_joined(
@@ -65,6 +71,7 @@ def parse_joined(
         np.ascontiguousarray(offsets, dtype=np.int64),
         data,
         queries,
+        JOINED_PART_BYTES,
     )
 
 

@@ -415,48 +415,75 @@ typedef int (*LinesFn)(void *state, const char *p, const char *end);
 #define PIECE ((size_t)16 << 20)
 
 #ifdef HAVE_MMAP
-/* A regular file's lines handed to fn from a read-only mapping, 16 MB at a time, without copying them: the
- * pages read are dropped from the mapping as it goes, so resident memory stays one piece (as the buffer's),
- * and the last lines (those less than PAD bytes before the end) are copied into a padded buffer, since the
- * vector splitting reads past a line. 2: the file could not be mapped (the caller reads it instead). A file
- * cut short while it is read ends the process (SIGBUS), as with every reader that maps files. */
-static int map_pieces(int fd, size_t size, LinesFn fn, void *state) {
-    char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) return 2;
-    madvise(map, size, MADV_SEQUENTIAL);
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), at = 0, dropped = 0;
-    const char *stop = map; /* lines before stop: read from the mapping */
-    for (size_t i = size - PAD; i-- > 0;) /* size >= PIECE / 4 > PAD */
-        if (map[i] == '\n') {
-            stop = map + i + 1;
+/* A regular file mapped read-only: its lines before stop are read from the mapping (their last 64 bytes and
+ * more lie inside it, as the vector splitting needs); the lines after it, from a padded copy (mapping_tail). A
+ * file cut short while it is read ends the process (SIGBUS), as with every reader that maps files. */
+typedef struct {
+    char *map;
+    size_t size, stop, page;
+} Mapping;
+
+/* 0, or 2 when the file cannot be mapped (the caller reads it instead). */
+static int mapping_open(Mapping *m, int fd, size_t size) {
+    if (size == 0) return 2;
+    m->map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m->map == MAP_FAILED) return 2;
+    madvise(m->map, size, MADV_SEQUENTIAL);
+    m->size = size;
+    m->page = (size_t)sysconf(_SC_PAGESIZE);
+    m->stop = 0;
+    for (size_t i = size > PAD ? size - PAD : 0; i-- > 0;)
+        if (m->map[i] == '\n') {
+            m->stop = i + 1;
             break;
         }
+    return 0;
+}
+
+/* The lines in [from, to) (both lines' starts, to <= stop) handed to fn 16 MB at a time, without copying them;
+ * the pages read are dropped from the mapping behind, so resident memory stays about one piece: fn's first
+ * non-zero status. Needs no Python (the joined parse calls it without the GIL). */
+static int mapping_lines(const Mapping *m, size_t from, size_t to, LinesFn fn, void *state) {
+    size_t at = from, dropped = from / m->page * m->page;
     int status = 0;
-    while (status == 0 && map + at < stop) {
-        size_t want = at + PIECE < (size_t)(stop - map) ? at + PIECE : (size_t)(stop - map);
-        const char *end = map + want;
-        while (end > map + at && end[-1] != '\n') end--; /* stop is a line's start: the loop ends before at */
-        if (end == map + at) end = stop;                   /* one line longer than a piece */
-        status = fn(state, map + at, end);
-        at = (size_t)(end - map);
-        size_t done = at / page * page;
+    while (status == 0 && at < to) {
+        const char *end = m->map + (at + PIECE < to ? at + PIECE : to);
+        while (end > m->map + at && end[-1] != '\n') end--; /* to is a line's start: the loop ends before at */
+        if (end == m->map + at) end = m->map + to;          /* one line longer than a piece */
+        status = fn(state, m->map + at, end);
+        at = (size_t)(end - m->map);
+        size_t done = at / m->page * m->page;
         if (done > dropped) {
-            madvise(map + dropped, done - dropped, MADV_DONTNEED);
+            madvise(m->map + dropped, done - dropped, MADV_DONTNEED);
             dropped = done;
         }
     }
-    if (status == 0 && at < size) {
-        char *tail = calloc(size - at + PAD, 1);
-        if (!tail) {
-            PyErr_NoMemory();
-            status = -1;
-        } else {
-            memcpy(tail, map + at, size - at);
-            status = fn(state, tail, tail + (size - at));
-            free(tail);
-        }
-    }
-    munmap(map, size);
+    return status;
+}
+
+/* The lines after stop, from a copy with PAD zero bytes after it: fn's status, or -1 out of memory (no Python
+ * error set: the caller sets it, holding the GIL). */
+static int mapping_tail(const Mapping *m, LinesFn fn, void *state) {
+    if (m->stop >= m->size) return 0;
+    char *tail = calloc(m->size - m->stop + PAD, 1);
+    if (!tail) return -1;
+    memcpy(tail, m->map + m->stop, m->size - m->stop);
+    int status = fn(state, tail, tail + (m->size - m->stop));
+    free(tail);
+    return status;
+}
+
+static void mapping_close(Mapping *m) { munmap(m->map, m->size); }
+
+/* A regular file's lines handed to fn from its mapping: fn's first non-zero status, -1 with a Python error set,
+ * or 2 when it cannot be mapped. */
+static int map_pieces(int fd, size_t size, LinesFn fn, void *state) {
+    Mapping m;
+    if (mapping_open(&m, fd, size)) return 2;
+    int status = mapping_lines(&m, 0, m.stop, fn, state);
+    if (status == 0) status = mapping_tail(&m, fn, state);
+    mapping_close(&m);
+    if (status == -1 && !PyErr_Occurred()) PyErr_NoMemory();
     return status;
 }
 #endif
@@ -939,20 +966,116 @@ typedef struct { /* one row of the current tie group */
     int64_t qrow;
 } Member;
 
+/* A growable buffer of C memory: the joined parse runs without the GIL, so it holds no Python object. */
+typedef struct {
+    char *p;
+    size_t used, cap;
+} CBuf;
+
+static int cbuf_put(CBuf *b, const void *src, size_t n) {
+    if (b->used + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->used + n) cap *= 2;
+        char *grown = realloc(b->p, cap);
+        if (!grown) return -1;
+        b->p = grown;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->used, src, n);
+    b->used += n;
+    return 0;
+}
+
+/* Query ids, each with a value, found by their query_hash: the ids' bytes and offsets in order of addition, and
+ * an open-addressing table of their indexes (-1: an empty slot), at most half full. */
+typedef struct {
+    CBuf bytes, offsets, hashes, values; /* offsets: int64, one more than the ids; hashes uint64, values int64 */
+    int32_t *slot;
+    size_t cap;
+    int32_t count;
+} IdTable;
+
+static int idtable_init(IdTable *t) {
+    memset(t, 0, sizeof *t);
+    int64_t zero = 0;
+    return cbuf_put(&t->offsets, &zero, sizeof zero);
+}
+
+static void idtable_free(IdTable *t) {
+    free(t->bytes.p);
+    free(t->offsets.p);
+    free(t->hashes.p);
+    free(t->values.p);
+    free(t->slot);
+}
+
+static inline const char *idtable_id(const IdTable *t, int32_t i, size_t *n) {
+    const int64_t *off = (const int64_t *)(const void *)t->offsets.p;
+    *n = (size_t)(off[i + 1] - off[i]);
+    return t->bytes.p + off[i];
+}
+
+static inline int64_t idtable_value(const IdTable *t, int32_t i) {
+    return ((const int64_t *)(const void *)t->values.p)[i];
+}
+
+/* The index of id (its query_hash h), or -1. */
+static int32_t idtable_find(const IdTable *t, uint64_t h, const char *id, size_t n) {
+    if (!t->cap) return -1;
+    const uint64_t *hashes = (const uint64_t *)(const void *)t->hashes.p;
+    for (size_t k = (size_t)mix(h) & (t->cap - 1); t->slot[k] >= 0; k = (k + 1) & (t->cap - 1)) {
+        int32_t i = t->slot[k];
+        size_t len;
+        const char *known = idtable_id(t, i, &len);
+        if (hashes[i] == h && len == n && memcmp(known, id, n) == 0) return i;
+    }
+    return -1;
+}
+
+/* id (not already in t) added with its value: its index, or -1 out of memory. */
+static int32_t idtable_add(IdTable *t, uint64_t h, const char *id, size_t n, int64_t value) {
+    if ((size_t)(t->count + 1) * 2 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        int32_t *slot = malloc(cap * sizeof *slot);
+        if (!slot) return -1;
+        memset(slot, 0xff, cap * sizeof *slot);
+        const uint64_t *hashes = (const uint64_t *)(const void *)t->hashes.p;
+        for (int32_t i = 0; i < t->count; i++) {
+            size_t k = (size_t)mix(hashes[i]) & (cap - 1);
+            while (slot[k] >= 0) k = (k + 1) & (cap - 1);
+            slot[k] = i;
+        }
+        free(t->slot);
+        t->slot = slot;
+        t->cap = cap;
+    }
+    int64_t end = (int64_t)(t->bytes.used + n);
+    if (cbuf_put(&t->bytes, id, n) || cbuf_put(&t->offsets, &end, sizeof end) || cbuf_put(&t->hashes, &h, sizeof h) ||
+        cbuf_put(&t->values, &value, sizeof value))
+        return -1;
+    size_t k = (size_t)mix(h) & (t->cap - 1);
+    while (t->slot[k] >= 0) k = (k + 1) & (t->cap - 1);
+    t->slot[k] = t->count;
+    return t->count++;
+}
+
 typedef struct {
     /* the qrels, stored by query: pair keys, query codes, each query's first row, doc ids; an open-addressing
-     * table of (key, row) for the queries with many judgements (row -1: an empty slot) */
+     * table of (key, row) for the queries with many judgements (row -1: an empty slot); their query ids with
+     * each one's qrels code. Shared, read only, by the joiners of a file's parts. */
     const uint64_t *qkey;
     const int32_t *qcode;
     const int64_t *qstart, *qoff;
     const char *qdata;
-    struct { uint64_t key; int64_t row; } *table;
+    const struct Judgement { uint64_t key; int64_t row; } *table;
     size_t mask;
+    const IdTable *judged;
     int64_t lo, hi; /* the current query's judgements: qrels rows [lo, hi) */
     uint64_t judged_bits; /* bit (key >> 58) of each of them: a row whose bit is clear is not judged */
-    Py_ssize_t n_qrels_queries;
-    PyObject *judged_queries, *seen, *qids;
-    Column lengths, judged_query, judged_rank, judged_row;
+    /* what is kept: the run's query ids in first-seen order (the value: the line of the query's first row),
+     * each query's length, and each judged row's query, rank and qrels row */
+    IdTable seen;
+    CBuf lengths, judged_query, judged_rank, judged_row;
     /* the current query: its id, codes, rows stored so far, keys (for the repeat check) */
     char *q;
     size_t q_len, q_cap;
@@ -963,8 +1086,8 @@ typedef struct {
     size_t block_n, block_cap;
     BlockSet set;
     /* the current tie group: rows of the query whose scores equal as C floats, and their doc id bytes */
-    Member *group;
-    size_t group_n, group_cap;
+    Member *group, *spare; /* spare: the merge sort's other half */
+    size_t group_n, group_cap, spare_cap;
     char *docs;
     size_t docs_len, docs_cap;
     float group_score;
@@ -988,23 +1111,43 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
     return 0;
 }
 
-static const char *group_docs; /* the group's doc bytes, for the comparator (one parse at a time: the GIL) */
-
-/* doc id descending (strcmp on the bytes, a prefix before its extensions), then input order: a stable sort */
-static int member_cmp(const void *a, const void *b) {
-    const Member *x = a, *y = b;
+/* doc id descending (strcmp on the bytes, a prefix before its extensions), then input order */
+static inline int member_before(const Member *x, const Member *y, const char *docs) {
     size_t n = x->doc_len < y->doc_len ? x->doc_len : y->doc_len;
-    int c = memcmp(group_docs + y->doc_at, group_docs + x->doc_at, n);
-    if (c) return c;
-    if (x->doc_len != y->doc_len) return x->doc_len < y->doc_len ? 1 : -1;
-    return x->order < y->order ? -1 : 1;
+    int c = memcmp(docs + y->doc_at, docs + x->doc_at, n);
+    if (c) return c < 0;
+    if (x->doc_len != y->doc_len) return x->doc_len > y->doc_len;
+    return x->order < y->order;
 }
 
-/* Store the tie group: its rows take the query's next places in doc id descending order. */
+/* Sort a[0..n) by member_before with tmp[0..n) beside it (a merge sort: its order is a total one, and no
+ * global comparator state, as qsort would need, is shared by the parts' threads). */
+static void sort_members(Member *a, Member *tmp, size_t n, const char *docs) {
+    if (n < 2) return;
+    if (n <= 8) { /* insertion sort */
+        for (size_t i = 1; i < n; i++) {
+            Member m = a[i];
+            size_t k = i;
+            for (; k > 0 && member_before(&m, &a[k - 1], docs); k--) a[k] = a[k - 1];
+            a[k] = m;
+        }
+        return;
+    }
+    size_t half = n / 2, i = 0, k = half, o = 0;
+    sort_members(a, tmp, half, docs);
+    sort_members(a + half, tmp + half, n - half, docs);
+    while (i < half && k < n) tmp[o++] = member_before(&a[k], &a[i], docs) ? a[k++] : a[i++];
+    while (i < half) tmp[o++] = a[i++];
+    while (k < n) tmp[o++] = a[k++];
+    memcpy(a, tmp, n * sizeof *a);
+}
+
+/* Store the tie group: its rows take the query's next places in doc id descending order. 0, or -1 out of
+ * memory. */
 static int joiner_flush_group(Joiner *j) {
     if (j->group_n > 1) {
-        group_docs = j->docs;
-        qsort(j->group, j->group_n, sizeof *j->group, member_cmp);
+        if (grow((void **)&j->spare, &j->spare_cap, j->group_n, sizeof(Member))) return -1;
+        sort_members(j->group, j->spare, j->group_n, j->docs);
     }
     for (size_t i = 0; i < j->group_n; i++) {
         const Member *m = &j->group[i];
@@ -1017,8 +1160,8 @@ static int joiner_flush_group(Joiner *j) {
         j->have_prev = 1;
         if (m->qrow >= 0) {
             int32_t rank = (int32_t)(place + 1);
-            if (column_put(&j->judged_query, &j->code, sizeof j->code) ||
-                column_put(&j->judged_rank, &rank, sizeof rank) || column_put(&j->judged_row, &m->qrow, sizeof m->qrow))
+            if (cbuf_put(&j->judged_query, &j->code, sizeof j->code) || cbuf_put(&j->judged_rank, &rank, sizeof rank) ||
+                cbuf_put(&j->judged_row, &m->qrow, sizeof m->qrow))
                 return -1;
         }
     }
@@ -1030,35 +1173,22 @@ static int joiner_flush_group(Joiner *j) {
 static int joiner_end_query(Joiner *j) {
     if (j->code < 0) return 0;
     if (joiner_flush_group(j)) return -1;
-    return column_put(&j->lengths, &j->stored, sizeof j->stored);
+    return cbuf_put(&j->lengths, &j->stored, sizeof j->stored);
 }
 
-/* 0: a new query started; 1: declined (its rows came earlier: not grouped); -1: a Python error. */
+/* 0: a new query started; 1: declined (its rows came earlier: not grouped); -1: out of memory. */
 static int joiner_start_query(Joiner *j, const char *q, size_t n) {
     if (joiner_end_query(j)) return -1;
-    PyObject *key = PyBytes_FromStringAndSize(q, (Py_ssize_t)n);
-    if (!key) return -1;
-    int known = PyDict_Contains(j->seen, key);
-    if (known) {
-        Py_DECREF(key);
-        if (known < 0) return -1;
+    uint64_t h = query_hash(q, n);
+    if (idtable_find(&j->seen, h, q, n) >= 0) {
         j->decline = "the run's rows of a query are not contiguous";
         return 1;
     }
-    PyObject *number = PyLong_FromSsize_t(PyList_GET_SIZE(j->qids));
-    PyObject *qrels_code = number ? PyDict_GetItemWithError(j->judged_queries, key) : NULL;
-    int bad = !number || (!qrels_code && PyErr_Occurred()) || PyDict_SetItem(j->seen, key, number) ||
-              PyList_Append(j->qids, key);
-    Py_XDECREF(number);
-    Py_DECREF(key);
-    if (bad) return -1;
-    j->code = (int32_t)(PyList_GET_SIZE(j->qids) - 1);
-    long found = qrels_code ? PyLong_AsLong(qrels_code) : -1;
-    if (found < -1 || found >= j->n_qrels_queries) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a qrels query code is out of range");
-        return -1;
-    }
-    j->qrels_code = (int32_t)found;
+    int32_t code = idtable_add(&j->seen, h, q, n, (int64_t)j->line);
+    if (code < 0) return -1;
+    j->code = code;
+    int32_t found = idtable_find(j->judged, h, q, n);
+    j->qrels_code = found < 0 ? -1 : (int32_t)idtable_value(j->judged, found);
     j->lo = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code];
     j->hi = j->qrels_code < 0 ? 0 : j->qstart[j->qrels_code + 1];
     j->judged_bits = 0;
@@ -1066,7 +1196,7 @@ static int joiner_start_query(Joiner *j, const char *q, size_t n) {
     j->stored = 0;
     j->have_prev = 0;
     j->block_n = 0;
-    j->query_state = query_hash(q, n);
+    j->query_state = h;
     blockset_next(&j->set);
     return keep_copy(&j->q, &j->q_cap, &j->q_len, q, n);
 }
@@ -1201,7 +1331,7 @@ static inline int joiner_key_seen(Joiner *j, uint64_t key) {
     return 0;
 }
 
-/* One row (a data line's fields) into the joiner: 0, 1 when declined, -1 on a Python error. */
+/* One row (a data line's fields) into the joiner: 0, 1 when declined, -1 out of memory. */
 static int joiner_row(Joiner *j, const char **start, size_t *len) {
     double score;
     if (parse_double(start[4], len[4], &score)) {
@@ -1215,7 +1345,6 @@ static int joiner_row(Joiner *j, const char **start, size_t *len) {
     uint64_t key = pair_hash_after(j->query_state, start[2], len[2]);
     int repeated = joiner_key_seen(j, key);
     if (repeated < 0 || grow((void **)&j->block_keys, &j->block_cap, j->block_n + 1, sizeof(uint64_t))) {
-        PyErr_NoMemory();
         return -1;
     }
     if (repeated) {
@@ -1238,7 +1367,6 @@ static int joiner_row(Joiner *j, const char **start, size_t *len) {
         j->ranks_ok = 0;
     if (grow((void **)&j->group, &j->group_cap, j->group_n + 1, sizeof(Member)) ||
         grow((void **)&j->docs, &j->docs_cap, j->docs_len + len[2], 1)) {
-        PyErr_NoMemory();
         return -1;
     }
     Member *m = &j->group[j->group_n];
@@ -1253,7 +1381,7 @@ static int joiner_row(Joiner *j, const char **start, size_t *len) {
     return 0;
 }
 
-/* The complete lines in [p, end): 0, 1 when declined, -1 on a Python error. */
+/* The complete lines in [p, end): 0, 1 when declined, -1 out of memory. */
 static int joiner_lines(void *state, const char *p, const char *end) {
     Joiner *j = state;
     while (p < end) {
@@ -1286,24 +1414,236 @@ static int joiner_lines(void *state, const char *p, const char *end) {
     return 0;
 }
 
-/* parse_joined(path, keys uint64, qcodes int32, starts int64, doc_offsets int64, doc_data, judged_queries dict)
- * (starts: each qrels query's first row, and the row count) -> dict of
+/* A joiner for one part of a run, sharing the qrels' columns, table and query ids (read only). */
+static int joiner_open(Joiner *j, const Joiner *shared) {
+    memset(j, 0, sizeof *j);
+    j->qkey = shared->qkey;
+    j->qcode = shared->qcode;
+    j->qstart = shared->qstart;
+    j->qoff = shared->qoff;
+    j->qdata = shared->qdata;
+    j->table = shared->table;
+    j->mask = shared->mask;
+    j->judged = shared->judged;
+    j->code = -1;
+    j->ranks_ok = 1;
+    return idtable_init(&j->seen);
+}
+
+static void joiner_close(Joiner *j) {
+    idtable_free(&j->seen);
+    free(j->lengths.p);
+    free(j->judged_query.p);
+    free(j->judged_rank.p);
+    free(j->judged_row.p);
+    free(j->q);
+    free(j->block_keys);
+    free(j->set.key);
+    free(j->set.stamp);
+    free(j->group);
+    free(j->spare);
+    free(j->docs);
+}
+
+#define MAX_PARTS 8
+
+#ifdef HAVE_MMAP
+#include <pthread.h>
+
+/* One part of a mapped run, the lines in [from, to), read by its own joiner: those before the mapping's stop
+ * from the mapping, the rest (the part that ends at the file's end) from the padded tail. */
+typedef struct {
+    const Mapping *m;
+    size_t from, to;
+    int status;
+    Joiner *j;
+} Part;
+
+static void *part_read(void *arg) {
+    Part *part = arg;
+    const Mapping *m = part->m;
+    part->status = mapping_lines(m, part->from, part->to < m->stop ? part->to : m->stop, joiner_lines, part->j);
+    if (part->status == 0 && part->from <= m->stop && part->to > m->stop) part->status = mapping_tail(m, joiner_lines, part->j);
+    if (part->status == 0 && joiner_end_query(part->j)) part->status = -1;
+    return NULL;
+}
+
+/* The first field of the line at p (before limit): its start, and its length in *n (0: a blank line). */
+static const char *first_field(const char *p, const char *limit, size_t *n) {
+    while (p < limit && is_blank(*p)) p++;
+    const char *s = p;
+    while (p < limit && *p != '\n' && !is_blank(*p)) p++;
+    *n = (size_t)(p - s);
+    return s;
+}
+
+/* The start of the first data line after from's line whose query id differs from the data line before it
+ * (blank and comment lines are passed over), so that no query's rows fall on both sides; a boundary past the
+ * mapping's stop (among the lines the tail copy reads) or none at all is the file's end. */
+static size_t query_boundary(const Mapping *m, size_t from) {
+    size_t found = m->size;
+    const char *limit = m->map + m->size, *p = memchr(m->map + from, '\n', m->size - from);
+    const char *prev = NULL;
+    size_t prev_n = 0;
+    for (p = p ? p + 1 : limit; p < limit;) {
+        size_t n;
+        const char *q = first_field(p, limit, &n);
+        if (n && *q != '#') {
+            if (prev && (n != prev_n || memcmp(q, prev, n) != 0)) {
+                found = (size_t)(p - m->map);
+                break;
+            }
+            prev = q;
+            prev_n = n;
+        }
+        const char *eol = memchr(p, '\n', (size_t)(limit - p));
+        p = eol ? eol + 1 : limit;
+    }
+    return found <= m->stop ? found : m->size;
+}
+
+/* The parts a mapped run of this size is read in: one per core, each at least split bytes, at most MAX_PARTS;
+ * a negative split asks for exactly -split parts (up to MAX_PARTS) whatever the cores (the tests' knob). */
+static int parts_for(size_t size, Py_ssize_t split) {
+    if (split < 0) return -split > MAX_PARTS ? MAX_PARTS : (int)-split;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t by_size = split <= 0 ? MAX_PARTS : size / (size_t)split;
+    size_t n = by_size < (size_t)(cores > 0 ? cores : 1) ? by_size : (size_t)(cores > 0 ? cores : 1);
+    return n < 1 ? 1 : n > MAX_PARTS ? MAX_PARTS : (int)n;
+}
+
+/* The mapped run read by parts, each in a thread of its own (the last in this one), into joiners j[0..*count):
+ * 0, 1 when a part declined, -1 out of memory. Runs without the GIL. */
+static int read_parts(const Mapping *m, Joiner *j, int parts, int *count) {
+    size_t at[MAX_PARTS + 1];
+    at[0] = 0;
+    for (int i = 1; i < parts; i++) {
+        size_t b = query_boundary(m, m->stop * (size_t)i / (size_t)parts);
+        at[i] = b > at[i - 1] ? b : at[i - 1];
+    }
+    at[parts] = m->size;
+    Part part[MAX_PARTS];
+    pthread_t thread[MAX_PARTS];
+    int started[MAX_PARTS] = {0};
+    for (int i = 0; i < parts; i++) {
+        part[i] = (Part){m, at[i], at[i + 1], 0, &j[i]};
+        if (i < parts - 1) started[i] = pthread_create(&thread[i], NULL, part_read, &part[i]) == 0;
+    }
+    part_read(&part[parts - 1]);
+    for (int i = 0; i < parts - 1; i++) {
+        if (started[i])
+            pthread_join(thread[i], NULL);
+        else
+            part_read(&part[i]); /* no thread to be had: read here */
+    }
+    *count = parts;
+    for (int i = 0; i < parts; i++)
+        if (part[i].status) return part[i].status;
+    return 0;
+}
+#endif
+
+/* The parts' joiners as one: the first that declined (its line counted from the file's start), or a query of
+ * one part seen in an earlier one (rows not contiguous); 0, 1 declined (reason and line in *first), -1 out of
+ * memory. Their outputs are left for parse_joined to concatenate. */
+static int parts_agree(Joiner *j, int count) {
+    Py_ssize_t before = 0; /* lines in the parts before */
+    for (int i = 0; i < count; i++) {
+        if (j[i].decline) {
+            j[0].decline = j[i].decline;
+            j[0].decline_line = before + j[i].decline_line;
+            return 1;
+        }
+        for (int32_t k = 0; i > 0 && k < j[i].seen.count; k++) {
+            size_t n;
+            const char *id = idtable_id(&j[i].seen, k, &n);
+            uint64_t h = ((const uint64_t *)(const void *)j[i].seen.hashes.p)[k];
+            for (int e = 0; e < i; e++)
+                if (idtable_find(&j[e].seen, h, id, n) >= 0) {
+                    j[0].decline = "the run's rows of a query are not contiguous";
+                    j[0].decline_line = before + (Py_ssize_t)idtable_value(&j[i].seen, k);
+                    return 1;
+                }
+        }
+        before += j[i].line;
+    }
+    return 0;
+}
+
+/* The parts' outputs concatenated into the result dict (their query codes renumbered after the earlier parts'). */
+static PyObject *joined_result(Joiner *j, int count) {
+    PyObject *qids = PyList_New(0), *result = NULL;
+    PyObject *lengths = PyByteArray_FromStringAndSize(NULL, 0), *query = PyByteArray_FromStringAndSize(NULL, 0),
+             *rank = PyByteArray_FromStringAndSize(NULL, 0), *row = PyByteArray_FromStringAndSize(NULL, 0);
+    int ranks_ok = 1, ok = qids && lengths && query && rank && row;
+    long long up = 0, down = 0, rows = 0;
+    int32_t base = 0;
+    for (int i = 0; ok && i < count; i++) {
+        for (int32_t k = 0; ok && k < j[i].seen.count; k++) {
+            size_t n;
+            const char *id = idtable_id(&j[i].seen, k, &n);
+            PyObject *b = PyBytes_FromStringAndSize(id, (Py_ssize_t)n);
+            ok = b && PyList_Append(qids, b) == 0;
+            Py_XDECREF(b);
+        }
+        int32_t *codes = (int32_t *)(void *)j[i].judged_query.p;
+        for (size_t k = 0; k < j[i].judged_query.used / sizeof(int32_t); k++) codes[k] += base;
+        ok = ok && !PyByteArray_Resize(lengths, PyByteArray_GET_SIZE(lengths) + (Py_ssize_t)j[i].lengths.used);
+        if (ok && j[i].lengths.used)
+            memcpy(PyByteArray_AS_STRING(lengths) + PyByteArray_GET_SIZE(lengths) - j[i].lengths.used, j[i].lengths.p,
+                   j[i].lengths.used);
+        PyObject *into[3] = {query, rank, row};
+        CBuf *from[3] = {&j[i].judged_query, &j[i].judged_rank, &j[i].judged_row};
+        for (int c = 0; ok && c < 3; c++) {
+            Py_ssize_t had = PyByteArray_GET_SIZE(into[c]);
+            ok = !PyByteArray_Resize(into[c], had + (Py_ssize_t)from[c]->used);
+            if (ok && from[c]->used) memcpy(PyByteArray_AS_STRING(into[c]) + had, from[c]->p, from[c]->used);
+        }
+        base += j[i].seen.count;
+        ranks_ok &= j[i].ranks_ok;
+        up += j[i].up;
+        down += j[i].down;
+        rows += j[i].rows;
+    }
+    if (ok)
+        result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:L}", "qids", qids, "lengths", lengths,
+                               "judged_query", query, "judged_rank", rank, "judged_row", row, "ranks_ok",
+                               ranks_ok ? Py_True : Py_False, "up", up, "down", down, "rows", rows);
+    Py_XDECREF(qids);
+    Py_XDECREF(lengths);
+    Py_XDECREF(query);
+    Py_XDECREF(rank);
+    Py_XDECREF(row);
+    return result;
+}
+
+/* parse_joined(path, keys uint64, qcodes int32, starts int64, doc_offsets int64, doc_data, judged_queries dict
+ * [, split]) (starts: each qrels query's first row, and the row count) -> dict of
  * qids (run query ids, first-seen order), lengths (int64 rows of each), judged_query (int32 first-seen code),
  * judged_rank (int32, 1-based, trec_eval 9's order), judged_row (int64 qrels row) of each judged row in stored
  * order, ranks_ok, up, down (adjacent pairs of the rank column, stored order, within a query) and rows; or
- * ("decline", reason, line). */
+ * ("decline", reason, line). A mapped file is read in parts of at least split bytes (default 32 MB), one a
+ * core, each cut where a query ends and read in a thread of its own, without the GIL; the parts' outputs are
+ * the one pass's, concatenated. A split below 4 MB maps files that small too; a negative one asks for -split
+ * parts whatever the cores (both for tests). */
 static PyObject *parse_joined(PyObject *self, PyObject *args) {
     PyObject *path_bytes = NULL, *judged_queries = NULL, *result = NULL;
     Py_buffer kb, cb, sb, ob, db;
-    if (!PyArg_ParseTuple(args, "O&y*y*y*y*y*O!", PyUnicode_FSConverter, &path_bytes, &kb, &cb, &sb, &ob, &db,
-                          &PyDict_Type, &judged_queries))
+    Py_ssize_t split = (Py_ssize_t)32 << 20;
+    if (!PyArg_ParseTuple(args, "O&y*y*y*y*y*O!|n", PyUnicode_FSConverter, &path_bytes, &kb, &cb, &sb, &ob, &db,
+                          &PyDict_Type, &judged_queries, &split))
         return NULL;
-    Joiner j;
-    memset(&j, 0, sizeof j);
-    j.code = -1;
-    j.ranks_ok = 1;
-    Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
+    Joiner shared, j[MAX_PARTS];
+    IdTable judged;
+    int count = 0, status = 0;
+    memset(&shared, 0, sizeof shared);
+    struct Judgement *table = NULL;
     FILE *f = NULL;
+    if (idtable_init(&judged)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = kb.len / (Py_ssize_t)sizeof(uint64_t);
     Py_ssize_t n_queries = sb.len / (Py_ssize_t)sizeof(int64_t) - 1;
     const int64_t *qstart = sb.buf;
     int valid = cb.len == n * (Py_ssize_t)sizeof(int32_t) && ob.len == (n + 1) * (Py_ssize_t)sizeof(int64_t) &&
@@ -1315,72 +1655,96 @@ static PyObject *parse_joined(PyObject *self, PyObject *args) {
     }
     size_t cap = 16;
     while (cap < (size_t)n * 2) cap *= 2;
-    j.table = malloc(cap * sizeof *j.table);
-    if (!j.table) {
+    table = malloc(cap * sizeof *table);
+    if (!table) {
         PyErr_NoMemory();
         goto done;
     }
-    memset(j.table, 0xff, cap * sizeof *j.table); /* every row -1: empty */
-    j.mask = cap - 1;
-    j.qkey = kb.buf;
-    j.qcode = cb.buf;
-    j.qstart = qstart;
-    j.n_qrels_queries = n_queries;
-    j.qoff = ob.buf;
-    j.qdata = db.buf;
+    memset(table, 0xff, cap * sizeof *table); /* every row -1: empty */
+    const uint64_t *qkey = kb.buf;
     for (Py_ssize_t r = 0; r < n; r++) {
-        size_t slot = (size_t)mix(j.qkey[r]) & j.mask;
-        while (j.table[slot].row >= 0) slot = (slot + 1) & j.mask;
-        j.table[slot].key = j.qkey[r];
-        j.table[slot].row = r;
+        size_t slot = (size_t)mix(qkey[r]) & (cap - 1);
+        while (table[slot].row >= 0) slot = (slot + 1) & (cap - 1);
+        table[slot].key = qkey[r];
+        table[slot].row = r;
     }
-    j.judged_queries = judged_queries;
-    j.seen = PyDict_New();
-    j.qids = PyList_New(0);
-    if (!j.seen || !j.qids || column_open(&j.lengths, 1 << 16) || column_open(&j.judged_query, 1 << 16) ||
-        column_open(&j.judged_rank, 1 << 16) || column_open(&j.judged_row, 1 << 17))
-        goto done;
+    /* the qrels' query ids, each with its code, as C data the parts' threads can read */
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(judged_queries, &pos, &key, &value)) {
+        long code = PyLong_Check(value) ? PyLong_AsLong(value) : -2;
+        if (!PyBytes_Check(key) || code < 0 || code >= n_queries) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "judged_queries maps query id bytes to codes");
+            goto done;
+        }
+        const char *id = PyBytes_AS_STRING(key);
+        size_t len = (size_t)PyBytes_GET_SIZE(key);
+        if (idtable_add(&judged, query_hash(id, len), id, len, code) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    shared.qkey = qkey;
+    shared.qcode = cb.buf;
+    shared.qstart = qstart;
+    shared.qoff = ob.buf;
+    shared.qdata = db.buf;
+    shared.table = table;
+    shared.mask = cap - 1;
+    shared.judged = &judged;
     f = fopen(PyBytes_AS_STRING(path_bytes), "rb");
     if (!f) {
         PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_bytes);
         goto done;
     }
-    int status = read_pieces(f, path_bytes, joiner_lines, &j);
-    if (status == 0 && joiner_end_query(&j)) status = -1;
-    if (status == 0 && j.rows == 0) {
-        j.decline = "the run has no data lines";
+#ifdef HAVE_MMAP
+    struct stat st;
+    Mapping m;
+    size_t least = split < (Py_ssize_t)(PIECE / 4) ? (size_t)(split > 0 ? split : 1) : PIECE / 4;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= least &&
+        mapping_open(&m, fileno(f), (size_t)st.st_size) == 0) {
+        int parts = parts_for(m.size, split);
+        for (; count < parts; count++)
+            if (joiner_open(&j[count], &shared)) {
+                count++;
+                status = -1;
+                break;
+            }
+        if (status == 0) {
+            Py_BEGIN_ALLOW_THREADS status = read_parts(&m, j, parts, &count);
+            Py_END_ALLOW_THREADS
+        }
+        mapping_close(&m);
+    } else
+#endif
+    {
+        if (joiner_open(&j[0], &shared)) {
+            count = 1;
+            status = -1;
+        } else {
+            count = 1;
+            status = read_pieces(f, path_bytes, joiner_lines, &j[0]);
+            if (status == 0 && joiner_end_query(&j[0])) status = -1;
+        }
+    }
+    if (status >= 0 && count) status = parts_agree(j, count);
+    long long rows = 0;
+    for (int i = 0; i < count; i++) rows += j[i].rows;
+    if (status == 0 && rows == 0) {
+        j[0].decline = "the run has no data lines";
         status = 1;
     }
-    if (status == 1) {
-        result = Py_BuildValue("(ssn)", "decline", j.decline, j.decline_line);
-    } else if (status == 0) {
-        PyObject *lengths = column_close(&j.lengths), *query = column_close(&j.judged_query),
-                 *rank = column_close(&j.judged_rank), *row = column_close(&j.judged_row);
-        if (lengths && query && rank && row)
-            result = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:O,s:L,s:L,s:L}", "qids", j.qids, "lengths", lengths,
-                                   "judged_query", query, "judged_rank", rank, "judged_row", row, "ranks_ok",
-                                   j.ranks_ok ? Py_True : Py_False, "up", (long long)j.up, "down", (long long)j.down,
-                                   "rows", (long long)j.rows);
-        Py_XDECREF(lengths);
-        Py_XDECREF(query);
-        Py_XDECREF(rank);
-        Py_XDECREF(row);
-    }
+    if (status == 1)
+        result = Py_BuildValue("(ssn)", "decline", j[0].decline, j[0].decline_line);
+    else if (status == 0)
+        result = joined_result(j, count);
+    else if (!PyErr_Occurred())
+        PyErr_NoMemory();
 done:
     if (f) fclose(f);
-    Py_XDECREF(j.lengths.bytes);
-    Py_XDECREF(j.judged_query.bytes);
-    Py_XDECREF(j.judged_rank.bytes);
-    Py_XDECREF(j.judged_row.bytes);
-    Py_XDECREF(j.seen);
-    Py_XDECREF(j.qids);
-    free(j.table);
-    free(j.q);
-    free(j.block_keys);
-    free(j.set.key);
-    free(j.set.stamp);
-    free(j.group);
-    free(j.docs);
+    for (int i = 0; i < count; i++) joiner_close(&j[i]);
+    idtable_free(&judged);
+    free(table);
     PyBuffer_Release(&kb);
     PyBuffer_Release(&cb);
     PyBuffer_Release(&sb);
