@@ -646,6 +646,7 @@ static inline int64_t gallop(const int32_t *docs, int64_t lo, int64_t end, int32
 }
 
 enum { SELECT_BUCKETS = 2048, SELECT_MIN_K = 64 }; /* select_top: its histogram, and from which k it pays */
+enum { TOP_BLOCK = 64 }; /* offer_above_blocks: slots a block */
 
 typedef struct {
     double s;
@@ -665,6 +666,7 @@ typedef struct {
     uint32_t *hist;   /* select_top's bucket counts */
     Scored *pairs;    /* the exhaustive path's candidates, and room to merge-sort them */
     int64_t pairs_cap;
+    double *block_max; /* offer_above_blocks' maximum of each block of slots */
     int64_t n_touched;
     int32_t bad_doc; /* a document id outside 0..n_docs-1 was met (a damaged index): >= 0 when set */
 } Scratch;
@@ -697,7 +699,8 @@ static int scratch_dense(Scratch *s, int32_t n_docs) {
     s->touched = malloc(slots * sizeof(int32_t));
     s->vals = malloc(slots * sizeof(double));
     s->hist = malloc(SELECT_BUCKETS * sizeof(uint32_t));
-    return (s->acc && s->seen && s->touched && s->vals && s->hist) ? 0 : -1;
+    s->block_max = malloc((slots / TOP_BLOCK + 1) * sizeof(double));
+    return (s->acc && s->seen && s->touched && s->vals && s->hist && s->block_max) ? 0 : -1;
 }
 
 /* First position in [lo, end) whose document is >= target, by binary search. */
@@ -1072,7 +1075,8 @@ static int64_t collect_marked(const Postings *P, Scratch *S) {
 }
 
 /* Offer the marked documents to the heap in index order, resetting their slots: for a shallow top k, where the
- * heap is cheap (a later document loses a tie, so one that only ties the worst kept need not be offered). */
+ * heap is cheap (a later document loses a tie, so one that only ties the worst kept need not be offered). The
+ * reference for offer_above_blocks, and its way when that cannot place a threshold. */
 static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
     unsigned char *seen = S->seen;
     double *acc = S->acc;
@@ -1094,6 +1098,62 @@ static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
         }
         memset(seen + base, 0, 8);
     }
+}
+
+/* The shallow top k (h->cap < SELECT_MIN_K) of the marked documents, resetting every slot. One pass takes the
+ * maximum of each block of TOP_BLOCK slots (a loop the compiler vectorises) and keeps the k largest positive
+ * maxima: they are the scores of k distinct documents (an unmarked slot holds 0.0, so a positive maximum is a
+ * marked document's), so the k-th of them, theta, is at most the k-th best score, and a document below theta
+ * cannot be in the top k. Only the blocks whose maximum reaches theta (about k of them) are read again, and
+ * only their documents at or above theta are offered to the heap, in index order: the heap's result over
+ * every document, in the same order, with a few dozen offers instead of one per document that beats the
+ * worst kept so far (on SciFact's claims at top 10, about 55 offers and most of the selection's time).
+ * Returns 0, having changed nothing, when fewer than k blocks have a positive maximum or a score is NaN
+ * (which a maximum would skip) or infinite: offer_marked then does it. */
+static int offer_above_blocks(const Postings *P, Heap *h, Scratch *S) {
+    double *acc = S->acc, *block_max = S->block_max;
+    int64_t k = h->cap, have = 0, n_docs = P->n_docs, n_blocks = (n_docs + TOP_BLOCK - 1) / TOP_BLOCK;
+    double best[SELECT_MIN_K]; /* the largest block maxima so far, ascending: best[0] is the k-th */
+    double odd = 0.0;          /* stays 0 unless a score is NaN or infinite (x - x is then NaN) */
+    int64_t padded = (n_docs + 7) / 8 * 8; /* the slots past the last document are padding, always 0.0 */
+    for (int64_t b = 0; b < n_blocks; b++) {
+        int64_t lo = b * TOP_BLOCK, hi = lo + TOP_BLOCK < padded ? lo + TOP_BLOCK : padded;
+        /* eight lanes, no test or branch on the data: the compiler turns this into vector max and add (the
+         * conditional is exactly a max instruction's) */
+        double lane[8] = {0.0}, check[8] = {0.0};
+        for (int64_t d = lo; d < hi; d += 8)
+            for (int j = 0; j < 8; j++) {
+                double x = acc[d + j];
+                lane[j] = x > lane[j] ? x : lane[j];
+                check[j] += x - x;
+            }
+        double top = 0.0;
+        for (int j = 0; j < 8; j++) {
+            top = lane[j] > top ? lane[j] : top;
+            odd += check[j];
+        }
+        block_max[b] = top;
+        if (!(top > 0.0)) continue;
+        int64_t i;
+        if (have < k) { /* room: insert in place */
+            for (i = have++; i > 0 && best[i - 1] > top; i--) best[i] = best[i - 1];
+            best[i] = top;
+        } else if (top > best[0]) { /* full: drop the smallest, insert in place */
+            for (i = 0; i + 1 < k && best[i + 1] < top; i++) best[i] = best[i + 1];
+            best[i] = top;
+        }
+    }
+    if (odd != 0.0 || have < k) return 0;
+    double theta = best[0];
+    for (int64_t b = 0; b < n_blocks; b++) {
+        if (block_max[b] < theta) continue;
+        int64_t lo = b * TOP_BLOCK, hi = lo + TOP_BLOCK < n_docs ? lo + TOP_BLOCK : n_docs;
+        for (int64_t d = lo; d < hi; d++)
+            if (acc[d] >= theta) heap_offer(h, acc[d], (int32_t)d);
+    }
+    memset(acc, 0, (size_t)n_docs * sizeof(double));
+    memset(S->seen, 0, (size_t)n_docs);
+    return 1;
 }
 
 /* The top k (h->cap) of n documents met in index order (doc ascending) with scores v, for a deep k, many equal
@@ -1266,7 +1326,10 @@ static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratc
     }
     if (!all_docs && total >= P->n_docs / 8) {
         for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
-        if (h->cap < SELECT_MIN_K) return offer_marked(P, h, S);
+        if (h->cap < SELECT_MIN_K) {
+            if (!offer_above_blocks(P, h, S)) offer_marked(P, h, S);
+            return;
+        }
         if (!signed_weights) {
             int done = select_above_sample(P, h, S);
             if (done > 0) return;
@@ -1476,6 +1539,7 @@ done:
     free(S.cand);
     free(S.touched);
     free(S.hist);
+    free(S.block_max);
     free(S.vals);
     free(S.pairs);
     PyBuffer_Release(&twb);
