@@ -1033,6 +1033,19 @@ static inline void accumulate_marked(const Postings *P, const Cursor *c, Scratch
     }
 }
 
+/* accumulate_marked without the marks, for offer_above_blocks, which finds the documents met by their scores
+ * (a store fewer a posting: 10% of the kernel on SciFact's claims at top 10). */
+static inline void accumulate_unmarked(const Postings *P, const Cursor *c, Scratch *S) {
+    double *acc = S->acc, w = c->w;
+    const int32_t *docs = P->docs;
+    const double *tw = P->tw;
+    for (int64_t j = c->pos; j < c->end; j++) {
+        int32_t d = docs[j];
+        if (!doc_ok(P, S, d)) break;
+        acc[d] += w * tw[j];
+    }
+}
+
 /* Room in S->pairs for n pairs and as many again to merge-sort them through. */
 static int reserve_pairs(Scratch *S, int64_t n) {
     if (S->pairs_cap >= 2 * n) return 0;
@@ -1100,16 +1113,17 @@ static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
     }
 }
 
-/* The shallow top k (h->cap < SELECT_MIN_K) of the marked documents, resetting every slot. One pass takes the
- * maximum of each block of TOP_BLOCK slots (a loop the compiler vectorises) and keeps the k largest positive
- * maxima: they are the scores of k distinct documents (an unmarked slot holds 0.0, so a positive maximum is a
- * marked document's), so the k-th of them, theta, is at most the k-th best score, and a document below theta
+/* The shallow top k (h->cap < SELECT_MIN_K) of the documents met, accumulated without marks, resetting every
+ * slot. One pass takes the maximum of each block of TOP_BLOCK slots (a loop the compiler vectorises) and keeps
+ * the k largest positive maxima: they are the scores of k distinct documents (a slot no posting reached holds
+ * 0.0, so a positive maximum is a document met), so the k-th of them, theta, is at most the k-th best score, and a document below theta
  * cannot be in the top k. Only the blocks whose maximum reaches theta (about k of them) are read again, and
  * only their documents at or above theta are offered to the heap, in index order: the heap's result over
  * every document, in the same order, with a few dozen offers instead of one per document that beats the
  * worst kept so far (on SciFact's claims at top 10, about 55 offers and most of the selection's time).
- * Returns 0, having changed nothing, when fewer than k blocks have a positive maximum or a score is NaN
- * (which a maximum would skip) or infinite: offer_marked then does it. */
+ * Returns 0, having changed nothing, when fewer than k blocks have a positive maximum (documents met that
+ * score 0 may then belong in the top k, and only marks tell them from slots no posting reached) or a score is
+ * NaN (which a maximum would skip) or infinite: the caller then accumulates again with marks. */
 static int offer_above_blocks(const Postings *P, Heap *h, Scratch *S) {
     double *acc = S->acc, *block_max = S->block_max;
     int64_t k = h->cap, have = 0, n_docs = P->n_docs, n_blocks = (n_docs + TOP_BLOCK - 1) / TOP_BLOCK;
@@ -1152,7 +1166,6 @@ static int offer_above_blocks(const Postings *P, Heap *h, Scratch *S) {
             if (acc[d] >= theta) heap_offer(h, acc[d], (int32_t)d);
     }
     memset(acc, 0, (size_t)n_docs * sizeof(double));
-    memset(S->seen, 0, (size_t)n_docs);
     return 1;
 }
 
@@ -1324,12 +1337,16 @@ static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratc
         total += cur[i].end - cur[i].pos;
         signed_weights |= !(cur[i].w > 0.0);
     }
+    if (!all_docs && total >= P->n_docs / 8 && h->cap < SELECT_MIN_K) {
+        for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_unmarked(P, &cur[i], S);
+        if (offer_above_blocks(P, h, S)) return;
+        /* no threshold (few documents scored above 0, or a NaN): once more with marks, offering every one */
+        memset(S->acc, 0, (size_t)P->n_docs * sizeof(double));
+        for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
+        return offer_marked(P, h, S);
+    }
     if (!all_docs && total >= P->n_docs / 8) {
         for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
-        if (h->cap < SELECT_MIN_K) {
-            if (!offer_above_blocks(P, h, S)) offer_marked(P, h, S);
-            return;
-        }
         if (!signed_weights) {
             int done = select_above_sample(P, h, S);
             if (done > 0) return;
