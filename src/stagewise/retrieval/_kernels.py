@@ -122,6 +122,22 @@ def find_terms(vocab_offsets: np.ndarray, vocab_data: np.ndarray, terms: Sequenc
     return out
 
 
+def vocab_table(vocab_offsets: np.ndarray, vocab_data: np.ndarray) -> np.ndarray | None:
+    """A hash table of the vocabulary's term ids for :func:`lookup_terms` (built once per index and kept), or
+    ``None`` without the compiled extension."""
+    if native is None:
+        return None
+    return np.frombuffer(native.vocab_table(vocab_offsets, vocab_data), dtype=np.int32)
+
+
+def lookup_terms(vocab_offsets: np.ndarray, vocab_data: np.ndarray, table: np.ndarray | None, terms: list[str]):
+    """Each term's index in the sorted vocabulary, -1 when absent: :func:`find_terms` through ``table`` (a hash
+    and one compare a term instead of a binary search), or through :func:`find_terms` when ``table`` is None."""
+    if native is not None and table is not None:
+        return np.frombuffer(native.lookup_terms(vocab_offsets, vocab_data, table, terms), dtype=np.int32)
+    return np.maximum(find_terms(vocab_offsets, vocab_data, terms, use_native=native is not None), -1)
+
+
 # --------------------------------------------------------------------------------------------------- search
 
 
