@@ -80,3 +80,24 @@ def test_the_best_documents_in_one_block() -> None:
     top = index.topk([["hot"]], k=10, strategy="exhaustive")
     assert top.docs.tolist() == list(range(n_docs - 10, n_docs))
     _assert_same(top, _numpy_topk(index, [["hot"]], k=10))
+
+
+def test_a_weight_that_is_not_finite_takes_the_marked_path() -> None:
+    """A NaN in the length norms (which the parameters' checks rule out; here passed to the kernel directly)
+    makes a NaN term weight: the block maxima would skip that document, so the query goes the marked way,
+    which offers it, and the result is what the kernel gave before the block maxima (recorded from it)."""
+    index = BM25Index.from_tokens([["t", "u"] if d % 7 else ["t", "v", "w"] for d in range(800)])
+    norm = np.array(index._norm(index.scoring.b), dtype=np.float64)
+    norm[3] = np.nan
+    term = int(_kernels.find_terms(index.vocab_offsets, index.vocab_data, ["t"])[0])
+    postings = _kernels.Postings(index.term_ptr, index.post_docs, index.post_tf, index.doc_len, index.max_tf,
+                                 index.min_dl)  # fmt: skip
+    q = (np.array([0, 1]), np.array([term], dtype=np.int32), np.array([1.0]), np.array([10.0]))
+    for strategy in (_kernels.STRATEGY_EXHAUSTIVE, _kernels.STRATEGY_AUTO):
+        _, docs, scores = _kernels.search(postings, norm, *q, 10, 0, 1.2, 0.0, strategy)
+        assert docs.tolist() == list(range(1, 11))
+        assert (
+            np.isnan(scores[2])
+            and scores[6] == 0.8595512017314045
+            and (np.delete(scores, [2, 6]) == 1.0282054775855023).all()
+        )

@@ -1233,14 +1233,16 @@ static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
  * every document, in the same order, with a few dozen offers instead of one per document that beats the
  * worst kept so far (on SciFact's claims at top 10, about 55 offers and most of the selection's time).
  * Returns 0, having changed nothing, when fewer than k blocks have a positive maximum (documents met that
- * score 0 may then belong in the top k, and only marks tell them from slots no posting reached) or a score is
- * NaN (which a maximum would skip) or infinite: the caller then accumulates again with marks. */
-/* The largest of a[0..n) and 0.0 (n a multiple of 8), adding x - x of each x to *odd (0 unless an x is NaN or
- * infinite; a NaN is skipped by the maximum, as x > top is false). No test or branch on the data: with SSE2
- * (every x86-64) two slots an instruction, in four independent chains; GCC did not vectorise the plain loop. */
-static inline double block_top(const double *a, int64_t n, double *odd) {
+ * score 0 may then belong in the top k, and only marks tell them from slots no posting reached): the caller
+ * then accumulates again with marks. Called only when every weight and cached term weight of the query is
+ * finite, so no score is NaN (which a maximum would skip; finite terms of BM25's size cannot sum to
+ * infinity, nor then to NaN). */
+/* The largest of a[0..n) and 0.0 (n a multiple of 8; a NaN would be skipped, as x > top is false: the caller
+ * makes sure there is none). No test or branch on the data: with SSE2 (every x86-64) two slots an instruction,
+ * in four independent chains; GCC did not vectorise the plain loop. */
+static inline double block_top(const double *a, int64_t n) {
 #if defined(__SSE2__)
-    __m128d m0 = _mm_setzero_pd(), m1 = m0, m2 = m0, m3 = m0, c0 = m0, c1 = m0, c2 = m0, c3 = m0;
+    __m128d m0 = _mm_setzero_pd(), m1 = m0, m2 = m0, m3 = m0;
     for (int64_t i = 0; i < n; i += 8) {
         __m128d x0 = _mm_loadu_pd(a + i), x1 = _mm_loadu_pd(a + i + 2);
         __m128d x2 = _mm_loadu_pd(a + i + 4), x3 = _mm_loadu_pd(a + i + 6);
@@ -1248,24 +1250,13 @@ static inline double block_top(const double *a, int64_t n, double *odd) {
         m1 = _mm_max_pd(x1, m1);
         m2 = _mm_max_pd(x2, m2);
         m3 = _mm_max_pd(x3, m3);
-        c0 = _mm_add_pd(c0, _mm_sub_pd(x0, x0));
-        c1 = _mm_add_pd(c1, _mm_sub_pd(x1, x1));
-        c2 = _mm_add_pd(c2, _mm_sub_pd(x2, x2));
-        c3 = _mm_add_pd(c3, _mm_sub_pd(x3, x3));
     }
-    double m[2], c[2];
+    double m[2];
     _mm_storeu_pd(m, _mm_max_pd(_mm_max_pd(m0, m1), _mm_max_pd(m2, m3)));
-    _mm_storeu_pd(c, _mm_add_pd(_mm_add_pd(c0, c1), _mm_add_pd(c2, c3)));
-    *odd += c[0] + c[1];
     return m[1] > m[0] ? m[1] : m[0];
 #else
-    double top = 0.0, check = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double x = a[i];
-        top = x > top ? x : top;
-        check += x - x;
-    }
-    *odd += check;
+    double top = 0.0;
+    for (int64_t i = 0; i < n; i++) top = a[i] > top ? a[i] : top;
     return top;
 #endif
 }
@@ -1274,11 +1265,10 @@ static int offer_above_blocks(const Postings *P, Heap *h, Scratch *S) {
     double *acc = S->acc, *block_max = S->block_max;
     int64_t k = h->cap, have = 0, n_docs = P->n_docs, n_blocks = (n_docs + TOP_BLOCK - 1) / TOP_BLOCK;
     double best[SELECT_MIN_K]; /* the largest block maxima so far, ascending: best[0] is the k-th */
-    double odd = 0.0;          /* stays 0 unless a score is NaN or infinite (x - x is then NaN) */
     int64_t padded = (n_docs + 7) / 8 * 8; /* the slots past the last document are padding, always 0.0 */
     for (int64_t b = 0; b < n_blocks; b++) {
         int64_t lo = b * TOP_BLOCK, hi = lo + TOP_BLOCK < padded ? lo + TOP_BLOCK : padded;
-        double top = block_top(acc + lo, hi - lo, &odd);
+        double top = block_top(acc + lo, hi - lo);
         block_max[b] = top;
         if (!(top > 0.0)) continue;
         int64_t i;
@@ -1290,7 +1280,7 @@ static int offer_above_blocks(const Postings *P, Heap *h, Scratch *S) {
             best[i] = top;
         }
     }
-    if (odd != 0.0 || have < k) return 0;
+    if (have < k) return 0;
     double theta = best[0];
     for (int64_t b = 0; b < n_blocks; b++) {
         if (block_max[b] < theta) continue;
@@ -1463,14 +1453,14 @@ static int select_above_sample(const Postings *P, Heap *h, Scratch *S) {
  *  - sparse: each document is listed the first time it is met, and only those slots are read and reset, so a
  *    query costs its postings, not the corpus size.
  * all_docs, which ranks documents matching no term too, reads every slot. */
-static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs) {
+static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratch *S, int all_docs, int finite) {
     int64_t total = 0;
     int signed_weights = 0;
     for (size_t i = 0; i < m; i++) {
         total += cur[i].end - cur[i].pos;
         signed_weights |= !(cur[i].w > 0.0);
     }
-    if (!all_docs && total >= P->n_docs / 8 && h->cap < SELECT_MIN_K) {
+    if (!all_docs && finite && total >= P->n_docs / 8 && h->cap < SELECT_MIN_K) {
         for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_unmarked(P, &cur[i], S);
         if (offer_above_blocks(P, h, S)) return;
         /* no threshold (few documents scored above 0, or a NaN): once more with marks, offering every one */
@@ -1480,6 +1470,7 @@ static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratc
     }
     if (!all_docs && total >= P->n_docs / 8) {
         for (size_t i = m; i-- > 0 && S->bad_doc < 0;) accumulate_marked(P, &cur[i], S);
+        if (h->cap < SELECT_MIN_K) return offer_marked(P, h, S); /* a weight that is not finite */
         if (!signed_weights) {
             int done = select_above_sample(P, h, S);
             if (done > 0) return;
@@ -1510,7 +1501,8 @@ static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratc
 }
 
 /* Fill the weight cache for every query term not filled yet: tw[j] = term_weight(tf_j, norm of doc_j) over the
- * term's postings, then ready[t] = 1. Runs holding the GIL, so threads searching with the same cache never
+ * term's postings, then ready[t] = 1 (2 when a weight is not finite: NaN or infinity, which the parameters'
+ * checks should rule out, but offer_above_blocks must not meet). Runs holding the GIL, so threads searching with the same cache never
  * write a term another reads (a term is read only once ready). Checks each term's posting range (bad_term) and
  * each document id (S->bad_doc) before using them. */
 static void fill_weights(const Postings *P, double *tw, unsigned char *ready, const int32_t *qt, Py_ssize_t n_qt,
@@ -1523,12 +1515,14 @@ static void fill_weights(const Postings *P, double *tw, unsigned char *ready, co
             *bad_term = t;
             return;
         }
+        int finite = 1;
         for (int64_t j = a; j < e; j++) {
             int32_t d = P->docs[j];
             if (!doc_ok(P, S, d)) return;
             tw[j] = term_weight(P, tf_at(P, j), P->norm[d]);
+            finite &= isfinite(tw[j]) != 0;
         }
-        ready[t] = 1;
+        ready[t] = finite ? 1 : 2;
     }
 }
 
@@ -1590,6 +1584,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
             goto done;
         }
     fill_weights(&P, (double *)twb.buf, (unsigned char *)rb.buf, qt, qtb.len / 4, n_postings, &S, &bad_term);
+    const unsigned char *ready = (const unsigned char *)rb.buf;
     if (bad_term >= 0 || S.bad_doc >= 0) goto report;
     int64_t cap = k < P.n_docs ? k : P.n_docs;
     if (cap < 1) cap = 1;
@@ -1615,7 +1610,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
             failed = 1;
             break;
         }
-        int use_maxscore = strategy == STRATEGY_MAXSCORE || strategy == STRATEGY_AUTO;
+        int use_maxscore = strategy == STRATEGY_MAXSCORE || strategy == STRATEGY_AUTO, finite = 1;
         int64_t total = 0, longest = 0;
         for (size_t i = 0; i < m; i++) {
             int32_t t = qt[qp[q] + i];
@@ -1625,6 +1620,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
                 break;
             }
             if (!(c.w >= 0.0)) use_maxscore = 0;
+            finite &= isfinite(c.w) && ready[t] == 1;
             total += c.end - c.pos;
             if (c.end - c.pos > longest) longest = c.end - c.pos;
             S.cur[i] = c;
@@ -1638,7 +1634,7 @@ static PyObject *search(PyObject *self, PyObject *args) {
                 failed = 1;
                 break;
             }
-            exhaustive(&P, S.cur, m, &h, &S, strategy == STRATEGY_ALL_DOCS);
+            exhaustive(&P, S.cur, m, &h, &S, strategy == STRATEGY_ALL_DOCS, finite);
         }
         if (S.bad_doc >= 0) break;
         if (buf_reserve(&out_docs, h.size * sizeof(int32_t)) < 0 ||
