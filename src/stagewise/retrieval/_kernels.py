@@ -25,7 +25,8 @@ class WeightCache(NamedTuple):
 
     ``tf_part[j]`` is the kernel's ``term_weight(tf_j, norm of doc_j)`` for one (mode, k1, b, delta): the same
     double the kernel would compute on the fly, so a cached score is bit for bit an uncached one. ``ready[t]``
-    is 1 once term ``t``'s postings are filled. The array is allocated empty, so only the pages of queried
+    is 1 once term ``t``'s postings are filled (2 when one of its weights is not finite, which sends its
+    queries down the kernel's marked path). The array is allocated empty, so only the pages of queried
     terms ever take memory (8 bytes a posting at most)."""
 
     tf_part: np.ndarray  # float64 [nnz]

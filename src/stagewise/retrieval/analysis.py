@@ -224,7 +224,7 @@ class Analyser:
         stop = self.stopword_set()
         dropped = [i for i, t in enumerate(raw_tokens) if t in stop] if stop else []
         id_of_raw = np.array(lookup(self.stem_many(raw_tokens)), dtype=np.int32)  # a copy: it is written
-        if dropped:  # stemmed with the rest (a stopword is rarely met twice), then dropped
+        if dropped:  # stemmed with the rest (each distinct token once: a few stopwords at most), then dropped
             id_of_raw[dropped] = -1
         ids = id_of_raw[raw_ids] if len(raw_ids) else np.zeros(0, dtype=np.int32)
         keep = ids >= 0

@@ -422,7 +422,7 @@ class BM25Index:
 
     def _find_terms(self, terms: list[str]) -> np.ndarray:
         """Each term's id in the index (int32; -1 when absent), through a hash table of the vocabulary built on
-        first use and kept (4 to 8 bytes a term; keyed on the vocabulary arrays themselves, as the weights are)."""
+        first use and kept (6 to 12 bytes a term; keyed on the vocabulary arrays themselves, as the weights are)."""
         held = self._cache.get(("term_table",))
         if held is None or held[0] is not self.vocab_offsets or held[1] is not self.vocab_data:
             with self._damage_is_input_error():
@@ -439,8 +439,7 @@ class BM25Index:
                 return self.analyser.analyse_to_ids(list(queries), self._find_terms, source="queries")
         if not all(isinstance(q, list | tuple) for q in queries):
             raise StagewiseError("queries must all be strings, or all be lists of terms")
-        # every term looked up as it comes (a few thousand binary searches cost less than finding the distinct
-        # terms first)
+        # every term looked up as it comes (a hash lookup each costs less than finding the distinct terms first)
         n = len(queries)
         lengths = np.fromiter(map(len, queries), dtype=np.int64, count=n)
         with self._damage_is_input_error():
