@@ -25,7 +25,8 @@ class WeightCache(NamedTuple):
 
     ``tf_part[j]`` is the kernel's ``term_weight(tf_j, norm of doc_j)`` for one (mode, k1, b, delta): the same
     double the kernel would compute on the fly, so a cached score is bit for bit an uncached one. ``ready[t]``
-    is 1 once term ``t``'s postings are filled. The array is allocated empty, so only the pages of queried
+    is 1 once term ``t``'s postings are filled (2 when one of its weights is not finite, which sends its
+    queries down the kernel's marked path). The array is allocated empty, so only the pages of queried
     terms ever take memory (8 bytes a posting at most)."""
 
     tf_part: np.ndarray  # float64 [nnz]
@@ -120,6 +121,22 @@ def find_terms(vocab_offsets: np.ndarray, vocab_data: np.ndarray, terms: Sequenc
         at = bisect_left(vocab, raw)
         out[i] = at if at < len(vocab) and vocab[at] == raw else -at - 1
     return out
+
+
+def vocab_table(vocab_offsets: np.ndarray, vocab_data: np.ndarray) -> np.ndarray | None:
+    """A hash table of the vocabulary's term ids for :func:`lookup_terms` (built once per index and kept), or
+    ``None`` without the compiled extension."""
+    if native is None:
+        return None
+    return np.frombuffer(native.vocab_table(vocab_offsets, vocab_data), dtype=np.int32)
+
+
+def lookup_terms(vocab_offsets: np.ndarray, vocab_data: np.ndarray, table: np.ndarray | None, terms: list[str]):
+    """Each term's index in the sorted vocabulary, -1 when absent: :func:`find_terms` through ``table`` (a hash
+    and one compare a term instead of a binary search), or through :func:`find_terms` when ``table`` is None."""
+    if native is not None and table is not None:
+        return np.frombuffer(native.lookup_terms(vocab_offsets, vocab_data, table, terms), dtype=np.int32)
+    return np.maximum(find_terms(vocab_offsets, vocab_data, terms, use_native=native is not None), -1)
 
 
 # --------------------------------------------------------------------------------------------------- search

@@ -174,21 +174,10 @@ class Analyser:
         tokens = [t for t in _WORD_RUN.findall(text) if len(t) >= self.min_length and t not in stop]
         return self.stem_many(tokens)
 
-    def analyse_many(
-        self,
-        texts: Sequence[str],
-        *,
-        source: str | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        chunk_size: int = 50_000,
-        keep_dropped: bool = False,
-    ) -> Analysed:
-        """Analyse many texts at once: a compiled pass tokenises and interns them (``chunk_size`` texts at a
-        time, calling ``progress(done, total)`` after each), then stopwords and stemming run once per distinct
-        token. Gives exactly :meth:`analyse` for each text.
-
-        With ``keep_dropped=True`` stopwords stay in ``term_ids`` as ``-1`` (the indexer skips them; this
-        saves a pass over every token)."""
+    def _tokenize(
+        self, texts: Sequence[str], source: str | None, progress: Callable[[int, int], None] | None, chunk_size: int
+    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Lowercase and tokenise: (offsets int64 [n + 1], raw token ids int32, the distinct raw tokens)."""
         from stagewise.retrieval import _kernels
 
         if not isinstance(texts, list | tuple):
@@ -221,6 +210,49 @@ class Analyser:
                 progress(min(start + chunk_size, n), n)
         offsets = np.concatenate(offset_parts)
         raw_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int32)
+        return offsets, raw_ids, raw_tokens
+
+    def analyse_to_ids(
+        self, texts: Sequence[str], lookup: Callable[[list[str]], np.ndarray], *, source: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each text's terms as ids that ``lookup`` gives (a list of terms to an int32 array of ids, negative
+        for a term it does not know): (offsets int64 [n + 1], ids int32), in text order, stopwords and unknown
+        terms dropped. The same terms as :meth:`analyse_many` without its sorted list of distinct terms, which
+        a search looking terms up in an index's vocabulary has no use for (a third of a short query's
+        analysis)."""
+        offsets, raw_ids, raw_tokens = self._tokenize(texts, source, None, 50_000)
+        stop = self.stopword_set()
+        dropped = [i for i, t in enumerate(raw_tokens) if t in stop] if stop else []
+        id_of_raw = np.array(lookup(self.stem_many(raw_tokens)), dtype=np.int32)  # a copy: it is written
+        if dropped:  # stemmed with the rest (each distinct token once: a few stopwords at most), then dropped
+            id_of_raw[dropped] = -1
+        ids = id_of_raw[raw_ids] if len(raw_ids) else np.zeros(0, dtype=np.int32)
+        keep = ids >= 0
+        if not keep.all():
+            n = len(offsets) - 1
+            text_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(text_of[keep], minlength=n), out=offsets[1:])
+            ids = ids[keep]
+        return offsets, np.ascontiguousarray(ids, dtype=np.int32)
+
+    def analyse_many(
+        self,
+        texts: Sequence[str],
+        *,
+        source: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        chunk_size: int = 50_000,
+        keep_dropped: bool = False,
+    ) -> Analysed:
+        """Analyse many texts at once: a compiled pass tokenises and interns them (``chunk_size`` texts at a
+        time, calling ``progress(done, total)`` after each), then stopwords and stemming run once per distinct
+        token. Gives exactly :meth:`analyse` for each text.
+
+        With ``keep_dropped=True`` stopwords stay in ``term_ids`` as ``-1`` (the indexer skips them; this
+        saves a pass over every token)."""
+        offsets, raw_ids, raw_tokens = self._tokenize(texts, source, progress, chunk_size)
+        n = len(offsets) - 1
         stop = self.stopword_set()
         keep_raw = np.fromiter((t not in stop for t in raw_tokens), dtype=bool, count=len(raw_tokens))
         kept = [t for t, k in zip(raw_tokens, keep_raw.tolist(), strict=True) if k] if stop else raw_tokens

@@ -420,23 +420,36 @@ class BM25Index:
             self._cache[key] = held
         return held[1]
 
+    def _find_terms(self, terms: list[str]) -> np.ndarray:
+        """Each term's id in the index (int32; -1 when absent), through a hash table of the vocabulary built on
+        first use and kept (6 to 12 bytes a term; keyed on the vocabulary arrays themselves, as the weights are)."""
+        held = self._cache.get(("term_table",))
+        if held is None or held[0] is not self.vocab_offsets or held[1] is not self.vocab_data:
+            with self._damage_is_input_error():
+                held = (self.vocab_offsets, self.vocab_data, _kernels.vocab_table(self.vocab_offsets, self.vocab_data))
+            self._cache[("term_table",)] = held
+        return _kernels.lookup_terms(self.vocab_offsets, self.vocab_data, held[2], terms)
+
     def _query_terms(self, queries: Sequence[str] | Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
         """Each query's index term ids (offsets, ids), in query order, absent terms dropped."""
         if queries and all(isinstance(q, str) for q in queries):
             if self.analyser is None:
                 raise StagewiseError("this index was built from tokens: give each query as a list of terms")
-            analysed = self.analyser.analyse_many(list(queries), source="queries")
-        elif all(isinstance(q, list | tuple) for q in queries):
-            analysed = analysed_from_tokens(queries)
-        else:
+            with self._damage_is_input_error():
+                return self.analyser.analyse_to_ids(list(queries), self._find_terms, source="queries")
+        if not all(isinstance(q, list | tuple) for q in queries):
             raise StagewiseError("queries must all be strings, or all be lists of terms")
+        # every term looked up as it comes (a hash lookup each costs less than finding the distinct terms first)
+        n = len(queries)
+        lengths = np.fromiter(map(len, queries), dtype=np.int64, count=n)
         with self._damage_is_input_error():
-            found = _kernels.find_terms(self.vocab_offsets, self.vocab_data, analysed.terms)
-        ids = found[analysed.term_ids] if len(analysed.term_ids) else np.zeros(0, dtype=np.int32)
+            ids = self._find_terms([t for q in queries for t in q])
         keep = ids >= 0
-        n = len(analysed)
-        text_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(analysed.offsets))
         offsets = np.zeros(n + 1, dtype=np.int64)
+        if keep.all():
+            np.cumsum(lengths, out=offsets[1:])
+            return offsets, ids
+        text_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
         np.cumsum(np.bincount(text_of[keep], minlength=n), out=offsets[1:])
         return offsets, ids[keep]
 
