@@ -14,23 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stagewise.retrieval import BM25Index, _kernels
+from tests.bm25_oracle import assert_same_topk, numpy_topk
 
 pytestmark = pytest.mark.skipif(_kernels.native is None, reason="the C extension is not built")
-
-
-def _numpy_topk(index: BM25Index, queries, **kwargs):
-    saved = _kernels.native
-    try:
-        _kernels.native = None
-        return index.topk(queries, **kwargs)
-    finally:
-        _kernels.native = saved
-
-
-def _assert_same(a, b) -> None:
-    assert np.array_equal(a.offsets, b.offsets)
-    assert np.array_equal(a.docs, b.docs)
-    assert np.array_equal(a.scores.view(np.uint64), b.scores.view(np.uint64))
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -49,9 +35,9 @@ def test_deep_top_k_on_the_dense_path_is_the_numpy_one(seed: int, n_docs: int, l
     docs = [[f"t{i}" for i in rng.choice(vocab, size=length or int(rng.integers(2, 16)), p=p)] for _ in range(n_docs)]
     queries = [[f"t{i}" for i in rng.choice(vocab, size=int(rng.integers(1, 6)))] for _ in range(6)]
     index = BM25Index.from_tokens(docs, variant=variant)
-    reference = _numpy_topk(index, queries, k=k)
+    reference = numpy_topk(index, queries, k=k)
     for strategy in ("auto", "exhaustive", "maxscore"):
-        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
+        assert_same_topk(index.topk(queries, k=k, strategy=strategy), reference)
 
 
 @pytest.mark.parametrize(("n_docs", "stride", "k"), [(4000, 16, 100), (4000, 16, 300), (4000, 16, 600),
@@ -64,11 +50,11 @@ def test_a_misleading_sample_falls_back_to_every_document(n_docs: int, stride: i
     docs = [["hot"] * (5 if d % stride == 0 else 1) + ["pad"] * (5 if d % stride else 1) for d in range(n_docs)]
     index = BM25Index.from_tokens(docs)
     queries = [["hot"], ["hot", "pad"]]
-    reference = _numpy_topk(index, queries, k=k)
+    reference = numpy_topk(index, queries, k=k)
     top5 = min(k, -(-n_docs // stride))  # hand-worked: the first query's best are the 5-times documents
     assert np.array_equal(reference.docs[:top5], np.arange(0, stride * top5, stride))
-    _assert_same(index.topk(queries, k=k, strategy="exhaustive"), reference)
-    _assert_same(index.topk(queries, k=k), reference)
+    assert_same_topk(index.topk(queries, k=k, strategy="exhaustive"), reference)
+    assert_same_topk(index.topk(queries, k=k), reference)
 
 
 def test_deep_top_k_on_a_large_corpus() -> None:
@@ -80,7 +66,7 @@ def test_deep_top_k_on_a_large_corpus() -> None:
     queries = [[f"t{i}" for i in rng.choice(300, size=int(rng.integers(1, 6)))] for _ in range(8)]
     index = BM25Index.from_tokens(docs)
     for k in (100, 1000):
-        _assert_same(index.topk(queries, k=k, strategy="exhaustive"), _numpy_topk(index, queries, k=k))
+        assert_same_topk(index.topk(queries, k=k, strategy="exhaustive"), numpy_topk(index, queries, k=k))
 
 
 def test_every_document_tied() -> None:
@@ -88,7 +74,7 @@ def test_every_document_tied() -> None:
     index = BM25Index.from_tokens([["same", "words"]] * 5000)
     top = index.topk([["same"]], k=700, strategy="exhaustive")
     assert top.docs.tolist() == list(range(700))
-    _assert_same(top, _numpy_topk(index, [["same"]], k=700))
+    assert_same_topk(top, numpy_topk(index, [["same"]], k=700))
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,6 +98,6 @@ def test_deep_top_k_of_a_few_hundred_candidates_is_the_numpy_one(seed: int, n_do
     common = [[f"t{i}" for i in rng.choice(8, size=int(rng.integers(1, 4)))] for _ in range(3)]
     index = BM25Index.from_tokens(docs)
     queries = rare + common
-    reference = _numpy_topk(index, queries, k=k)
+    reference = numpy_topk(index, queries, k=k)
     for strategy in ("auto", "exhaustive", "maxscore"):
-        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
+        assert_same_topk(index.topk(queries, k=k, strategy=strategy), reference)

@@ -15,23 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stagewise.retrieval import BM25Index, _kernels
+from tests.bm25_oracle import assert_same_topk, numpy_topk
 
 pytestmark = pytest.mark.skipif(_kernels.native is None, reason="the C extension is not built")
-
-
-def _numpy_topk(index: BM25Index, queries, **kwargs):
-    saved = _kernels.native
-    try:
-        _kernels.native = None
-        return index.topk(queries, **kwargs)
-    finally:
-        _kernels.native = saved
-
-
-def _assert_same(a, b) -> None:
-    assert np.array_equal(a.offsets, b.offsets)
-    assert np.array_equal(a.docs, b.docs)
-    assert np.array_equal(a.scores.view(np.uint64), b.scores.view(np.uint64))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -56,9 +42,9 @@ def test_shallow_top_k_on_the_dense_path_is_the_numpy_one(
     queries = [[f"t{i}" for i in rng.choice(vocab, size=int(rng.integers(1, 7)))] for _ in range(6)]
     queries += [["all"], ["all", "t0"], ["t0", "t1", "t2", "t3"]]
     index = BM25Index.from_tokens(docs, variant=variant)
-    reference = _numpy_topk(index, queries, k=k)
+    reference = numpy_topk(index, queries, k=k)
     for strategy in ("auto", "exhaustive", "maxscore"):
-        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
+        assert_same_topk(index.topk(queries, k=k, strategy=strategy), reference)
 
 
 @pytest.mark.parametrize("k", [1, 10, 63])
@@ -68,7 +54,7 @@ def test_every_block_maximum_tied(k: int) -> None:
     index = BM25Index.from_tokens([["same", "words"]] * 4000)
     top = index.topk([["same"]], k=k, strategy="exhaustive")
     assert top.docs.tolist() == list(range(k))
-    _assert_same(top, _numpy_topk(index, [["same"]], k=k))
+    assert_same_topk(top, numpy_topk(index, [["same"]], k=k))
 
 
 def test_the_best_documents_in_one_block() -> None:
@@ -79,7 +65,7 @@ def test_the_best_documents_in_one_block() -> None:
     index = BM25Index.from_tokens(docs)
     top = index.topk([["hot"]], k=10, strategy="exhaustive")
     assert top.docs.tolist() == list(range(n_docs - 10, n_docs))
-    _assert_same(top, _numpy_topk(index, [["hot"]], k=10))
+    assert_same_topk(top, numpy_topk(index, [["hot"]], k=10))
 
 
 def test_a_weight_that_is_not_finite_takes_the_marked_path() -> None:

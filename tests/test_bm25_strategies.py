@@ -13,25 +13,11 @@ from hypothesis import strategies as st
 
 from stagewise.errors import ConventionError, StagewiseError
 from stagewise.retrieval import BM25Index, _kernels
+from tests.bm25_oracle import assert_same_topk, numpy_topk
 
 pytestmark = pytest.mark.skipif(_kernels.native is None, reason="the C extension is not built")
 
 STRATEGIES = ("auto", "maxscore", "exhaustive")
-
-
-def _numpy_topk(index: BM25Index, queries, **kwargs):
-    saved = _kernels.native
-    try:
-        _kernels.native = None
-        return index.topk(queries, **kwargs)
-    finally:
-        _kernels.native = saved
-
-
-def _assert_same(a, b) -> None:
-    assert np.array_equal(a.offsets, b.offsets)
-    assert np.array_equal(a.docs, b.docs)
-    assert np.array_equal(a.scores.view(np.uint64), b.scores.view(np.uint64))  # bit for bit, -0.0 too
 
 
 @st.composite
@@ -68,10 +54,10 @@ def corpora(draw):
 def test_every_strategy_gives_the_numpy_top_k(corpus, k: int, variant: str) -> None:
     docs, queries = corpus
     index = BM25Index.from_tokens(docs, variant=variant)
-    reference = _numpy_topk(index, queries, k=k)
+    reference = numpy_topk(index, queries, k=k)
     for strategy in STRATEGIES:
-        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
-    _assert_same(index.topk(queries, k=k, exhaustive=True), reference)
+        assert_same_topk(index.topk(queries, k=k, strategy=strategy), reference)
+    assert_same_topk(index.topk(queries, k=k, exhaustive=True), reference)
 
 
 def _skewed_index() -> tuple[BM25Index, list[list[str]]]:
@@ -85,9 +71,9 @@ def _skewed_index() -> tuple[BM25Index, list[list[str]]]:
 @pytest.mark.parametrize("k", [1, 3, 10, 400, 3000])
 def test_strategies_agree_where_pruning_pays(k: int) -> None:
     index, queries = _skewed_index()
-    reference = _numpy_topk(index, queries, k=k)
+    reference = numpy_topk(index, queries, k=k)
     for strategy in STRATEGIES:
-        _assert_same(index.topk(queries, k=k, strategy=strategy), reference)
+        assert_same_topk(index.topk(queries, k=k, strategy=strategy), reference)
 
 
 def test_the_weight_cache_follows_the_parameters() -> None:
@@ -97,8 +83,8 @@ def test_the_weight_cache_follows_the_parameters() -> None:
     fresh, _ = _skewed_index()
     for params in ({}, {"k1": 0.9, "b": 0.4}, {}, {"variant": "bm25+", "delta": 0.5}, {"k1": 0.9, "b": 0.4}):
         got = index.topk(queries, k=10, **params)
-        _assert_same(got, fresh.topk(queries, k=10, **params))
-        _assert_same(got, _numpy_topk(index, queries, k=10, **params))
+        assert_same_topk(got, fresh.topk(queries, k=10, **params))
+        assert_same_topk(got, numpy_topk(index, queries, k=10, **params))
         fresh = _skewed_index()[0]  # a new index each time: nothing cached yet
 
 
@@ -110,14 +96,14 @@ def test_arrays_swapped_in_memory_drop_the_cached_weights() -> None:
     tf[:] = 1  # every term once in each document: a different score for "a" in document 1 and "c" in 2
     index.post_tf = tf
     after = index.topk([["a", "c"]], k=3)
-    _assert_same(after, _numpy_topk(index, [["a", "c"]], k=3))
+    assert_same_topk(after, numpy_topk(index, [["a", "c"]], k=3))
     assert not np.array_equal(before.scores, after.scores)
 
 
 def test_workers_share_one_cache() -> None:
     index, queries = _skewed_index()
     many = queries * 20
-    _assert_same(index.topk(many, k=5, workers=4), _numpy_topk(index, many, k=5))
+    assert_same_topk(index.topk(many, k=5, workers=4), numpy_topk(index, many, k=5))
 
 
 def test_an_unknown_strategy_is_refused_with_the_choices() -> None:
