@@ -558,7 +558,8 @@ static PyObject *lookup_terms(PyObject *self, PyObject *args) {
     if (check_buffer(&ob, 8, "vocab_offsets") < 0 || check_buffer(&tb, 4, "table") < 0) goto done;
     size_t cap = (size_t)tb.len / 4;
     if (ob.len < 8 || cap == 0 || (cap & (cap - 1)) != 0) {
-        PyErr_SetString(PyExc_ValueError, "damaged index: vocab_offsets is empty or the term table is not a power of two");
+        PyErr_SetString(PyExc_ValueError,
+                        "damaged index: vocab_offsets is empty or the term table is not a power of two");
         goto done;
     }
     seq = PySequence_Fast(terms_in, "terms must be a sequence of str");
@@ -1224,19 +1225,6 @@ static void offer_marked(const Postings *P, Heap *h, Scratch *S) {
     }
 }
 
-/* The shallow top k (h->cap < SELECT_MIN_K) of the documents met, accumulated without marks, resetting every
- * slot. One pass takes the maximum of each block of TOP_BLOCK slots (a loop the compiler vectorises) and keeps
- * the k largest positive maxima: they are the scores of k distinct documents (a slot no posting reached holds
- * 0.0, so a positive maximum is a document met), so the k-th of them, theta, is at most the k-th best score, and a document below theta
- * cannot be in the top k. Only the blocks whose maximum reaches theta (about k of them) are read again, and
- * only their documents at or above theta are offered to the heap, in index order: the heap's result over
- * every document, in the same order, with a few dozen offers instead of one per document that beats the
- * worst kept so far (on SciFact's claims at top 10, about 55 offers and most of the selection's time).
- * Returns 0, having changed nothing, when fewer than k blocks have a positive maximum (documents met that
- * score 0 may then belong in the top k, and only marks tell them from slots no posting reached): the caller
- * then accumulates again with marks. Called only when every weight and cached term weight of the query is
- * finite, so no score is NaN (which a maximum would skip; finite terms of BM25's size cannot sum to
- * infinity, nor then to NaN). */
 /* The largest of a[0..n) and 0.0 (n a multiple of 8; a NaN would be skipped, as x > top is false: the caller
  * makes sure there is none). No test or branch on the data: with SSE2 (every x86-64) two slots an instruction,
  * in four independent chains; GCC did not vectorise the plain loop. */
@@ -1261,6 +1249,19 @@ static inline double block_top(const double *a, int64_t n) {
 #endif
 }
 
+/* The shallow top k (h->cap < SELECT_MIN_K) of the documents met, accumulated without marks, resetting every
+ * slot. One pass takes the maximum of each block of TOP_BLOCK slots (block_top) and keeps the k largest
+ * positive maxima: they are the scores of k distinct documents (a slot no posting reached holds 0.0, so a
+ * positive maximum is a document met), so the k-th of them, theta, is at most the k-th best score, and a
+ * document below theta cannot be in the top k. Only the blocks whose maximum reaches theta (about k of them)
+ * are read again, and only their documents at or above theta are offered to the heap, in index order: the
+ * heap's result over every document, in the same order, with a few dozen offers instead of one per document
+ * that beats the worst kept so far (on SciFact's claims at top 10, about 55 offers and most of the selection's
+ * time). Returns 0, having changed nothing, when fewer than k blocks have a positive maximum (documents met
+ * that score 0 may then belong in the top k, and only marks tell them from slots no posting reached): the
+ * caller then accumulates again with marks. Called only when every weight and cached term weight of the query
+ * is finite, so no score is NaN (which a maximum would skip; finite terms of BM25's size cannot sum to
+ * infinity, nor then to NaN). */
 static int offer_above_blocks(const Postings *P, Heap *h, Scratch *S) {
     double *acc = S->acc, *block_max = S->block_max;
     int64_t k = h->cap, have = 0, n_docs = P->n_docs, n_blocks = (n_docs + TOP_BLOCK - 1) / TOP_BLOCK;
@@ -1502,9 +1503,9 @@ static void exhaustive(const Postings *P, Cursor *cur, size_t m, Heap *h, Scratc
 
 /* Fill the weight cache for every query term not filled yet: tw[j] = term_weight(tf_j, norm of doc_j) over the
  * term's postings, then ready[t] = 1 (2 when a weight is not finite: NaN or infinity, which the parameters'
- * checks should rule out, but offer_above_blocks must not meet). Runs holding the GIL, so threads searching with the same cache never
- * write a term another reads (a term is read only once ready). Checks each term's posting range (bad_term) and
- * each document id (S->bad_doc) before using them. */
+ * checks should rule out, but offer_above_blocks must not meet). Runs holding the GIL, so threads searching
+ * with the same cache never write a term another reads (a term is read only once ready). Checks each term's
+ * posting range (bad_term) and each document id (S->bad_doc) before using them. */
 static void fill_weights(const Postings *P, double *tw, unsigned char *ready, const int32_t *qt, Py_ssize_t n_qt,
                          int64_t n_postings, Scratch *S, int64_t *bad_term) {
     for (Py_ssize_t i = 0; i < n_qt; i++) {

@@ -1463,7 +1463,8 @@ static void *part_read(void *arg) {
     Part *part = arg;
     const Mapping *m = part->m;
     part->status = mapping_lines(m, part->from, part->to < m->stop ? part->to : m->stop, joiner_lines, part->j);
-    if (part->status == 0 && part->from <= m->stop && part->to > m->stop) part->status = mapping_tail(m, joiner_lines, part->j);
+    if (part->status == 0 && part->from <= m->stop && part->to > m->stop) /* the part the tail belongs to */
+        part->status = mapping_tail(m, joiner_lines, part->j);
     if (part->status == 0 && joiner_end_query(part->j)) part->status = -1;
     return NULL;
 }
