@@ -227,14 +227,7 @@ class Analyser:
         if dropped:  # stemmed with the rest (each distinct token once: a few stopwords at most), then dropped
             id_of_raw[dropped] = -1
         ids = id_of_raw[raw_ids] if len(raw_ids) else np.zeros(0, dtype=np.int32)
-        keep = ids >= 0
-        if not keep.all():
-            n = len(offsets) - 1
-            text_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(np.bincount(text_of[keep], minlength=n), out=offsets[1:])
-            ids = ids[keep]
-        return offsets, np.ascontiguousarray(ids, dtype=np.int32)
+        return drop_absent(offsets, ids)
 
     def analyse_many(
         self,
@@ -252,7 +245,6 @@ class Analyser:
         With ``keep_dropped=True`` stopwords stay in ``term_ids`` as ``-1`` (the indexer skips them; this
         saves a pass over every token)."""
         offsets, raw_ids, raw_tokens = self._tokenize(texts, source, progress, chunk_size)
-        n = len(offsets) - 1
         stop = self.stopword_set()
         keep_raw = np.fromiter((t not in stop for t in raw_tokens), dtype=bool, count=len(raw_tokens))
         kept = [t for t, k in zip(raw_tokens, keep_raw.tolist(), strict=True) if k] if stop else raw_tokens
@@ -263,12 +255,21 @@ class Analyser:
         term_of_raw[keep_raw] = np.fromiter((position[s] for s in stems), dtype=np.int32, count=len(stems))
         ids = term_of_raw[raw_ids] if len(raw_ids) else np.zeros(0, dtype=np.int32)
         if len(ids) and not keep_dropped and not keep_raw.all():
-            keep = ids >= 0
-            text_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(np.bincount(text_of[keep], minlength=n), out=offsets[1:])
-            ids = ids[keep]
+            offsets, ids = drop_absent(offsets, ids)
         return Analysed(offsets, np.ascontiguousarray(ids, dtype=np.int32), terms)
+
+
+def drop_absent(offsets: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Texts' term ids (``offsets`` int64 [n + 1], ``ids``) without the negative ones (a stopword, a term the
+    index does not know): the offsets recounted, the ids kept in order, as int32."""
+    keep = ids >= 0
+    if not keep.all():
+        n = len(offsets) - 1
+        text_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(text_of[keep], minlength=n), out=offsets[1:])
+        ids = ids[keep]
+    return offsets, np.ascontiguousarray(ids, dtype=np.int32)
 
 
 def analysed_from_tokens(token_lists: Sequence[Sequence[str]]) -> Analysed:

@@ -24,7 +24,7 @@ import numpy as np
 
 from stagewise.errors import ConventionError, InputError, StagewiseError, parameter_error
 from stagewise.retrieval import _kernels
-from stagewise.retrieval.analysis import Analysed, Analyser, analysed_from_tokens
+from stagewise.retrieval.analysis import Analysed, Analyser, analysed_from_tokens, drop_absent
 from stagewise.retrieval.storage import (  # noqa: F401 - the layout's names stay importable from here
     _ARRAYS,
     CRC_BLOCK,
@@ -440,18 +440,11 @@ class BM25Index:
         if not all(isinstance(q, list | tuple) for q in queries):
             raise StagewiseError("queries must all be strings, or all be lists of terms")
         # every term looked up as it comes (a hash lookup each costs less than finding the distinct terms first)
-        n = len(queries)
-        lengths = np.fromiter(map(len, queries), dtype=np.int64, count=n)
+        offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, queries), dtype=np.int64, count=len(queries)), out=offsets[1:])
         with self._damage_is_input_error():
             ids = self._find_terms([t for q in queries for t in q])
-        keep = ids >= 0
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        if keep.all():
-            np.cumsum(lengths, out=offsets[1:])
-            return offsets, ids
-        text_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        np.cumsum(np.bincount(text_of[keep], minlength=n), out=offsets[1:])
-        return offsets, ids[keep]
+        return drop_absent(offsets, ids)
 
     def topk(
         self,
